@@ -1,0 +1,310 @@
+"""zoo.data on the real corpora: registry, loopback download + sha256, shared BPE, token batches."""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import http.server
+import os
+import random
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from zoo import data as D
+
+
+# --------------------------------------------------------------------------- helpers
+@pytest.fixture
+def serve():
+    """Serve a folder on 127.0.0.1 (a free port) in a thread; yields a function folder -> URL."""
+    servers = []
+
+    def start(folder: Path) -> str:
+        handler = functools.partial(Quiet, directory=str(folder))
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        servers.append(srv)
+        return f"http://127.0.0.1:{srv.server_address[1]}"
+
+    yield start
+    for srv in servers:
+        srv.shutdown()
+        srv.server_close()
+
+
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest output clean
+        pass
+
+
+@pytest.fixture(scope="module")
+def m30k(data_root, tmp_path_factory):
+    """Multi30k train encoded with a shared 8k BPE (trained once for the module)."""
+    path = D.bpe_model("multi30k", 8000, data_root, cache_dir=tmp_path_factory.mktemp("bpe"))
+    sp = D.load_sp(path)
+    ids = D.encode_pairs(sp, D.load_pairs("multi30k", "train", data_root))
+    return sp, ids, D.pair_lengths(ids)
+
+
+def padding(ids, batches) -> float:
+    pad = total = 0
+    for b in batches:
+        c = D.collate(ids, b)
+        n = c.src.numel() + c.tgt_in.numel()
+        total, pad = total + n, pad + n - c.n_src_tokens - c.n_tgt_tokens
+    return pad / total
+
+
+# --------------------------------------------------------------------------- data dir, registry
+def test_data_dir_precedence(monkeypatch, tmp_path):
+    monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path / "env"))
+    assert D.data_dir(tmp_path / "x") == tmp_path / "x"
+    assert D.data_dir() == tmp_path / "env"
+    monkeypatch.delenv("ZOO_DATA_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert D.data_dir() == tmp_path / "cache" / "zoo" / "data"
+
+
+def test_unknown_corpus_and_split():
+    with pytest.raises(D.DataError, match="Did you mean 'multi30k'"):
+        D.corpus("multi3k")
+    with pytest.raises(D.DataError, match="choose one of: train, dev, test, test_2017_flickr"):
+        D.load_pairs("multi30k", "valid")
+
+
+def test_registry_matches_manifest(data_root):
+    """The embedded sha256s are the MANIFEST's (the module itself never reads the MANIFEST)."""
+    manifest = dict(line.split("\t")[::2] for line in
+                    (data_root / "MANIFEST.tsv").read_text().splitlines())
+    for c in D.CORPORA.values():
+        for f in c.files:
+            assert manifest[f.path] == f.sha256, f.path
+            assert f.url is None or f.url.startswith("https://raw.githubusercontent.com/")
+
+
+@pytest.mark.parametrize("name,split,n", [
+    ("multi30k", "train", 29000), ("multi30k", "dev", 1014), ("multi30k", "test", 1000),
+    ("multi30k", "test_2017_mscoco", 461), ("multi30k", "test_2018_flickr", 1071),
+    ("wmt14_en_de", "dev", 3000), ("wmt14_en_de", "test", 3003), ("wmt14_en_fr", "test", 3003),
+    ("wmt_news_ende", "train", 26740), ("wmt_news_ende", "test", 3003)])
+def test_load_pairs_counts(data_root, name, split, n):
+    pairs = D.load_pairs(name, split, data_root)
+    assert len(pairs) == n
+    assert all(s and t and not s.endswith("\n") and not t.endswith("\n") for s, t in pairs[:100])
+
+
+def test_load_pairs_keeps_inner_whitespace(data_root):
+    # train.de line 7366 holds a literal TAB: only the trailing newline may be removed
+    assert "\t" in D.load_pairs("multi30k", "train", data_root)[7365][1]
+
+
+def test_wmt14_training_data_missing_says_how_to_get_it(data_root):
+    with pytest.raises(D.DataError) as e:
+        D.load_pairs("wmt14_en_de", "train", data_root)
+    msg = str(e.value)
+    assert "wmt14/train/en-de/train.en" in msg and "statmt.org" in msg and str(data_root) in msg
+
+
+def test_missing_data_dir_says_how_to_fetch(tmp_path):
+    with pytest.raises(D.DataError) as e:
+        D.load_pairs("multi30k", "train", tmp_path / "nowhere")
+    msg = str(e.value)
+    assert "zoo data fetch multi30k" in msg and "ZOO_DATA_DIR" in msg
+    assert str(tmp_path / "nowhere") in msg and "multi30k/train.en.gz" in msg
+
+
+def test_unequal_sides_rejected(tmp_path, data_root):
+    (tmp_path / "multi30k").mkdir()
+    for f in ("val.en.gz", "val.de.gz"):
+        shutil.copy(data_root / "multi30k" / f, tmp_path / "multi30k" / f)
+    shutil.copy(data_root / "multi30k/test_2016_flickr.de.gz", tmp_path / "multi30k/val.de.gz")
+    with pytest.raises(D.DataError, match="1014 lines but .* has 1000"):
+        D.load_pairs("multi30k", "dev", tmp_path)
+
+
+def test_list_corpora(data_root, tmp_path):
+    rows = {r["name"]: r for r in D.list_corpora(data_root)}
+    assert set(rows) == set(D.CORPORA)
+    assert rows["multi30k"]["status"] == "present" and rows["wsj_sample"]["status"] == "present"
+    assert rows["wmt14_en_de"]["status"] == "partial"  # test sets yes, training data no
+    assert "non-commercial" in rows["wsj_sample"]["description"].lower()
+    assert all(r["status"] == "missing" for r in D.list_corpora(tmp_path))
+
+
+# --------------------------------------------------------------------------- fetch, verify
+def test_fetch_from_loopback_mirror_then_verify(data_root, tmp_path, serve):
+    url = serve(data_root)
+    for name in ("multi30k", "wsj_sample"):
+        got = D.fetch(name, tmp_path, base_url=url)
+        assert len(got) == len(D.corpus(name).files)
+        assert all(ok for _, ok, _ in D.verify(name, tmp_path))
+    assert D.load_pairs("multi30k", "dev", tmp_path) == D.load_pairs("multi30k", "dev", data_root)
+    assert not list(tmp_path.rglob("*.part"))
+    # a second fetch skips the files already present with the right hash
+    before = {p: p.stat().st_mtime_ns for p in (tmp_path / "multi30k").iterdir()}
+    D.fetch("multi30k", tmp_path, base_url=url)
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "multi30k").iterdir()} == before
+
+
+def test_fetch_rejects_corrupt_file(data_root, tmp_path, serve):
+    mirror = tmp_path / "mirror"
+    shutil.copytree(data_root / "multi30k", mirror / "multi30k")
+    bad = mirror / "multi30k" / "val.de.gz"
+    bad.write_bytes(bad.read_bytes()[:-10] + b"corrupted!")
+    dest = tmp_path / "data"
+    with pytest.raises(D.DataError, match="Checksum mismatch for val.de.gz"):
+        D.fetch("multi30k", dest, base_url=serve(mirror))
+    assert not (dest / "multi30k" / "val.de.gz").exists()
+    assert not list(dest.rglob("*.part"))
+
+
+def test_fetch_network_error_is_data_error(tmp_path, serve):
+    url = serve(tmp_path / "empty")  # serves nothing: 404 for every file
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(D.DataError, match="Could not fetch multi30k/README.origin.md"):
+        D.fetch("multi30k", tmp_path / "data", base_url=url)
+
+
+def test_fetch_from_origin_urls_extracts_zip_member(data_root, tmp_path, serve, monkeypatch):
+    """The origin path (per-file URLs, README extracted from the zip, mirror-only copy skipped),
+    with the origin URLs pointed at the loopback server."""
+    url = serve(data_root)
+    c = D.corpus("wsj_sample")
+    files = tuple(dataclasses.replace(f, url=f"{url}/{f.path}") if f.url else f for f in c.files)
+    monkeypatch.setitem(D.CORPORA, "wsj_sample", dataclasses.replace(c, files=files))
+    got = D.fetch("wsj_sample", tmp_path)
+    assert {p.name for p in got} == {"treebank.zip", "README.combined", "treebank.xml"}
+    result = {rel: ok for rel, ok, _ in D.verify("wsj_sample", tmp_path)}
+    assert all(result.values())  # the optional tar.gz is absent but not an error
+
+
+def test_verify_flags_corrupt_local_file(data_root, tmp_path):
+    shutil.copytree(data_root / "multi30k", tmp_path / "multi30k")
+    (tmp_path / "multi30k" / "val.en.gz").write_bytes(b"oops")
+    bad = [(rel, why) for rel, ok, why in D.verify("multi30k", tmp_path) if not ok]
+    assert len(bad) == 1 and bad[0][0] == "multi30k/val.en.gz" and "mismatch" in bad[0][1]
+
+
+# --------------------------------------------------------------------------- BPE
+def test_bpe_special_ids_and_cache(data_root, tmp_path):
+    t0 = time.perf_counter()
+    path = D.bpe_model("multi30k", 2000, data_root, cache_dir=tmp_path)
+    first = time.perf_counter() - t0
+    sp = D.load_sp(path)
+    assert sp.get_piece_size() == 2000
+    assert (sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id()) == (0, 1, 2, 3)
+    mtime = path.stat().st_mtime_ns
+    t0 = time.perf_counter()
+    assert D.bpe_model("multi30k", 2000, data_root, cache_dir=tmp_path) == path
+    assert path.stat().st_mtime_ns == mtime
+    assert time.perf_counter() - t0 < max(0.05, first / 5)
+    assert [p.name for p in tmp_path.iterdir() if p.suffix == ".model"] == [path.name]
+
+
+def test_bpe_vocab_too_large_names_the_maximum(data_root, tmp_path):
+    with pytest.raises(D.DataError, match=r"at most 83510 BPE pieces"):
+        D.bpe_model("multi30k", 100_000, data_root, cache_dir=tmp_path)
+    assert not list(tmp_path.glob("*.model"))
+
+
+def test_bpe_two_processes_at_once(data_root, tmp_path):
+    code = ("import logging, sys; logging.basicConfig(level=logging.INFO, stream=sys.stderr); "
+            "from zoo import data; "
+            f"print(data.bpe_model('multi30k', 1000, {str(data_root)!r}, cache_dir={str(tmp_path)!r}))")
+    env = {**os.environ, "PYTHONPATH": str(Path(D.__file__).parents[1])}
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    paths = {o.strip() for o, _ in outs}
+    assert len(paths) == 1
+    assert sum("trained BPE" in e for _, e in outs) == 1  # the other process waited and reused it
+    assert [p.name for p in tmp_path.iterdir() if p.suffix == ".model"] == [Path(paths.pop()).name]
+    assert not list(tmp_path.glob("*.part"))
+    assert D.load_sp(next(tmp_path.glob("*.model"))).get_piece_size() == 1000
+
+
+# --------------------------------------------------------------------------- batching
+def test_encode_pairs_drops_long_pairs(m30k, data_root):
+    sp, ids, _ = m30k
+    pairs = D.load_pairs("multi30k", "dev", data_root)
+    kept = D.encode_pairs(sp, pairs, max_len=20)
+    assert 0 < len(kept) < len(pairs)
+    assert all(len(x) <= 20 and len(y) <= 20 for x, y in kept)
+    assert sp.decode(ids[0][0]) == D.load_pairs("multi30k", "train", data_root)[0][0]
+
+
+@pytest.mark.parametrize("budget", [2000, 25000])
+def test_batches_respect_token_budget(m30k, budget):
+    _, _, lengths = m30k
+    batches = D.make_batches(lengths, budget, seed=1, epoch=0)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    for b in batches:
+        s, t = sum(lengths[i][0] for i in b), sum(lengths[i][1] for i in b)
+        assert len(b) == 1 or (s <= budget and t <= budget)
+    mean_t = sum(sum(lengths[i][1] for i in b) for b in batches) / len(batches)
+    mean_s = sum(sum(lengths[i][0] for i in b) for b in batches) / len(batches)
+    assert max(mean_s, mean_t) > 0.85 * budget
+
+
+def test_single_overlong_pair_is_its_own_batch():
+    lengths = [(5, 5), (50, 3), (4, 6), (5, 4)]
+    batches = D.make_batches(lengths, 12, seed=0, epoch=0)
+    assert [1] in batches
+    assert sorted(i for b in batches for i in b) == [0, 1, 2, 3]
+
+
+def test_batches_deterministic_per_seed_and_epoch(m30k):
+    _, _, lengths = m30k
+    a = D.make_batches(lengths, 4000, seed=3, epoch=2)
+    assert a == D.make_batches(lengths, 4000, seed=3, epoch=2)
+    assert a != D.make_batches(lengths, 4000, seed=3, epoch=3)
+    assert a != D.make_batches(lengths, 4000, seed=4, epoch=2)
+
+
+def test_shards_cover_batch_and_balance(m30k):
+    _, _, lengths = m30k
+    for b in D.make_batches(lengths, 25000, seed=0, epoch=0)[:5]:
+        for n in (2, 3, 8):
+            parts = D.shard(b, lengths, n)
+            assert len(parts) == n and sorted(sum(parts, [])) == sorted(b)
+            tok = [sum(lengths[i][1] for i in p) for p in parts]
+            longest = max(lengths[i][1] for i in b)
+            assert max(tok) - min(tok) <= 2 * longest, tok
+    assert D.shard([4, 5], [(1, 1)] * 6, 3) == [[4], [5], []]
+    assert D.shard([0, 1, 2], [(1, 9), (1, 1), (1, 1)], 3) == [[0], [1], [2]]
+
+
+def test_collate_shapes_and_counts():
+    ids = [([5, 6, 7], [8, 9]), ([5], [8, 9, 10, 11])]
+    b = D.collate(ids, [0, 1])
+    assert b.src.tolist() == [[5, 6, 7, 3], [5, 3, 0, 0]]
+    assert b.tgt_in.tolist() == [[2, 8, 9, 0, 0], [2, 8, 9, 10, 11]]
+    assert b.tgt_out.tolist() == [[8, 9, 3, 0, 0], [8, 9, 10, 11, 3]]
+    assert (b.n_src_tokens, b.n_tgt_tokens) == (6, 8)
+    assert b.padding_fraction == pytest.approx(4 / 18)
+    assert b.n_tgt_tokens == int((b.tgt_out != 0).sum())
+
+
+def test_length_grouping_cuts_padding(m30k):
+    _, ids, lengths = m30k
+    grouped = D.make_batches(lengths, 4000, seed=0, epoch=0)
+    order = list(range(len(lengths)))
+    random.Random(0).shuffle(order)
+    random_batches, cur, ns, nt = [], [], 0, 0  # same budget rule, no length grouping
+    for i in order:
+        s, t = lengths[i]
+        if cur and (ns + s > 4000 or nt + t > 4000):
+            random_batches.append(cur)
+            cur, ns, nt = [], 0, 0
+        cur.append(i)
+        ns, nt = ns + s, nt + t
+    random_batches.append(cur)
+    pg, pr = padding(ids, grouped), padding(ids, random_batches)
+    print(f"padding fraction at 4000 tokens: length-grouped {pg:.3f}, random {pr:.3f}")
+    assert pg < 0.2 and pr > 0.4 and pg < pr / 3

@@ -1,0 +1,75 @@
+"""The compiled Transformer: paper structure, tied weights, cached decoding = full forward."""
+import torch
+
+from zoo.model import build_model, count_params, sinusoid_table
+from zoo.spec import ModelSpec
+
+TINY = ModelSpec(N=2, d_model=32, d_ff=64, h=4, d_k=8, d_v=12, dropout=0.1, max_len=64)
+
+
+def test_shapes_and_tied_weights():
+    m = build_model(TINY, 50)
+    src, tgt = torch.randint(4, 50, (3, 9)), torch.randint(4, 50, (3, 5))
+    assert m(src, tgt).shape == (3, 5, 50)
+    assert m.src_embed.weight is m.tgt_embed.weight and m.out_proj is None
+    untied = build_model(TINY.model_copy(update={"share_embeddings": False}), 50)
+    assert count_params(untied) - count_params(m) == 2 * 50 * 32
+
+
+def test_independent_dk_dv():
+    m = build_model(TINY, 50)
+    att = m.encoder[0].self_attn
+    assert att.w_q.weight.shape == (4 * 8, 32) and att.w_v.weight.shape == (4 * 12, 32)
+    assert att.w_o.weight.shape == (32, 4 * 12)
+
+
+def test_sinusoid_matches_formula():
+    pe = sinusoid_table(10, 8)
+    pos, i = 7, 2
+    assert torch.isclose(pe[pos, 2 * i], torch.tensor(pos / 10000 ** (2 * i / 8)).sin())
+    assert torch.isclose(pe[pos, 2 * i + 1], torch.tensor(pos / 10000 ** (2 * i / 8)).cos())
+
+
+def test_cached_decoding_equals_full_forward():
+    for pe in ("sinusoidal", "learned"):
+        torch.manual_seed(0)
+        m = build_model(TINY.model_copy(update={"positional_encoding": pe}), 40).eval()
+        src = torch.randint(4, 40, (3, 8))
+        src[1, 5:] = 0  # padding must be masked in the cross-attention
+        tgt = torch.randint(4, 40, (3, 7))
+        with torch.no_grad():
+            full = m(src, tgt)
+            memory, mask = m.encode(src)
+            cache = m.new_cache()
+            steps = [m.decode(tgt[:, t:t + 1], memory, mask, cache) for t in range(tgt.size(1))]
+        assert torch.allclose(torch.cat(steps, 1), full, atol=1e-5)
+
+
+def test_padding_does_not_change_results():
+    torch.manual_seed(0)
+    m = build_model(TINY, 40).eval()
+    src = torch.randint(4, 40, (1, 6))
+    tgt = torch.randint(4, 40, (1, 4))
+    padded = torch.cat([src, torch.zeros(1, 3, dtype=torch.long)], 1)
+    with torch.no_grad():
+        assert torch.allclose(m(src, tgt), m(padded, tgt), atol=1e-5)
+
+
+def test_causal_mask_future_does_not_leak():
+    torch.manual_seed(0)
+    m = build_model(TINY, 40).eval()
+    src, tgt = torch.randint(4, 40, (1, 6)), torch.randint(4, 40, (1, 5))
+    tgt2 = tgt.clone()
+    tgt2[0, 4] = (tgt[0, 4] + 1) % 40
+    with torch.no_grad():
+        assert torch.allclose(m(src, tgt)[:, :4], m(src, tgt2)[:, :4], atol=1e-6)
+
+
+def test_dropout_only_in_training():
+    m = build_model(TINY, 40)
+    src, tgt = torch.randint(4, 40, (2, 6)), torch.randint(4, 40, (2, 5))
+    m.eval()
+    with torch.no_grad():
+        assert torch.equal(m(src, tgt), m(src, tgt))
+    m.train()
+    assert not torch.equal(m(src, tgt), m(src, tgt))

@@ -1,0 +1,160 @@
+"""The spec language: every paper spec resolves; every kind of user mistake exits 2 naming file, line, field."""
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from zoo.cli import main
+from zoo.spec import SpecError, resolve, spec_files
+
+
+def run(*argv, capsys):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_validate_all_specs(repo, capsys):
+    code, out, _ = run("validate", str(repo / "specs"), capsys=capsys)
+    assert code == 0
+    files = spec_files([repo / "specs"])
+    assert len(files) >= 13
+    for f in files:
+        assert f"ok    {f}" in out
+    assert "profiles" not in out
+
+
+@pytest.mark.parametrize("profile", ["smoke", "cpu", "gpu"])
+def test_every_spec_resolves_under_each_profile(repo, profile):
+    for f in spec_files([repo / "specs"]):
+        for c in resolve(f, profile=profile):
+            assert c.profile == profile
+
+
+def test_variant_names_are_the_papers_rows(repo):
+    from zoo.paper import TABLE3
+    names = {c.variant for f in ("base", "table3_A", "table3_B", "table3_C", "table3_D", "table3_E", "big")
+             for c in resolve(repo / "specs" / f"{f}.yaml")}
+    assert names == {r[0] for r in TABLE3}
+
+
+def test_inheritance_and_overrides(repo):
+    a1 = resolve(repo / "specs/table3_A.yaml", "A1")[0]
+    assert (a1.model.h, a1.model.d_k, a1.model.d_v, a1.model.d_ff, a1.model.N) == (1, 512, 512, 2048, 6)
+    b1 = resolve(repo / "specs/table3_B.yaml", "B1")[0]
+    assert (b1.model.d_k, b1.model.d_v) == (16, 64)  # row B changes d_k only
+    fr_big = resolve(repo / "specs/table2_en_fr_big.yaml")[0]
+    assert fr_big.model.dropout == 0.1 and fr_big.model.d_model == 1024 and fr_big.data.vocab_size == 32000
+    assert fr_big.eval.average_checkpoints == 20 and fr_big.eval.split == "test"
+    wsj = resolve(repo / "specs/table4_wsj.yaml")[0]
+    assert (wsj.model.N, wsj.model.d_model, wsj.data.vocab_size, wsj.eval.beam_size,
+            wsj.eval.length_penalty, wsj.eval.max_len_offset) == (4, 1024, 16000, 21, 0.3, 300)
+    s = resolve(repo / "specs/table3_D.yaml", "D2", sets=["model.dropout=0.25", "train.steps=7"])[0]
+    assert s.model.dropout == 0.25 and s.train.steps == 7
+
+
+def test_profile_keeps_ablation_ratios(repo):
+    for c in resolve(repo / "specs/table3_A.yaml", profile="cpu") + resolve(repo / "specs/table3_C.yaml", "C4", "cpu"):
+        assert c.model.h * c.model.d_k == c.model.d_model
+    d = {c.variant: c for c in resolve(repo / "specs/table3_D.yaml", profile="cpu")}
+    assert d["D1"].model.dropout == 0.0 and d["D4"].train.label_smoothing == 0.2
+    assert resolve(repo / "specs/table3_C.yaml", "C1", "cpu")[0].model.N < resolve(repo / "specs/table3_C.yaml", "C3", "cpu")[0].model.N
+
+
+def test_new_variants_need_no_code(tmp_path, repo, capsys):
+    (tmp_path / "mine.yaml").write_text(
+        f"extends: {repo / 'specs/base.yaml'}\n"
+        "variants:\n"
+        "  odd_heads: {model: {h: 6, d_k: 48, d_v: 80}}\n"
+        "  shallow_wide: {model: {N: 3, d_ff: 3072}}\n"
+        "  d384: {model: {d_model: 384}}\n")
+    code, out, _ = run("validate", str(tmp_path / "mine.yaml"), capsys=capsys)
+    assert code == 0 and "3 variants" in out
+    code, out, _ = run("params", str(tmp_path / "mine.yaml"), "--json", capsys=capsys)
+    rows = json.loads(out)
+    assert [r["variant"] for r in rows] == ["odd_heads", "shallow_wide", "d384"]
+    assert all(r["params"] == r["params_analytic"] for r in rows)
+
+
+BAD = {  # name: (file text, expected line, expected field fragment, message fragment)
+    "syntax": ("model:\n  N: 6\n  d_model: [512\n", 4, "", "YAML syntax error"),
+    "empty": ("", 1, "", "empty"),
+    "comments_only": ("# nothing here\n", 1, "", "empty"),
+    "list_top": ("- model\n- data\n", 1, "", "mapping"),
+    "list_section": ("model:\n  - N\n  - 6\n", 1, "model", "mapping"),
+    "wrong_type": ("model:\n  N: six\n", 2, "model.N", "integer"),
+    "unknown_key": ("model:\n  N: 6\n  dropuot: 0.1\n", 3, "model.dropuot", "did you mean 'dropout'"),
+    "unknown_section": ("modle:\n  N: 6\n", 1, "modle", "did you mean 'model'"),
+    "range": ("model:\n  dropout: 1.5\n", 2, "model.dropout", "less than 1"),
+    "beam": ("eval:\n  beam_size: 0\n", 2, "eval.beam_size", "greater than or equal to 1"),
+    "missing_extends": ("extends: nope.yaml\n", 1, "extends", "not found"),
+    "duplicate_variant": ("variants:\n  A1: {model: {h: 1}}\n  A1: {model: {h: 2}}\n", 3, "variants.A1", "duplicate"),
+    "duplicate_key": ("model:\n  N: 6\n  N: 4\n", 3, "model.N", "duplicate"),
+    "bad_variant_value": ("variants:\n  A1: {model: {h: -1}}\n", 2, "model.h", "greater than or equal to 1"),
+    "odd_sinusoid": ("model:\n  d_model: 511\n", 1, "model", "even"),
+    "enum": ("model:\n  positional_encoding: rotary\n", 2, "model.positional_encoding", "sinusoidal"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_malformed_specs_exit_2_with_file_line_field(tmp_path, case, capsys):
+    text, line, field, msg = BAD[case]
+    f = tmp_path / f"{case}.yaml"
+    f.write_text(text)
+    code, out, err = run("validate", str(f), capsys=capsys)
+    assert code == 2
+    m = re.search(rf"FAIL  {re.escape(str(f))}:(\d+): (.*)", out)
+    assert m, out
+    assert int(m.group(1)) == line, out
+    assert field in m.group(2) and msg in m.group(2), out
+    assert "Traceback" not in out + err
+
+
+def test_non_utf8_and_cycles(tmp_path, capsys):
+    f = tmp_path / "latin1.yaml"
+    f.write_bytes(b"model:\n  N: 6\n# caf\xe9\n")
+    code, out, _ = run("validate", str(f), capsys=capsys)
+    assert code == 2 and f"{f}:3: not valid UTF-8" in out
+    (tmp_path / "a.yaml").write_text("extends: b.yaml\n")
+    (tmp_path / "b.yaml").write_text("extends: a.yaml\n")
+    code, out, _ = run("validate", str(tmp_path / "a.yaml"), capsys=capsys)
+    assert code == 2 and "cycle in extends" in out and "a.yaml" in out
+
+
+def test_error_points_at_the_line_that_set_the_value(tmp_path, repo):
+    (tmp_path / "parent.yaml").write_text("model:\n  N: 6\n  h: 8\n")
+    (tmp_path / "child.yaml").write_text("extends: parent.yaml\nvariants:\n  x:\n    model:\n      h: zero\n")
+    with pytest.raises(SpecError) as e:
+        resolve(tmp_path / "child.yaml")
+    assert str(e.value).startswith(f"{tmp_path / 'child.yaml'}:5: model.h:")
+
+
+def test_set_errors_and_unknown_profile(repo, capsys):
+    code, _, err = run("show", str(repo / "specs/base.yaml"), "--set", "model.h=many", capsys=capsys)
+    assert code == 2 and "--set model.h=many: model.h:" in err
+    code, _, err = run("show", str(repo / "specs/base.yaml"), "--set", "modle.h=2", capsys=capsys)
+    assert code == 2 and "did you mean 'model'" in err
+    code, _, err = run("show", str(repo / "specs/base.yaml"), "--profile", "smok", capsys=capsys)
+    assert code == 2 and "did you mean 'smoke'" in err
+    code, _, err = run("show", str(repo / "specs/table3_A.yaml"), "--variant", "A9", capsys=capsys)
+    assert code == 2 and "no variant 'A9'" in err
+
+
+def test_show_json_shape(repo, capsys):
+    code, out, _ = run("show", str(repo / "specs/table3_A.yaml"), "--json", capsys=capsys)
+    rows = json.loads(out)
+    assert code == 0 and [r["variant"] for r in rows] == ["A1", "A2", "A3", "A4"]
+    for r in rows:
+        assert {"variant", "model", "data", "train", "eval", "resources"} <= set(r)
+        assert r["model"]["d_model"] == 512 and r["train"]["optimizer"]["betas"] == [0.9, 0.98]
+
+
+def test_cli_start_up_imports_no_torch_or_ray(repo):
+    code = ("import sys; from zoo.cli import main; main(['validate', '%s']); "
+            "bad = [m for m in ('torch', 'ray', 'pandas') if m in sys.modules]; assert not bad, bad" % (repo / "specs"))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([sys.executable, "-m", "zoo.cli", "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and "validate" in r.stdout

@@ -1,0 +1,169 @@
+"""The `zoo` command. Heavy imports (torch, ray, pandas) happen inside the commands that need them,
+so `zoo --help` and `zoo validate` start in a fraction of a second."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from zoo.errors import UserError
+
+
+def _table(rows: list[dict], cols: list[str]) -> str:
+    def fmt(v):
+        if v is None:
+            return "-"
+        if isinstance(v, float):
+            return f"{v:.2g}" if abs(v) >= 1e5 or (v and abs(v) < 1e-2) else f"{v:.2f}"
+        return str(v)
+    cells = [[fmt(r.get(c)) for c in cols] for r in rows]
+    widths = [max(len(c), *(len(x[i]) for x in cells)) if cells else len(c) for i, c in enumerate(cols)]
+    line = lambda xs: "  ".join(x.rjust(w) if i else x.ljust(w) for i, (x, w) in enumerate(zip(xs, widths)))
+    return "\n".join([line(cols), line(["-" * w for w in widths]), *map(line, cells)])
+
+
+def _emit(args, rows: list[dict], cols: list[str], title: str | None = None):
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+    else:
+        if title:
+            print(title)
+        print(_table(rows, cols))
+
+
+def _configs(args):
+    from zoo.spec import resolve
+    return resolve(args.spec, getattr(args, "variant", None), getattr(args, "profile", "paper") or "paper",
+                   getattr(args, "set", None))
+
+
+# -- spec commands ------------------------------------------------------------------------------
+
+def cmd_validate(args) -> int:
+    from zoo.spec import SpecError, resolve, spec_files
+    files = spec_files(args.paths)
+    if not files:
+        raise UserError(f"no spec files (*.yaml) found in {' '.join(args.paths)}")
+    bad = 0
+    for f in files:
+        try:
+            cfgs = resolve(f, profile=args.profile)
+            names = ", ".join(c.variant for c in cfgs)
+            print(f"ok    {f}  ({len(cfgs)} variant{'s' * (len(cfgs) != 1)}: {names})")
+        except SpecError as e:
+            bad += 1
+            print(f"FAIL  {e}")
+    print(f"{len(files) - bad} valid, {bad} invalid")
+    return 2 if bad else 0
+
+
+def cmd_show(args) -> int:
+    import yaml
+    from zoo.spec import profile_description
+    cfgs = _configs(args)
+    if args.json:
+        print(json.dumps([c.model_dump(mode="json") for c in cfgs], indent=2))
+        return 0
+    print(f"profile {profile_description(args.profile, Path(args.spec))}")
+    for c in cfgs:
+        d = c.model_dump(mode="json")
+        print(f"--- variant {c.variant}  (config hash {c.config_hash()})")
+        print(yaml.safe_dump({k: d[k] for k in ("paper", "model", "data", "train", "eval", "resources")},
+                             sort_keys=False, default_flow_style=None).rstrip())
+    return 0
+
+
+def cmd_params(args) -> int:
+    import torch
+    from zoo import paper
+    from zoo.costs import params_analytic
+    from zoo.model import build_model, count_params
+    rows = []
+    for c in _configs(args):
+        with torch.device("meta"):  # count without allocating: big models cost nothing here
+            n = count_params(build_model(c.model, c.data.vocab_size))
+        ref = paper.table3_row(c.paper.row) if c.paper.table == 3 else None
+        pm = ref["params_m"] if ref else None
+        if pm is None and c.paper.table == 2:
+            ref3 = paper.table3_row(c.paper.row)
+            pm = ref3["params_m"] if ref3 else None
+        rows.append({"variant": c.variant, "params": n, "params_analytic": params_analytic(c.model, c.data.vocab_size),
+                     "paper_params_m": pm, "params_m": round(n / 1e6, 1),
+                     "diff_pct": None if pm is None else round(100 * (n / 1e6 - pm) / pm, 1),
+                     "vocab_size": c.data.vocab_size})
+    _emit(args, rows, ["variant", "params", "params_m", "paper_params_m", "diff_pct", "params_analytic", "vocab_size"],
+          "compiled parameter count (numel, shared embedding/pre-softmax counted once) vs the paper's Table 3")
+    return 0
+
+
+def cmd_flops(args) -> int:
+    from zoo.costs import SEQ_LEN, costs
+    rows = [costs(c) for c in _configs(args)]
+    title = (f"analytic FLOPs (2 per multiply-add, training = 3 x forward, sentences of {SEQ_LEN} word-pieces); "
+             "paper_cost_flops = the paper's estimate: training time x 8 GPUs x 9.5 TFLOPS (P100)")
+    _emit(args, rows, ["variant", "forward_flops_per_token", "train_flops_per_step", "steps",
+                       "train_flops_total", "paper_cost_flops"], title)
+    return 0
+
+
+# -- argument parsing -------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="zoo", description="A declarative model zoo and ablation runner for "
+                                "the Transformer of 'Attention Is All You Need'.")
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
+
+    def spec_cmd(name, help, fn, variant=True, profile_default="paper"):
+        s = sub.add_parser(name, help=help, description=help)
+        s.add_argument("spec", help="spec file, e.g. specs/table3_A.yaml")
+        if variant:
+            s.add_argument("--variant", help="only this variant (a paper row name such as A1)")
+        s.add_argument("--profile", default=profile_default,
+                       help=f"scale preset: smoke, cpu, gpu, paper or a profile file (default {profile_default})")
+        s.add_argument("--set", action="append", metavar="FIELD=VALUE", help="override, e.g. model.dropout=0.2")
+        s.add_argument("--json", action="store_true", help="print a JSON array")
+        s.set_defaults(fn=fn)
+        return s
+
+    s = sub.add_parser("validate", help="validate spec files or folders",
+                       description="Validate spec files or folders; one line per file.")
+    s.add_argument("paths", nargs="+")
+    s.add_argument("--profile", default="paper", help="also check the specs under this profile")
+    s.set_defaults(fn=cmd_validate)
+    spec_cmd("show", "print the fully resolved config of each variant", cmd_show)
+    spec_cmd("params", "compiled and analytic parameter counts beside the paper's", cmd_params)
+    spec_cmd("flops", "analytic FLOPs per token, per training step and per run", cmd_flops)
+
+    _more_commands(sub)
+    return p
+
+
+def _more_commands(sub):
+    """Commands that live in other modules; each registers itself lazily (no heavy imports here)."""
+    from zoo import commands
+    commands.register(sub)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "fn", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args.fn(args) or 0)
+    except UserError as e:
+        print(f"zoo: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("zoo: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

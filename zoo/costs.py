@@ -1,0 +1,81 @@
+"""Analytic cost model: parameter counts and FLOPs of the compiled Transformer.
+
+Counting rules (stated in every report):
+- Parameters: every weight of the compiled model once; the shared embedding / pre-softmax matrix
+  counts once; attention projections have no bias, feed-forward layers do, LayerNorms have gain
+  and bias; sinusoidal positions are not parameters, learned ones are.
+- FLOPs: 2 per multiply-add of every matrix product (projections, Q K^T, attention x V, feed-forward,
+  pre-softmax); element-wise work (softmax, LayerNorm, bias, residual) is left out, as
+  `torch.utils.flop_counter` does. Attention is counted dense (the causal mask saves nothing in a
+  dense kernel). Training = forward + backward = 3 x forward.
+- Per step: `batch_tokens` source and `batch_tokens` target tokens in sentences of SEQ_LEN
+  word-pieces on both sides (the attention terms grow with sentence length; 25 is about the mean
+  of WMT14 EN-DE under a 37K BPE).
+This module needs no torch: it is arithmetic on the spec.
+"""
+from __future__ import annotations
+
+from zoo import paper
+from zoo.spec import Config, ModelSpec
+
+SEQ_LEN = 25
+
+
+def params_analytic(m: ModelSpec, vocab_size: int) -> int:
+    d = m.d_model
+    attn = d * m.h * (2 * m.d_k + m.d_v) + m.h * m.d_v * d
+    ffn = 2 * d * m.d_ff + m.d_ff + d
+    ln = 2 * d
+    enc = attn + ffn + 2 * ln
+    dec = 2 * attn + ffn + 3 * ln
+    embed = vocab_size * d * (1 if m.share_embeddings else 3)  # src, tgt, pre-softmax
+    pos = m.max_len * d if m.positional_encoding == "learned" else 0
+    return embed + pos + m.N * (enc + dec)
+
+
+def forward_flops(m: ModelSpec, vocab_size: int, n_src: int, n_tgt: int, S: int, T: int) -> int:
+    """Forward FLOPs for n_src source tokens in sentences of length S and n_tgt target tokens of length T."""
+    d, h, dk, dv = m.d_model, m.h, m.d_k, m.d_v
+    proj_qkv = 2 * d * h * (2 * dk + dv)   # Q, K, V projections, per token
+    proj_o = 2 * h * dv * d                 # W^O
+    ffn = 4 * d * m.d_ff
+    attn = lambda L: 2 * L * h * (dk + dv)  # Q K^T and attention x V for one query over L keys
+    enc = n_src * (proj_qkv + attn(S) + proj_o + ffn)
+    dec_self = n_tgt * (proj_qkv + attn(T) + proj_o)
+    dec_cross = n_tgt * (2 * d * h * dk + attn(S) + proj_o) + n_src * 2 * d * h * (dk + dv)
+    dec = dec_self + dec_cross + n_tgt * ffn
+    return m.N * (enc + dec) + n_tgt * 2 * d * vocab_size
+
+
+def forward_flops_per_token(m: ModelSpec, vocab_size: int, seq_len: int = SEQ_LEN) -> float:
+    """Forward FLOPs per target token, with one source token per target token."""
+    return forward_flops(m, vocab_size, seq_len, seq_len, seq_len, seq_len) / seq_len
+
+
+def train_flops_per_step(cfg: Config, seq_len: int = SEQ_LEN, vocab_size: int | None = None) -> float:
+    n = cfg.train.batch_tokens
+    return 3.0 * forward_flops(cfg.model, vocab_size or cfg.data.vocab_size, n, n, seq_len, seq_len)
+
+
+def train_flops_total(cfg: Config, seq_len: int = SEQ_LEN, steps: int | None = None,
+                      vocab_size: int | None = None) -> float:
+    return train_flops_per_step(cfg, seq_len, vocab_size) * (cfg.train.steps if steps is None else steps)
+
+
+def paper_cost_flops(cfg: Config) -> float | None:
+    """The paper's hardware-time estimate, where the paper gives the training time (base, big)."""
+    return paper.paper_cost_flops(cfg.paper.row) if cfg.paper.table in (2, 3) else None
+
+
+def costs(cfg: Config) -> dict:
+    v = cfg.data.vocab_size
+    return {
+        "variant": cfg.variant,
+        "params_analytic": params_analytic(cfg.model, v),
+        "forward_flops_per_token": forward_flops_per_token(cfg.model, v),
+        "train_flops_per_step": train_flops_per_step(cfg),
+        "train_flops_total": train_flops_total(cfg),
+        "steps": cfg.train.steps,
+        "seq_len_assumed": SEQ_LEN,
+        "paper_cost_flops": paper_cost_flops(cfg),
+    }

@@ -1,0 +1,675 @@
+"""Corpora, shared BPE vocabularies and token-budget batches.
+
+Read top to bottom:
+1. where the data lives (`data_dir`) and the user-facing `DataError`;
+2. the corpus registry (`CORPORA`): files, sha256 checksums, public origins, splits, terms;
+3. reading (`load_pairs`), downloading (`fetch`) and checking (`verify`, `list_corpora`);
+4. one shared sentencepiece BPE model per (corpus, vocabulary size) (`bpe_model`, `load_sp`);
+5. batching as in the paper, section 5.1: pairs grouped by approximate length, each batch holding
+   about `batch_tokens` source and `batch_tokens` target tokens (`encode_pairs`, `make_batches`,
+   `shard`, `collate`).
+
+Checksums are embedded here (copied from the shared data folder's MANIFEST.tsv) so that a machine
+with only this package and internet access can download and verify every file.
+"""
+from __future__ import annotations
+
+import difflib
+import fcntl
+import gzip
+import hashlib
+import io
+import logging
+import os
+import random
+import re
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
+
+from zoo.errors import UserError
+
+if TYPE_CHECKING:  # torch is imported where tensors are made: `zoo data list` stays quick
+    import torch
+
+log = logging.getLogger(__name__)
+
+PAD, UNK, BOS, EOS = 0, 1, 2, 3
+
+
+# --------------------------------------------------------------------------- data directory
+class DataError(UserError):
+    """A user-facing data problem: what is missing, where we looked, how to get it.
+
+    The CLI prints the message and exits 2 (no traceback)."""
+
+
+def _user_cache() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "zoo"
+
+
+def data_dir(explicit: str | Path | None = None) -> Path:
+    """The data directory: `explicit` (e.g. --data-dir) > $ZOO_DATA_DIR > <user cache>/zoo/data."""
+    if explicit:
+        return Path(explicit).expanduser()
+    if os.environ.get("ZOO_DATA_DIR"):
+        return Path(os.environ["ZOO_DATA_DIR"]).expanduser()
+    return _user_cache() / "data"
+
+
+def _where(root: str | Path | None) -> str:
+    """Where `data_dir(root)` came from, for error messages (callers may pass the resolved path)."""
+    p, env = data_dir(root), os.environ.get("ZOO_DATA_DIR")
+    if env and p == Path(env).expanduser():
+        return "from $ZOO_DATA_DIR"
+    if p == _user_cache() / "data":
+        return "the default; set $ZOO_DATA_DIR or --data-dir to use another folder"
+    return "given with --data-dir"
+
+
+# --------------------------------------------------------------------------- the registry
+@dataclass(frozen=True)
+class CorpusFile:
+    path: str  # relative to the data directory
+    sha256: str
+    url: str | None  # public origin; None = not downloadable from the origin as such
+    member: str | None = None  # extracted from this member of the previous zip file instead
+    optional: bool = False  # a convenience copy; its absence is not an error
+
+
+@dataclass(frozen=True)
+class Corpus:
+    name: str
+    description: str
+    src: str
+    tgt: str
+    files: tuple[CorpusFile, ...]
+    # split -> (source files, target files); several files per side are concatenated in order.
+    # A path without ".gz" is also looked up with ".gz" appended.
+    splits: dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
+    terms: str
+    manual: str = ""  # how to obtain split files that are not in `files` (no public mirror)
+    split_names: tuple[str, ...] = ()  # for corpora whose pairs come from another module
+
+    def split_choices(self) -> list[str]:
+        return list(self.splits) or list(self.split_names)
+
+
+_GH = "https://raw.githubusercontent.com"
+_M30K = f"{_GH}/multi30k/dataset/master/data/task1/raw"
+_OPUS = f"{_GH}/Helsinki-NLP/OPUS-MT-train/master"
+_NLTK = f"{_GH}/nltk/nltk_data/gh-pages/packages/corpora"
+
+_M30K_SHA = {
+    "train.de.gz": "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
+    "train.en.gz": "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f",
+    "val.de.gz": "f0cba2f995189cf5770f29a8a9a537a3ad3f51657ad873405082ff6863a5e75a",
+    "val.en.gz": "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28",
+    "test_2016_flickr.de.gz": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
+    "test_2016_flickr.en.gz": "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9",
+    "test_2017_flickr.de.gz": "a2c89666db00c495cd8513b9d708d5a3acc205d7de312ef2bf5fb7ebc1540aee",
+    "test_2017_flickr.en.gz": "76a444ee25172e72695cddb13ae4a3bda59430617be88e0bb46b60504f054074",
+    "test_2017_mscoco.de.gz": "799e4854c25d601cb6cb6be29eabe5667734c61ace2f495e03e429031a0bc338",
+    "test_2017_mscoco.en.gz": "aab300bfb4427697987e02cd0aacd44bfe8aa50456231b6474c08038bbed2b58",
+    "test_2018_flickr.de.gz": "ddd0130c7d97482dc5197a02141dae8dd79f20f03586c480d675c09a32daf608",
+    "test_2018_flickr.en.gz": "ef4f4844037d4c5dea75c9a8ed5fd78905967a26f67c255e230cc9780032654d",
+}
+# WMT test sets, as mirrored in OPUS-MT-train/testsets/{de-en,fr-en}/ (same file names there).
+_WMT_SHA = {
+    "newstest2013.de.gz": "5d290a2822862b8cbfca18d396f7b0a37887a7ba0dbb102438336e1c198ea25f",
+    "newstest2013.en.gz": "c129e28824bf5d0b3780365fd7b75a8096c736e15ed233e746539d3b0b89f3b3",
+    "newstest2013.fr.gz": "74ac10d722c8c308cc175e5bdadda21ac76540eeef3c8ceba73629bbf22ca334",
+    "newstest2014-deen.de.gz": "6785c25f553a3f8b27f9ada0f5c9507d7be36b7252edc462c03de9c181e702c6",
+    "newstest2014-deen.en.gz": "c6098387dbe611c09cc203893052e153fbfb17abea78fee1796fbb526c46f9e3",
+    "newstest2014-fren.en.gz": "d348eacacc8832317ca39f98adf9f2f7268ed05f49fbc30e7674c43962a425c5",
+    "newstest2014-fren.fr.gz": "01533aa6919868d027735f1e3ac587876dfae9df116baf7a690fea9535a2f360",
+}
+_POOL_SHA = {  # (en, de) per year: the other years' EN-DE news test sets
+    "news-test2008": ("38d019883bc2c008a1b9c8e194bb1b2d4be529ef00f17fcfa7267bcf2300755c",
+                      "21977adc313e0b241cada2958d0e6a45027265a56295be54b97461578006ae7e"),
+    "newssyscomb2009": ("283517872000c545404ec1a25aed64cffd34f38c8d73dc436709f2ecc10bdb72",
+                        "d64a88346f0f8373bc8ed0ad040c7ef119f3572930e01c41eb89c9d0c7c53772"),
+    "newstest2009": ("fc8abdf5e3c025ae23b7155d31b0dca893794334b5bf8e23ae0399f2d45d3c70",
+                     "1a8bbd13cd4dead067b99330840a252c167983ce6e9e26ada7cc659ca6c16ed7"),
+    "newstest2010": ("8bb3964d92d37725f7a2de76f49bdfb3d751913c97ede62e242e9c9c35045047",
+                     "eb876f3d6cb1d33bc0fd2912918a6c0e5285cc4300234a1b190dc9fe0eb87999"),
+    "newstest2011": ("d0750d268904f889c9ad761ad95c595eef47fd0fef6128e6ea75aa23a2423c48",
+                     "f0ee1c0c527f2b0f407d7a255227fba7cb29d2d5d48a92eb8f258142c3573307"),
+    "newstest2012": ("f4509e249a33442ebf44483c0231f7e45e22e4b0a7e0f6b29ff08e586432c687",
+                     "edb8bef4ad73872e9d83480a2a3484f66b118a97bd85a748cce634e221458d61"),
+    "newstest2015-ende": ("2659f15c826546f1affb23a2b4c255bb74647321d69dfe93a626863b0269602d",
+                          "ee760f6d91094e47759477eaa467515479ab7fc08e89cab0642f2036552fc088"),
+    "newstest2016-ende": ("0d6b87f623b4f5069680e94e8acd8a0e97781e6b12a241bb76f1f3f054ce55df",
+                          "e58183f74afee40352ea81a8af18c978814b869c76f4c803788656b58efb1989"),
+    "newstest2017-ende": ("a402f42cadc5b4a28d566baea15580e68b4c2d7b797473a8ea64d4d496709277",
+                          "7e792f4b410e8a7f30d62d4462d8c5c884694e7da20b9e382c1800e7ef97d336"),
+    "newstest2018-ende": ("525273bc3487fa428184c5850d113452214a4c895128cb60df46349c3385db70",
+                          "7215fe4fd7f078e79f3e0f181513933f31627c73744873af293c67bf9d5b25ff"),
+    "newstest2019-ende": ("9f4e4782fc03a6740f9e44c2f43dfa918e68a88a40cfb34885d80f47950bc809",
+                          "8a0d00ab12b35150a946e21e4da45a602701a5e2bd8f2f12d57dc5b273fa45c4"),
+}
+_OPUS_LICENSE = CorpusFile(
+    "wmt14/LICENSE.OPUS-MT-train",
+    "eab19fee2aedea4d47b7047bc9fb20d944f63fe539a97806beca618ab7efa461", f"{_OPUS}/LICENSE")
+_WMT_TERMS = ("WMT test sets: free for research use; cite the WMT overview paper. "
+              "Mirror: Helsinki-NLP/OPUS-MT-train (MIT licence for the repository).")
+
+
+def _wmt(name: str, pair: str) -> CorpusFile:
+    return CorpusFile(f"wmt14/{name}", _WMT_SHA[name], f"{_OPUS}/testsets/{pair}/{name}")
+
+
+def _wmt14_manual(tgt: str, what: str) -> str:
+    return (f"The WMT14 EN-{tgt.upper()} training data ({what}) is not in any mirror this project "
+            f"downloads from. Get the parallel corpora listed at "
+            f"https://www.statmt.org/wmt14/translation-task.html (or the same data from OPUS / the "
+            f"Hugging Face 'wmt14' data set), concatenate them line-aligned, and place them in the "
+            f"data directory as wmt14/train/en-{tgt}/train.en and train.{tgt} "
+            f"(UTF-8, one sentence per line, optionally gzipped as .gz).")
+
+
+CORPORA: dict[str, Corpus] = {
+    "multi30k": Corpus(
+        name="multi30k",
+        description="Multi30k task 1 EN-DE image captions, raw: train 29,000 pairs, "
+                    "dev = val (1,014), test = test_2016_flickr (1,000).",
+        src="en", tgt="de",
+        files=(CorpusFile("multi30k/README.origin.md",
+                          "d85366a011c276342f99bcd1fe32ca126e0295914413f7bf45201972f241818c",
+                          f"{_GH}/multi30k/dataset/master/README.md"),)
+        + tuple(CorpusFile(f"multi30k/{f}", h, f"{_M30K}/{f}") for f, h in _M30K_SHA.items()),
+        splits={
+            split: ((f"multi30k/{stem}.en.gz",), (f"multi30k/{stem}.de.gz",))
+            for split, stem in [("train", "train"), ("dev", "val"), ("test", "test_2016_flickr"),
+                                ("test_2017_flickr", "test_2017_flickr"),
+                                ("test_2017_mscoco", "test_2017_mscoco"),
+                                ("test_2018_flickr", "test_2018_flickr")]
+        },
+        terms="Non-commercial research and educational use only (Flickr30K-derived; see the "
+              "origin README, github.com/multi30k/dataset).",
+    ),
+    "wmt14_en_de": Corpus(
+        name="wmt14_en_de",
+        description="WMT14 EN-DE as in the paper: dev newstest2013 (3,000), test newstest2014 "
+                    "full (3,003 lines, sacreBLEU wmt14/full); training data supplied by the user.",
+        src="en", tgt="de",
+        files=(_OPUS_LICENSE, _wmt("newstest2013.en.gz", "de-en"), _wmt("newstest2013.de.gz", "de-en"),
+               _wmt("newstest2014-deen.en.gz", "de-en"), _wmt("newstest2014-deen.de.gz", "de-en")),
+        splits={
+            "train": (("wmt14/train/en-de/train.en",), ("wmt14/train/en-de/train.de",)),
+            "dev": (("wmt14/newstest2013.en.gz",), ("wmt14/newstest2013.de.gz",)),
+            "test": (("wmt14/newstest2014-deen.en.gz",), ("wmt14/newstest2014-deen.de.gz",)),
+        },
+        terms=_WMT_TERMS,
+        manual=_wmt14_manual("de", "Europarl v7, Common Crawl, News Commentary v9: about 4.5M pairs"),
+    ),
+    "wmt14_en_fr": Corpus(
+        name="wmt14_en_fr",
+        description="WMT14 EN-FR as in the paper: dev newstest2013 (3,000), test newstest2014 "
+                    "full (3,003 lines); training data supplied by the user.",
+        src="en", tgt="fr",
+        files=(_OPUS_LICENSE, _wmt("newstest2013.en.gz", "de-en"), _wmt("newstest2013.fr.gz", "fr-en"),
+               _wmt("newstest2014-fren.en.gz", "fr-en"), _wmt("newstest2014-fren.fr.gz", "fr-en")),
+        splits={
+            "train": (("wmt14/train/en-fr/train.en",), ("wmt14/train/en-fr/train.fr",)),
+            "dev": (("wmt14/newstest2013.en.gz",), ("wmt14/newstest2013.fr.gz",)),
+            "test": (("wmt14/newstest2014-fren.en.gz",), ("wmt14/newstest2014-fren.fr.gz",)),
+        },
+        terms=_WMT_TERMS,
+        manual=_wmt14_manual("fr", "Europarl v7, Common Crawl, UN, News Commentary v9, 10^9 "
+                                   "French-English: about 36M pairs"),
+    ),
+    "wmt_news_ende": Corpus(
+        name="wmt_news_ende",
+        description="Small in-domain EN-DE news corpus: train = the WMT news test sets of 2008-2012 "
+                    "and 2015-2019 (26,740 pairs), dev newstest2013, test newstest2014 (full).",
+        src="en", tgt="de",
+        files=(_OPUS_LICENSE,)
+        + tuple(CorpusFile(f"wmt-news-ende-pool/{stem}.{lang}.gz", h,
+                           f"{_OPUS}/testsets/de-en/{stem}.{lang}.gz")
+                for stem, hashes in _POOL_SHA.items() for lang, h in zip(("en", "de"), hashes))
+        + (_wmt("newstest2013.en.gz", "de-en"), _wmt("newstest2013.de.gz", "de-en"),
+           _wmt("newstest2014-deen.en.gz", "de-en"), _wmt("newstest2014-deen.de.gz", "de-en")),
+        splits={
+            "train": (tuple(f"wmt-news-ende-pool/{s}.en.gz" for s in _POOL_SHA),
+                      tuple(f"wmt-news-ende-pool/{s}.de.gz" for s in _POOL_SHA)),
+            "dev": (("wmt14/newstest2013.en.gz",), ("wmt14/newstest2013.de.gz",)),
+            "test": (("wmt14/newstest2014-deen.en.gz",), ("wmt14/newstest2014-deen.de.gz",)),
+        },
+        terms=_WMT_TERMS,
+    ),
+    "wsj_sample": Corpus(
+        name="wsj_sample",
+        description="NLTK's 10% sample of the Penn Treebank WSJ (3,914 trees, sections 00-01; "
+                    "split by file number). NON-COMMERCIAL USE ONLY; never redistribute it.",
+        src="en", tgt="tree",
+        files=(
+            CorpusFile("ptb-wsj-sample/treebank.zip",
+                       "9da92d76c3666cfb6cddeaed0f7e86b344cce0f0928a286d439e555f19c37399",
+                       f"{_NLTK}/treebank.zip"),
+            CorpusFile("ptb-wsj-sample/README.combined",
+                       "ccab31244c75326129853f423ad6492672615913c63128c458ff9d7d92bc3bf2",
+                       None, member="treebank/combined/README"),
+            CorpusFile("ptb-wsj-sample/treebank.xml",
+                       "fbf2dfa29b823e7fba3cd1312f7bd518dbd65002e5324bb69743b19b835f87ba",
+                       f"{_NLTK}/treebank.xml"),
+            # A repackaging of treebank.zip's combined/*.mrg that cannot be rebuilt byte for byte;
+            # only a mirror of the shared folder (fetch with base_url) has it.
+            CorpusFile("ptb-wsj-sample/treebank_combined_mrg.tar.gz",
+                       "ea754544459d864bc6cb235b6a712a27f4fe38abf79d0f68fc20ee234fae63dd",
+                       None, optional=True),
+        ),
+        splits={},
+        split_names=("train", "dev", "test"),
+        terms="(C) LDC 1995, made available by NLTK under fair use: non-commercial use only. "
+              "The project must not redistribute it; it is read from the data directory or "
+              "downloaded from github.com/nltk/nltk_data.",
+    ),
+}
+
+
+def corpus(name: str) -> Corpus:
+    """The registered corpus `name`; DataError with a suggestion for unknown names."""
+    try:
+        return CORPORA[name]
+    except KeyError:
+        close = difflib.get_close_matches(name, CORPORA, n=1)
+        hint = f" Did you mean '{close[0]}'?" if close else ""
+        raise DataError(f"Unknown corpus '{name}'.{hint} Known corpora: "
+                        f"{', '.join(CORPORA)} (see `zoo data list`).") from None
+
+
+# --------------------------------------------------------------------------- reading
+def _find(root: Path, rel: str) -> Path | None:
+    """The file for `rel` under root; a path without .gz may also exist gzipped."""
+    for cand in (rel,) if rel.endswith(".gz") else (rel, rel + ".gz"):
+        if (root / cand).is_file():
+            return root / cand
+    return None
+
+
+def _lines(path: Path) -> Iterator[str]:
+    """Lines without their trailing newline. Only "\\n" ends a line: the corpora contain NBSPs,
+    thin spaces and a TAB inside sentences, which str.split()/strip() would mangle."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", newline="\n") as f:
+        for line in f:
+            yield line[:-1] if line.endswith("\n") else line
+
+
+def _missing_error(c: Corpus, split: str, root: Path, missing: list[str], explicit) -> DataError:
+    manual = [m for m in missing if m not in {f.path for f in c.files}]
+    how = (c.manual if manual else
+           f"Download it with `zoo data fetch {c.name}` (from its public origin, checking sha256), "
+           f"or point $ZOO_DATA_DIR / --data-dir at a folder that already holds it.")
+    return DataError(f"Corpus '{c.name}' split '{split}' is not available: missing "
+                     f"{', '.join(missing)} in the data directory {root} ({_where(explicit)}). {how}")
+
+
+def _split_files(c: Corpus, split: str, root: Path, explicit) -> tuple[list[Path], list[Path]]:
+    if split not in c.split_choices():
+        raise DataError(f"Corpus '{c.name}' has no split '{split}'; choose one of: "
+                        f"{', '.join(c.split_choices())}.")
+    srcs, tgts = c.splits[split]
+    found = {rel: _find(root, rel) for rel in (*srcs, *tgts)}
+    missing = [rel for rel, p in found.items() if p is None]
+    if missing:
+        raise _missing_error(c, split, root, missing, explicit)
+    return [found[r] for r in srcs], [found[r] for r in tgts]
+
+
+def load_pairs(name: str, split: str, root: str | Path | None = None) -> list[tuple[str, str]]:
+    """(source, target) sentence pairs of one split, raw text, in file order."""
+    c = corpus(name)
+    base = data_dir(root)
+    if name == "wsj_sample":
+        if split not in c.split_choices():
+            raise DataError(f"Corpus 'wsj_sample' has no split '{split}'; choose one of: "
+                            f"{', '.join(c.split_choices())}.")
+        need = [f.path for f in c.files if not f.optional and not (base / f.path).is_file()]
+        if need:
+            raise _missing_error(c, split, base, need, root)
+        from zoo import trees  # lazy: parsing lives in its own module
+
+        return trees.load_pairs(base, split)
+    srcs, tgts = _split_files(c, split, base, root)
+    pairs: list[tuple[str, str]] = []
+    for s, t in zip(srcs, tgts):
+        a, b = list(_lines(s)), list(_lines(t))
+        if len(a) != len(b):
+            raise DataError(f"Corpus '{name}' split '{split}': {s} has {len(a)} lines but {t} has "
+                            f"{len(b)}; the two sides must be line-aligned. Run `zoo data verify "
+                            f"{name}` or re-fetch the files.")
+        pairs.extend(zip(a, b))
+    return pairs
+
+
+# --------------------------------------------------------------------------- fetch and verify
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _atomic_write(dest: Path, chunks: Iterator[bytes], sha256: str, source: str) -> None:
+    """Write to a temp file next to dest, check the hash, then os.replace: readers (and other
+    processes) never see a partial or corrupt file under the final name."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    try:
+        h = hashlib.sha256()
+        with os.fdopen(fd, "wb") as out:
+            for chunk in chunks:
+                h.update(chunk)
+                out.write(chunk)
+        if h.hexdigest() != sha256:
+            raise DataError(f"Checksum mismatch for {dest.name} from {source}: expected sha256 "
+                            f"{sha256}, got {h.hexdigest()}. The file was not kept; the source may "
+                            f"have changed or the download was corrupted; try again or use another "
+                            f"mirror (--base-url).")
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _http_chunks(url: str) -> Iterator[bytes]:
+    with urllib.request.urlopen(url, timeout=60) as r:
+        while chunk := r.read(1 << 20):
+            yield chunk
+
+
+def fetch(name: str, root: str | Path | None = None, base_url: str | None = None) -> list[Path]:
+    """Download the corpus files into the data directory and verify their sha256.
+
+    From each file's public origin, or from `base_url` + relative path (a mirror of the data
+    folder). Files already present with the right hash are skipped. Returns the files present."""
+    c = corpus(name)
+    base = data_dir(root)
+    done: list[Path] = []
+    last_zip: Path | None = None
+    for f in c.files:
+        dest = base / f.path
+        if dest.is_file() and _sha256(dest) == f.sha256:
+            log.info("%s: present, sha256 ok", f.path)
+        else:
+            if base_url:
+                src = base_url.rstrip("/") + "/" + urllib.parse.quote(f.path)
+                chunks = _http_chunks(src)
+            elif f.url:
+                src, chunks = f.url, _http_chunks(f.url)
+            elif f.member and last_zip:
+                src = f"{last_zip.name}:{f.member}"
+                chunks = iter([zipfile.ZipFile(last_zip).read(f.member)])
+            else:
+                log.warning("%s: not available from the origin (optional mirror-only copy)", f.path)
+                continue
+            log.info("%s: downloading %s", f.path, src)
+            try:
+                _atomic_write(dest, chunks, f.sha256, src)
+            except (OSError, zipfile.BadZipFile, KeyError) as e:  # network, HTTP, disk errors
+                if f.optional:
+                    log.warning("%s: optional copy not fetched from %s: %s", f.path, src, e)
+                    continue
+                raise DataError(f"Could not fetch {f.path} of corpus '{name}' from {src} into "
+                                f"{base} ({_where(root)}): {e}. Check the network, or fetch "
+                                f"from a mirror with --base-url, or set $ZOO_DATA_DIR / "
+                                f"--data-dir to a writable folder.") from None
+        if dest.suffix == ".zip":
+            last_zip = dest
+        done.append(dest)
+    missing_manual = [r for s in c.splits.values() for r in (*s[0], *s[1])
+                      if r not in {f.path for f in c.files} and _find(base, r) is None]
+    if missing_manual:
+        log.warning("%s: %s", name, c.manual)
+    return done
+
+
+def verify(name: str, root: str | Path | None = None) -> list[tuple[str, bool, str]]:
+    """(relative path, ok, message) for every file of the corpus; user-supplied training files
+    have no checksum and are only checked for presence."""
+    c = corpus(name)
+    base = data_dir(root)
+    out: list[tuple[str, bool, str]] = []
+    for f in c.files:
+        p = base / f.path
+        if not p.is_file():
+            out.append((f.path, f.optional, "absent (optional mirror-only copy)" if f.optional
+                        else f"missing: run `zoo data fetch {name}`"))
+        elif (got := _sha256(p)) != f.sha256:
+            out.append((f.path, False, f"sha256 mismatch: expected {f.sha256}, got {got}"))
+        else:
+            out.append((f.path, True, "ok"))
+    for rel in dict.fromkeys(r for s in c.splits.values() for r in (*s[0], *s[1])):
+        if rel not in {f.path for f in c.files}:
+            p = _find(base, rel)
+            out.append((rel, p is not None, "present (user-supplied, no checksum)" if p
+                        else "missing: " + c.manual))
+    return out
+
+
+def list_corpora(root: str | Path | None = None) -> list[dict]:
+    """One dict per corpus: name, languages, splits, status (present/partial/missing), path,
+    missing files, description, terms. Checks presence only; `verify` checks hashes."""
+    base = data_dir(root)
+    rows = []
+    for c in CORPORA.values():
+        needed = [f.path for f in c.files if not f.optional]
+        needed += [r for s in c.splits.values() for r in (*s[0], *s[1]) if r not in needed]
+        missing = [r for r in dict.fromkeys(needed) if _find(base, r) is None]
+        status = "present" if not missing else "missing" if len(missing) == len(set(needed)) \
+            else "partial"
+        rows.append({"name": c.name, "languages": f"{c.src}-{c.tgt}", "splits": c.split_choices(),
+                     "status": status, "path": str(base), "missing": missing,
+                     "description": c.description, "terms": c.terms})
+    return rows
+
+
+# --------------------------------------------------------------------------- shared BPE
+_BPE_VERSION = 1  # bump when the training settings below change: old cache files go stale
+
+
+def _cache_dir(root: Path, explicit: str | Path | None) -> Path:
+    if explicit:
+        return Path(explicit).expanduser()
+    preferred = root / ".zoo-cache" / "bpe"
+    try:  # the data dir may be read-only (a shared folder): fall back to the user cache
+        preferred.mkdir(parents=True, exist_ok=True)
+        if os.access(preferred, os.W_OK):
+            return preferred
+    except OSError:
+        pass
+    return _user_cache() / "bpe"
+
+
+def _train_text(name: str, root: Path, explicit) -> Iterator[str]:
+    """Both sides of the training split, streamed (WMT14 EN-FR has 36M pairs)."""
+    c = corpus(name)
+    if not c.splits:
+        for s, t in load_pairs(name, "train", explicit):
+            yield s
+            yield t
+        return
+    srcs, tgts = _split_files(c, "train", root, explicit)
+    for p in (*srcs, *tgts):
+        yield from _lines(p)
+
+
+def bpe_model(name: str, vocab_size: int, root: str | Path | None = None,
+              cache_dir: str | Path | None = None) -> Path:
+    """Path to a sentencepiece BPE model shared by source and target, trained on both sides of
+    the corpus' training split; trained once per (corpus, vocab_size) and cached.
+
+    Ids: pad=0, unk=1, bos=2, eos=3. The vocabulary size is a hard limit: if the data cannot
+    support `vocab_size` pieces, DataError says the maximum (we fail rather than silently train a
+    smaller vocabulary than the spec asks for). Record `load_sp(path).get_piece_size()` with a run.
+    Safe under concurrency: a file lock serialises trainers, the model appears via os.replace."""
+    c = corpus(name)
+    base = data_dir(root)
+    # Fingerprint the training data so a changed corpus never reuses a stale model.
+    fp = hashlib.sha256(repr((_BPE_VERSION, [f.sha256 for f in c.files])).encode())
+    if "train" in c.splits:  # user-supplied WMT14 training files have no registered hash
+        srcs, tgts = _split_files(c, "train", base, root)
+        for p in srcs + tgts:
+            fp.update(f"{p.name}:{p.stat().st_size}".encode())
+    cache = _cache_dir(base, cache_dir)
+    path = cache / f"{name}-bpe{vocab_size}-{fp.hexdigest()[:10]}.model"
+    if path.is_file():
+        return path
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if we crash
+        if path.is_file():  # another process trained it while we waited
+            return path
+        t0 = time.perf_counter()
+        model = io.BytesIO()
+        import sentencepiece as spm
+
+        try:
+            spm.SentencePieceTrainer.train(
+                sentence_iterator=_train_text(name, base, root), model_writer=model,
+                model_type="bpe", vocab_size=vocab_size, character_coverage=1.0,
+                pad_id=PAD, unk_id=UNK, bos_id=BOS, eos_id=EOS,
+                # Sample at most 2M sentences (uniformly, over the whole stream) on big corpora.
+                input_sentence_size=2_000_000, shuffle_input_sentence=True,
+                num_threads=os.cpu_count() or 1, minloglevel=2)
+        except RuntimeError as e:
+            m = re.search(r"value <= (\d+)", str(e))
+            if not m:
+                raise
+            raise DataError(f"vocab_size {vocab_size} is too large for corpus '{name}': its training "
+                            f"data supports at most {m.group(1)} BPE pieces. Set the spec's "
+                            f"vocabulary size to {m.group(1)} or less.") from None
+        _atomic_write(path, iter([model.getvalue()]),
+                      hashlib.sha256(model.getvalue()).hexdigest(), "sentencepiece")
+        log.info("trained BPE %s (%d pieces) in %.1f s", path.name, vocab_size,
+                 time.perf_counter() - t0)
+    return path
+
+
+def load_sp(path: str | Path):
+    """A SentencePieceProcessor for a model file; `.get_piece_size()` is the actual vocab size."""
+    import sentencepiece as spm
+
+    return spm.SentencePieceProcessor(model_file=str(path))
+
+
+# --------------------------------------------------------------------------- batching
+def encode_pairs(sp, pairs: list[tuple[str, str]], max_len: int | None = None
+                 ) -> list[tuple[list[int], list[int]]]:
+    """Token ids of each pair (no bos/eos: `collate` adds them). Pairs with more than `max_len`
+    ids on either side are dropped and the count logged (len(pairs) - len(result) is the count)."""
+    threads = os.cpu_count() or 1
+    src = sp.encode([s for s, _ in pairs], out_type=int, num_threads=threads)
+    tgt = sp.encode([t for _, t in pairs], out_type=int, num_threads=threads)
+    out = [(x, y) for x, y in zip(src, tgt)
+           if max_len is None or (len(x) <= max_len and len(y) <= max_len)]
+    if len(out) < len(pairs):
+        log.info("dropped %d of %d pairs longer than %s tokens", len(pairs) - len(out),
+                 len(pairs), max_len)
+    return out
+
+
+def pair_lengths(pairs_ids: list[tuple[list[int], list[int]]]) -> list[tuple[int, int]]:
+    """Tokens each pair occupies in a batch: source + eos, target + eos (= loss positions)."""
+    return [(len(x) + 1, len(y) + 1) for x, y in pairs_ids]
+
+
+def make_batches(lengths: list[tuple[int, int]], batch_tokens: int, seed: int, epoch: int,
+                 pool_batches: int = 100) -> list[list[int]]:
+    """Indices grouped into batches of about `batch_tokens` source and `batch_tokens` target tokens.
+
+    Pairs are shuffled, cut into pools of about `pool_batches` batches, sorted by length inside a
+    pool (so pairs of similar length share a batch and padding stays low) and cut greedily: a batch
+    closes when the next pair would push either side past the budget; a pair longer than the
+    budget forms a batch of its own. Batch order is shuffled; all of it is a function of
+    (seed, epoch) only."""
+    rng = random.Random(f"{seed}:{epoch}")  # str seeds are hashed stably across processes
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    mean = sum(max(s, t) for s, t in lengths) / max(1, len(lengths))
+    pool = max(1, int(pool_batches * batch_tokens / max(mean, 1)))
+    batches: list[list[int]] = []
+    for start in range(0, len(order), pool):
+        # Sorting by the longer side (then the sum) keeps both sides' padding low; on Multi30k at
+        # 25k tokens it pads about half as much as sorting by target length alone.
+        chunk = sorted(order[start:start + pool],
+                       key=lambda i: (max(lengths[i]), lengths[i][0] + lengths[i][1]))
+        cur: list[int] = []
+        ns = nt = 0
+        for i in chunk:
+            s, t = lengths[i]
+            if cur and (ns + s > batch_tokens or nt + t > batch_tokens):
+                batches.append(cur)
+                cur, ns, nt = [], 0, 0
+            cur.append(i)
+            ns, nt = ns + s, nt + t
+        if cur:
+            batches.append(cur)
+    rng.shuffle(batches)
+    return batches
+
+
+def shard(batch: list[int], lengths: list[tuple[int, int]], n: int) -> list[list[int]]:
+    """Split one optimizer-step batch into n contiguous parts of nearly equal target tokens
+    (for gradient accumulation or data-parallel workers). Contiguous parts of a length-sorted
+    batch keep padding low. Always n parts; some are empty only when len(batch) < n."""
+    total = sum(lengths[i][1] for i in batch)
+    parts: list[list[int]] = [[] for _ in range(n)]
+    k, cum = 0, 0
+    for pos, i in enumerate(batch):
+        t = lengths[i][1]
+        if parts[k] and k < n - 1:
+            target = total * (k + 1) / n
+            # move on when this pair fits the next part better, or later parts would go empty
+            if abs(cum + t - target) > abs(cum - target) or len(batch) - pos <= n - 1 - k:
+                k += 1
+        parts[k].append(i)
+        cum += t
+    return parts
+
+
+@dataclass
+class Batch:
+    src: torch.Tensor  # (B, S) source ids + eos, padded
+    tgt_in: torch.Tensor  # (B, T) bos + target ids, padded (decoder input)
+    tgt_out: torch.Tensor  # (B, T) target ids + eos, padded (labels)
+    n_src_tokens: int  # non-pad source positions
+    n_tgt_tokens: int  # non-pad target positions = tokens the loss is summed over
+    padding_fraction: float  # pad / all positions, source and target together
+    indices: list[int] = field(default_factory=list)
+
+    def to(self, device) -> "Batch":
+        return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device),
+                     self.n_src_tokens, self.n_tgt_tokens, self.padding_fraction, self.indices)
+
+
+def collate(pairs_ids: list[tuple[list[int], list[int]]], indices: list[int], pad: int = PAD,
+            bos: int = BOS, eos: int = EOS) -> Batch:
+    """Padded tensors for the pairs at `indices`."""
+    import torch
+
+    xs = [pairs_ids[i][0] + [eos] for i in indices]
+    ys = [pairs_ids[i][1] for i in indices]
+    b = len(indices)
+    s_len = max((len(x) for x in xs), default=0)
+    t_len = max((len(y) for y in ys), default=-1) + 1
+    src = torch.full((b, s_len), pad, dtype=torch.long)
+    tgt_in = torch.full((b, t_len), pad, dtype=torch.long)
+    tgt_out = torch.full((b, t_len), pad, dtype=torch.long)
+    for r, (x, y) in enumerate(zip(xs, ys)):
+        src[r, :len(x)] = torch.tensor(x, dtype=torch.long)
+        tgt_in[r, :len(y) + 1] = torch.tensor([bos] + y, dtype=torch.long)
+        tgt_out[r, :len(y) + 1] = torch.tensor(y + [eos], dtype=torch.long)
+    n_src = sum(len(x) for x in xs)
+    n_tgt = sum(len(y) + 1 for y in ys)
+    positions = b * (s_len + t_len)
+    return Batch(src, tgt_in, tgt_out, n_src, n_tgt,
+                 1 - (n_src + n_tgt) / positions if positions else 0.0, list(indices))

@@ -1,0 +1,209 @@
+"""The Transformer of "Attention Is All You Need", compiled from a `model` spec section.
+
+Section by section as the paper describes it:
+  3.2  scaled dot-product attention, multi-head attention with independent h, d_k, d_v
+  3.3  position-wise feed-forward network, ReLU between two linear maps d_model -> d_ff -> d_model
+  3.1  post-norm residual sub-layers: LayerNorm(x + Dropout(Sublayer(x)))
+  3.4  embeddings scaled by sqrt(d_model); one matrix shared by source, target and pre-softmax
+  3.5  sinusoidal (or learned, Table 3 row E) positions; dropout on embedding + position sums
+Projections inside attention carry no bias (as in tensor2tensor, the paper's code); the
+feed-forward layers do. The decoder decodes incrementally with a key/value cache.
+This module imports nothing from training: it is only the network.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from zoo.spec import ModelSpec
+
+PAD = 0
+
+
+class MultiHeadAttention(nn.Module):
+    """MultiHead(Q, K, V) = Concat(head_1..head_h) W^O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)."""
+
+    def __init__(self, d_model: int, h: int, d_k: int, d_v: int):
+        super().__init__()
+        self.h, self.d_k, self.d_v = h, d_k, d_v
+        self.w_q = nn.Linear(d_model, h * d_k, bias=False)
+        self.w_k = nn.Linear(d_model, h * d_k, bias=False)
+        self.w_v = nn.Linear(d_model, h * d_v, bias=False)
+        self.w_o = nn.Linear(h * d_v, d_model, bias=False)
+
+    def _split(self, x: torch.Tensor, d: int) -> torch.Tensor:  # (B, T, h*d) -> (B, h, T, d)
+        return x.view(x.size(0), x.size(1), self.h, d).transpose(1, 2)
+
+    def project_kv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._split(self.w_k(x), self.d_k), self._split(self.w_v(x), self.d_v)
+
+    def forward(self, x_q, x_kv=None, mask=None, causal=False, kv=None, cache=None):
+        """x_kv: keys/values input (None = self-attention); kv: precomputed (K, V) for x_kv;
+        cache: dict holding this layer's past self-attention K, V, extended in place."""
+        q = self._split(self.w_q(x_q), self.d_k)
+        k, v = kv if kv is not None else self.project_kv(x_q if x_kv is None else x_kv)
+        if cache is not None:  # incremental decoding: append this step's keys and values
+            if "k" in cache:
+                k, v = torch.cat([cache["k"], k], 2), torch.cat([cache["v"], v], 2)
+            cache["k"], cache["v"] = k, v
+        # softmax(Q K^T / sqrt(d_k)) V; SDPA picks the fused kernel, the scale is the paper's
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal and cache is None)
+        out = out.transpose(1, 2).reshape(x_q.size(0), x_q.size(1), self.h * self.d_v)
+        return self.w_o(out)
+
+
+class FeedForward(nn.Module):
+    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2."""
+
+    def __init__(self, d_model: int, d_ff: int):
+        super().__init__()
+        self.w_1, self.w_2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+
+    def forward(self, x):
+        return self.w_2(F.relu(self.w_1(x)))
+
+
+class Residual(nn.Module):
+    """Post-norm residual connection: LayerNorm(x + Dropout(Sublayer(x)))."""
+
+    def __init__(self, d_model: int, dropout: float):
+        super().__init__()
+        self.norm, self.drop = nn.LayerNorm(d_model), nn.Dropout(dropout)
+
+    def forward(self, x, sublayer_out):
+        return self.norm(x + self.drop(sublayer_out))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, m: ModelSpec):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(m.d_model, m.h, m.d_k, m.d_v)
+        self.ffn = FeedForward(m.d_model, m.d_ff)
+        self.res1, self.res2 = Residual(m.d_model, m.dropout), Residual(m.d_model, m.dropout)
+
+    def forward(self, x, src_mask):
+        x = self.res1(x, self.self_attn(x, mask=src_mask))
+        return self.res2(x, self.ffn(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, m: ModelSpec):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(m.d_model, m.h, m.d_k, m.d_v)
+        self.cross_attn = MultiHeadAttention(m.d_model, m.h, m.d_k, m.d_v)
+        self.ffn = FeedForward(m.d_model, m.d_ff)
+        self.res1, self.res2, self.res3 = (Residual(m.d_model, m.dropout) for _ in range(3))
+
+    def forward(self, y, memory, src_mask, cache=None):
+        # masked self-attention: position i sees positions <= i (causal; the cache holds the past)
+        y = self.res1(y, self.self_attn(y, causal=True, cache=cache))
+        # encoder-decoder attention; with a cache, memory's K and V are projected once per sentence
+        kv = None
+        if cache is not None:
+            if "mem_kv" not in cache:
+                cache["mem_kv"] = self.cross_attn.project_kv(memory)
+            kv = cache["mem_kv"]
+        y = self.res2(y, self.cross_attn(y, memory, mask=src_mask, kv=kv))
+        return self.res3(y, self.ffn(y))
+
+
+def sinusoid_table(max_len: int, d_model: int) -> torch.Tensor:
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(...)."""
+    pos = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)
+    div = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+    pe = torch.zeros(max_len, d_model)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(pos * div), torch.cos(pos * div)
+    return pe
+
+
+class Transformer(nn.Module):
+    def __init__(self, m: ModelSpec, vocab_size: int, pad_id: int = PAD):
+        super().__init__()
+        self.spec, self.vocab_size, self.pad_id = m, vocab_size, pad_id
+        d = m.d_model
+        # Shared vocabulary: one matrix for source and target embeddings and the pre-softmax map.
+        self.src_embed = nn.Embedding(vocab_size, d)
+        self.tgt_embed = self.src_embed if m.share_embeddings else nn.Embedding(vocab_size, d)
+        self.out_proj = None if m.share_embeddings else nn.Linear(d, vocab_size, bias=False)
+        if m.positional_encoding == "sinusoidal":
+            self.register_buffer("pe", sinusoid_table(m.max_len, d), persistent=False)
+            self.pos_embed = None
+        else:
+            self.pos_embed = nn.Embedding(m.max_len, d)
+        self.drop = nn.Dropout(m.dropout)
+        self.encoder = nn.ModuleList(EncoderLayer(m) for _ in range(m.N))
+        self.decoder = nn.ModuleList(DecoderLayer(m) for _ in range(m.N))
+        self._init()
+
+    def _init(self):
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+        # Embeddings ~ N(0, d_model^-1/2): times sqrt(d_model) they enter the network at unit scale.
+        for e in {self.src_embed, self.tgt_embed}:
+            nn.init.normal_(e.weight, 0.0, self.spec.d_model ** -0.5)
+        if self.pos_embed is not None:
+            nn.init.normal_(self.pos_embed.weight, 0.0, self.spec.d_model ** -0.5)
+
+    def _embed(self, table: nn.Embedding, tokens: torch.Tensor, start: int = 0) -> torch.Tensor:
+        T = tokens.size(1)
+        if start + T > self.spec.max_len:
+            raise ValueError(f"sequence of {start + T} positions exceeds model.max_len={self.spec.max_len}")
+        x = table(tokens) * math.sqrt(self.spec.d_model)
+        pos = self.pe[start:start + T] if self.pos_embed is None else \
+            self.pos_embed(torch.arange(start, start + T, device=tokens.device))
+        return self.drop(x + pos)
+
+    def src_mask(self, src: torch.Tensor) -> torch.Tensor:
+        return (src != self.pad_id)[:, None, None, :]  # (B, 1, 1, S): True = may attend
+
+    def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mask = self.src_mask(src)
+        x = self._embed(self.src_embed, src)
+        for layer in self.encoder:
+            x = layer(x, mask)
+        return x, mask
+
+    def decode(self, tgt_in, memory, src_mask, cache: list[dict] | None = None) -> torch.Tensor:
+        """Logits for every position of tgt_in; with a cache, tgt_in holds only the new token(s)."""
+        start = cache[0]["k"].size(2) if cache is not None and "k" in cache[0] else 0
+        y = self._embed(self.tgt_embed, tgt_in, start)
+        for i, layer in enumerate(self.decoder):
+            y = layer(y, memory, src_mask, None if cache is None else cache[i])
+        return self.logits(y)
+
+    def logits(self, y: torch.Tensor) -> torch.Tensor:
+        return y @ self.tgt_embed.weight.t() if self.out_proj is None else self.out_proj(y)
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        memory, mask = self.encode(src)
+        return self.decode(tgt_in, memory, mask)
+
+    # -- incremental decoding --------------------------------------------------------------
+    def new_cache(self) -> list[dict]:
+        return [{} for _ in self.decoder]
+
+    @staticmethod
+    def reorder_cache(cache: list[dict], index: torch.Tensor) -> list[dict]:
+        """Select batch rows (beam search keeps the surviving hypotheses)."""
+        out = []
+        for c in cache:
+            n = {}
+            if "k" in c:
+                n["k"], n["v"] = c["k"].index_select(0, index), c["v"].index_select(0, index)
+            if "mem_kv" in c:
+                n["mem_kv"] = tuple(t.index_select(0, index) for t in c["mem_kv"])
+            out.append(n)
+        return out
+
+
+def build_model(m: ModelSpec, vocab_size: int) -> Transformer:
+    return Transformer(m, vocab_size)
+
+
+def count_params(model: nn.Module) -> int:
+    """numel of the compiled model, each tied tensor once (parameters() de-duplicates)."""
+    return sum(p.numel() for p in model.parameters())
