@@ -110,6 +110,23 @@ def test_wmt14_training_data_missing_says_how_to_get_it(data_root):
     assert "wmt14/train/en-de/train.en" in msg and "statmt.org" in msg and str(data_root) in msg
 
 
+def test_user_supplied_wmt14_training_files(data_root, tmp_path):
+    """WMT14 training text is placed by the user, plain or gzipped (real news text stands in)."""
+    import gzip
+
+    train = tmp_path / "wmt14" / "train" / "en-de"
+    train.mkdir(parents=True)
+    shutil.copy(data_root / "wmt-news-ende-pool/newstest2012.en.gz", train / "train.en.gz")
+    with gzip.open(data_root / "wmt-news-ende-pool/newstest2012.de.gz") as f:
+        (train / "train.de").write_bytes(f.read())
+    pairs = D.load_pairs("wmt14_en_de", "train", tmp_path)
+    assert len(pairs) == 3003
+    assert pairs == D.load_pairs("wmt_news_ende", "train", data_root)[-(2169 + 2999 + 3004 + 2998
+                                                                        + 1997 + 3003):][:3003]
+    assert D.verify("wmt14_en_de", tmp_path)[-1] == ("wmt14/train/en-de/train.de", True,
+                                                     "present (user-supplied, no checksum)")
+
+
 def test_missing_data_dir_says_how_to_fetch(tmp_path):
     with pytest.raises(D.DataError) as e:
         D.load_pairs("multi30k", "train", tmp_path / "nowhere")
@@ -139,10 +156,12 @@ def test_list_corpora(data_root, tmp_path):
 # --------------------------------------------------------------------------- fetch, verify
 def test_fetch_from_loopback_mirror_then_verify(data_root, tmp_path, serve):
     url = serve(data_root)
-    for name in ("multi30k", "wsj_sample"):
+    for name in ("multi30k", "wmt14_en_de", "wsj_sample"):
         got = D.fetch(name, tmp_path, base_url=url)
         assert len(got) == len(D.corpus(name).files)
-        assert all(ok for _, ok, _ in D.verify(name, tmp_path))
+        registered = {f.path for f in D.corpus(name).files}
+        assert all(ok for rel, ok, _ in D.verify(name, tmp_path) if rel in registered)
+    assert D.load_pairs("wmt14_en_de", "test", tmp_path) == D.load_pairs("wmt14_en_de", "test", data_root)
     assert D.load_pairs("multi30k", "dev", tmp_path) == D.load_pairs("multi30k", "dev", data_root)
     assert not list(tmp_path.rglob("*.part"))
     # a second fetch skips the files already present with the right hash

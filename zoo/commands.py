@@ -56,3 +56,125 @@ def register(sub) -> None:
     s.add_argument("test")
     s.add_argument("--params", help="EVALB parameter file (default: COLLINS.prm rules)")
     s.set_defaults(fn=cmd_evalb)
+    register_train(sub)
+
+
+# -- training and translation -----------------------------------------------------------------
+
+class Progress:
+    """A live one-line progress display for `zoo train` (a line every 50 steps when not a TTY)."""
+
+    def __init__(self, stream=sys.stderr):
+        self.stream, self.tty, self.t0, self.s0 = stream, stream.isatty(), None, None
+
+    def __call__(self, m: dict) -> None:
+        if m.get("event") == "resumed":
+            print(f"resumed from the checkpoint at step {m['step']}", file=self.stream)
+            return
+        if m.get("event") == "done" or "step" not in m:
+            return
+        import time
+        now, step, steps = time.time(), m["step"], m["steps"]
+        if self.t0 is None:
+            self.t0, self.s0 = now, step - 1
+        rate = (step - self.s0) / max(now - self.t0, 1e-9)
+        eta = (steps - step) / rate if rate > 0 else float("nan")
+        parts = [f"step {step}/{steps}"]
+        if "loss" in m:
+            parts += [f"loss {m['loss']:.3f}", f"lr {m['lr']:.2e}", f"{m['tokens_per_s']:.0f} tok/s"]
+        if "dev_ppl" in m:
+            parts.append(f"dev ppl {m['dev_ppl']:.2f}")
+        parts.append(f"ETA {eta / 60:.1f} min")
+        text = "  ".join(parts)
+        if self.tty:
+            print("\r" + text.ljust(100), end="", file=self.stream, flush=True)
+        elif step % 50 == 0 or step == steps or "dev_ppl" in m:
+            print(text, file=self.stream, flush=True)
+
+
+def cmd_train(args) -> int:
+    from zoo.spec import profile_description, resolve
+    profile = _auto_profile(args.profile)
+    cfgs = resolve(args.spec, args.variant, profile, args.set)
+    if len(cfgs) > 1:
+        names = ", ".join(c.variant for c in cfgs)
+        raise UserError(f"{args.spec} has several variants ({names}); choose one with --variant "
+                        "(or use `zoo run` to run them all)")
+    cfg = cfgs[0]
+    out = Path(args.out or Path("runs") / "train" / Path(args.spec).stem / f"{cfg.variant}-{cfg.profile}")
+    print(f"zoo train {cfg.variant} from {args.spec}\nprofile {profile_description(profile, Path(args.spec))}\n"
+          f"output {out}", file=sys.stderr)
+    from zoo.train import train
+    s = train(cfg, out, args.data_dir, report=Progress())
+    print(file=sys.stderr)
+    print(_summary_text(s))
+    return 0
+
+
+def _summary_text(s: dict) -> str:
+    lines = [f"variant {s['variant']} ({s['profile']}): {s['steps_done']} steps, "
+             f"{s['tokens_seen']} target tokens in {s['train_seconds'] / 60:.1f} min "
+             f"({s['tokens_seen'] / max(s['train_seconds'], 1e-9):.0f} tok/s) on {s['device']}",
+             f"dev perplexity (per word-piece): {s['dev_ppl']:.2f}" if s.get("dev_ppl") else ""]
+    for r in (s.get("splits") or {s.get("eval_split"): s}).values():
+        if "bleu" in r:
+            lines += [f"{r['eval_split']} sacreBLEU {r['bleu']:.2f} ({r['eval_sentences']} sentences, "
+                      f"{r['eval_weights']})", f"  signature: {r['bleu_signature']}",
+                      f"  {r.get('bleu_tokenized_label') or 'tokenized BLEU'}: {r['bleu_tokenized']:.2f}"]
+        if "f1" in r:
+            lines.append(f"{r['eval_split']} bracketing F1 {r['f1']:.2f} (EVALB, {r['eval_sentences']} sentences)")
+    return "\n".join(x for x in lines if x)
+
+
+def _auto_profile(profile: str) -> str:
+    if profile != "auto":
+        return profile
+    import torch
+    return "gpu" if torch.cuda.is_available() else "cpu"
+
+
+def cmd_translate(args) -> int:
+    import torch
+    from zoo import data as zdata, decode
+    from zoo.model import build_model
+    from zoo.spec import Config
+    from zoo.train import checkpoints, load_for_eval
+    path = Path(args.checkpoint)
+    run_dir = path if path.is_dir() else path.parent.parent
+    cfg_file = run_dir / "config.json"
+    summary = run_dir / "summary.json"
+    if not cfg_file.exists() or not summary.exists() and not path.is_file():
+        raise UserError(f"{path} is not a finished zoo run directory or checkpoint (need config.json and "
+                        "checkpoints/step_*.pt, as written by `zoo train` or `zoo run`)")
+    cfg = Config.model_validate_json(cfg_file.read_text())
+    sp_path = json.loads(summary.read_text())["bpe_model"] if summary.exists() else \
+        zdata.bpe_model(cfg.data.dataset, cfg.data.vocab_size, zdata.data_dir(None))
+    sp = zdata.load_sp(Path(sp_path))
+    model = build_model(cfg.model, sp.get_piece_size())
+    if path.is_file():
+        model.load_state_dict(torch.load(path, map_location="cpu", weights_only=False)["model"])
+    else:
+        if not checkpoints(run_dir):
+            raise UserError(f"{run_dir} has no checkpoints")
+        load_for_eval(cfg, run_dir, model) if cfg.eval.average_checkpoints else \
+            model.load_state_dict(torch.load(checkpoints(run_dir)[-1], map_location="cpu", weights_only=False)["model"])
+    lines = [l.rstrip("\n") for l in sys.stdin]
+    for hyp in decode.translate(model.eval(), sp, lines, cfg.eval):
+        print(hyp)
+    return 0
+
+
+def register_train(sub) -> None:
+    s = sub.add_parser("train", help="train one variant in this process (no Ray)",
+                       description="Train, decode and score one variant in-process, with a live progress line.")
+    s.add_argument("spec")
+    s.add_argument("--variant", help="the variant (a paper row name); required when the spec has several")
+    s.add_argument("--profile", default="auto", help="smoke, cpu, gpu, paper, auto (default: gpu if one, else cpu)")
+    s.add_argument("--set", action="append", metavar="FIELD=VALUE")
+    s.add_argument("--out", help="run directory (default runs/train/SPEC/VARIANT-PROFILE)")
+    s.add_argument("--data-dir", help="data directory (default $ZOO_DATA_DIR or the user cache)")
+    s.set_defaults(fn=cmd_train)
+    s = sub.add_parser("translate", help="translate stdin to stdout with beam search",
+                       description="Translate stdin to stdout with a trained run (or one checkpoint).")
+    s.add_argument("checkpoint", help="a run directory or a checkpoints/step_*.pt file")
+    s.set_defaults(fn=cmd_translate)

@@ -386,6 +386,11 @@ def _http_chunks(url: str) -> Iterator[bytes]:
             yield chunk
 
 
+def _zip_member(path: Path, member: str) -> Iterator[bytes]:
+    with zipfile.ZipFile(path) as z:
+        yield z.read(member)
+
+
 def fetch(name: str, root: str | Path | None = None, base_url: str | None = None) -> list[Path]:
     """Download the corpus files into the data directory and verify their sha256.
 
@@ -407,7 +412,7 @@ def fetch(name: str, root: str | Path | None = None, base_url: str | None = None
                 src, chunks = f.url, _http_chunks(f.url)
             elif f.member and last_zip:
                 src = f"{last_zip.name}:{f.member}"
-                chunks = iter([zipfile.ZipFile(last_zip).read(f.member)])
+                chunks = _zip_member(last_zip, f.member)
             else:
                 log.warning("%s: not available from the origin (optional mirror-only copy)", f.path)
                 continue
@@ -447,11 +452,14 @@ def verify(name: str, root: str | Path | None = None) -> list[tuple[str, bool, s
             out.append((f.path, False, f"sha256 mismatch: expected {f.sha256}, got {got}"))
         else:
             out.append((f.path, True, "ok"))
+    told = False
     for rel in dict.fromkeys(r for s in c.splits.values() for r in (*s[0], *s[1])):
         if rel not in {f.path for f in c.files}:
             p = _find(base, rel)
-            out.append((rel, p is not None, "present (user-supplied, no checksum)" if p
-                        else "missing: " + c.manual))
+            why = ("present (user-supplied, no checksum)" if p else
+                   "missing (user-supplied; see above)" if told else "missing: " + c.manual)
+            told = told or p is None
+            out.append((rel, p is not None, why))
     return out
 
 

@@ -100,6 +100,7 @@ class EvalSpec(_Strict):
     average_checkpoints: int = Field(0, ge=0, description="average the last k checkpoints (0 = off)")
     max_sentences: int | None = Field(None, ge=1, description="score only the first K sentences")
     metric: Literal["bleu", "f1"] = "bleu"
+    extra_splits: list[str] = Field(default_factory=list, description="also score these splits (e.g. test)")
 
 
 class ResourcesSpec(_Strict):

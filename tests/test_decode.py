@@ -1,0 +1,134 @@
+"""Beam search: finds what greedy misses, cache == recompute, length penalty, max length."""
+import math
+from types import SimpleNamespace
+
+import torch
+from torch import nn
+
+from zoo.decode import beam_search, beam_search_nocache, greedy, length_penalty
+from zoo.model import build_model
+from zoo.spec import ModelSpec
+
+BOS, EOS = 2, 3
+A, B, C, D, E = 4, 5, 6, 7, 8
+V = 9
+
+
+class Bigram(nn.Module):
+    """A hand-set 'translation model': P(next | previous token), whatever the source.
+
+    The distribution depends only on the last token, so the cached path (fed one token per step)
+    and the recomputing path (fed the whole prefix) see the same logits."""
+
+    def __init__(self, table: dict[int, dict[int, float]], max_len: int = 64):
+        super().__init__()
+        probs = torch.full((V, V), 1e-6)
+        for prev, nxt in table.items():
+            for tok, p in nxt.items():
+                probs[prev, tok] = p
+        self.register_buffer("logp", probs.log())
+        self.spec = SimpleNamespace(max_len=max_len)
+
+    def encode(self, src):
+        return src.float().unsqueeze(-1), (src != 0)[:, None, None, :]
+
+    def decode(self, tgt_in, memory, src_mask, cache=None):
+        assert memory.size(0) == tgt_in.size(0) == src_mask.size(0)
+        return self.logp[tgt_in]
+
+    def new_cache(self):
+        return []
+
+    @staticmethod
+    def reorder_cache(cache, index):
+        return cache
+
+
+def src_batch(*lengths):
+    src = torch.zeros(len(lengths), max(lengths), dtype=torch.long)
+    for r, n in enumerate(lengths):
+        src[r, :n] = 4
+    return src
+
+
+def test_beam_finds_global_best_that_greedy_misses():
+    # a is locally best (0.6 > 0.4) but every sequence through it has P <= 0.6 * 0.55 = 0.33,
+    # while b e <eos> has P = 0.4; all complete sequences have the same length.
+    m = Bigram({BOS: {A: 0.6, B: 0.4}, A: {C: 0.55, D: 0.45}, C: {EOS: 1}, D: {EOS: 1},
+                B: {E: 1}, E: {EOS: 1}})
+    src = src_batch(3, 2)
+    assert greedy(m, src, 10) == [[A, C], [A, C]]
+    assert beam_search(m, src, 1, 0.0, 10) == [[A, C], [A, C]]
+    for k in (2, 3, 5):
+        assert beam_search(m, src, k, 0.6, 10) == [[B, E], [B, E]]
+        assert beam_search_nocache(m, src, k, 0.6, 10) == [[B, E], [B, E]]
+
+
+def test_length_penalty_changes_preference():
+    # short: a <eos>, log P = log 0.55, |Y| = 2;  long: b c d e <eos>, log P = log 0.45, |Y| = 5
+    m = Bigram({BOS: {A: 0.55, B: 0.45}, A: {EOS: 1}, B: {C: 1}, C: {D: 1}, D: {E: 1},
+                E: {EOS: 1}})
+    short, long = math.log(0.55), math.log(0.45)
+    for alpha in (0.0, 0.6, 1.0, 2.0):
+        expect = [A] if short / length_penalty(2, alpha) > long / length_penalty(5, alpha) else [B, C, D, E]
+        assert beam_search(m, src_batch(3), 2, alpha, 10) == [expect], alpha
+    assert beam_search(m, src_batch(3), 2, 0.0, 10) == [[A]]  # no penalty: the likelier, short one
+    assert beam_search(m, src_batch(3), 2, 1.0, 10) == [[B, C, D, E]]  # alpha 1 rewards length
+
+
+def test_max_length_respected():
+    # eos is (nearly) impossible: every hypothesis runs to its sentence's own max length
+    m = Bigram({BOS: {A: 0.7, B: 0.3}, A: {A: 0.9, B: 0.1}, B: {A: 0.5, B: 0.5}}, max_len=12)
+    src = src_batch(2, 5, 9)
+    for search in (beam_search, beam_search_nocache):
+        out = search(m, src, 3, 0.6, 4)
+        assert [len(y) for y in out] == [6, 9, 12]  # source length + 4, capped at spec.max_len 12
+        assert [len(y) for y in search(m, src, 3, 0.6, 4, max_len_cap=7)] == [6, 7, 7]
+    assert [len(y) for y in greedy(m, src, 4)] == [6, 9, 12]
+    assert all(y == [A] * len(y) for y in greedy(m, src, 4))
+
+
+TINY = ModelSpec(N=2, d_model=32, d_ff=64, h=4, d_k=8, d_v=8, dropout=0.1, max_len=64)
+
+
+def tiny_model(seed=0, vocab=12):
+    # a small vocabulary gives eos about 1/12 per step: hypotheses end at many lengths
+    torch.manual_seed(seed)
+    return build_model(TINY, vocab)
+
+
+def test_cached_equals_nocache_on_transformer():
+    m = tiny_model()
+    src = torch.randint(4, 12, (5, 7))
+    src[1, 4:] = 0  # padding
+    src[3, 2:] = 0
+    for k, alpha in ((1, 0.0), (4, 0.6), (3, 1.0)):
+        cached = beam_search(m, src, k, alpha, 8)
+        assert cached == beam_search_nocache(m, src, k, alpha, 8)
+        assert cached == beam_search(m, src, k, alpha, 8, early_stop=False)  # early stop is exact
+        assert all(BOS not in y and 3 not in y and 0 not in y for y in cached)
+    assert m.training  # the training flag is restored
+
+
+def test_beam_scores_at_least_greedy_on_transformer():
+    # with alpha 0, beam search maximizes log P, so it can only beat greedy's sequence
+    m = tiny_model(1).eval()
+    src = torch.randint(4, 12, (4, 6))
+
+    def logprob(i, ys):
+        tgt = torch.tensor([[BOS] + ys])
+        with torch.no_grad():
+            lp = m(src[i:i + 1], tgt)[0].log_softmax(-1)
+        ids = ys + [EOS] if len(ys) < 6 + 5 else ys  # a cut hypothesis has no eos
+        return sum(lp[t, y].item() for t, y in enumerate(ids))
+
+    beams, greedies = beam_search(m, src, 4, 0.0, 5), greedy(m, src, 5)
+    for i in range(4):
+        assert logprob(i, beams[i]) >= logprob(i, greedies[i]) - 1e-5
+
+
+def test_min_len_forces_length():
+    m = tiny_model(2)
+    src = torch.randint(4, 12, (3, 5))
+    out = beam_search(m, src, 2, 0.6, 10, min_len=15)
+    assert [len(y) for y in out] == [15, 15, 15]

@@ -1,0 +1,213 @@
+"""Decoding: beam search and greedy search on the model's incremental key/value cache.
+
+The paper (section 6.1) decodes with beam size 4, length penalty alpha = 0.6 and a maximum output
+length of input length + 50, terminating early when possible. Conventions shared by every search:
+
+- A hypothesis Y is the list of tokens generated after bos; |Y| counts its eos when it has one.
+- A sentence may generate at most max_len = min(its non-pad source length + max_len_offset,
+  model.spec.max_len, max_len_cap) tokens, eos included; a hypothesis that reaches max_len without
+  eos is finished as it stands. (max_len <= model.spec.max_len keeps every position embeddable.)
+- Finished hypotheses are scored GNMT-style: log P(Y) / lp(Y), lp(Y) = ((5 + |Y|) / 6) ** alpha.
+- pad and bos are never generated. Results are token ids without bos and eos.
+
+The model needs `encode(src) -> (memory, src_mask)`, `decode(tgt_in, memory, src_mask, cache)`
+-> logits (N, T, V), `new_cache()` and `reorder_cache(cache, index)`; see zoo.model.
+"""
+from __future__ import annotations
+
+import functools
+
+import torch
+
+PAD, UNK, BOS, EOS = 0, 1, 2, 3
+NEG_INF = float("-inf")
+
+
+def _decoding(fn):
+    """Run fn in eval mode under inference_mode, restoring the model's training flag afterwards."""
+    @functools.wraps(fn)
+    def wrapper(model, *args, **kwargs):
+        was_training = model.training
+        model.eval()
+        try:
+            with torch.inference_mode():
+                return fn(model, *args, **kwargs)
+        finally:
+            model.train(was_training)
+    return wrapper
+
+
+def length_penalty(length, alpha: float):
+    """GNMT lp(Y) = ((5 + |Y|) / 6) ** alpha (Wu et al. 2016); works on ints and tensors."""
+    return ((5 + length) / 6) ** alpha
+
+
+def max_lengths(model, src: torch.Tensor, max_len_offset: int, pad: int = PAD,
+                max_len_cap: int | None = None) -> torch.Tensor:
+    """(B,) most tokens each sentence may generate, eos included."""
+    n = (src != pad).sum(1) + max_len_offset
+    for limit in (getattr(getattr(model, "spec", None), "max_len", None), max_len_cap):
+        if limit is not None:
+            n = n.clamp(max=limit)
+    return n.clamp(min=1)
+
+
+# ---------------------------------------------------------------------------- beam search
+def _beam_search(model, src, beam_size, alpha, max_len_offset, bos, eos, pad, max_len_cap,
+                 min_len, use_cache, early_stop):
+    """Batched beam search; rows of the decoder batch are (active sentence, beam) pairs.
+
+    Each step extends every live hypothesis by every token. Extensions by eos (and, at a
+    sentence's last allowed step, all extensions) are finished hypotheses: the best of them may
+    replace the sentence's best finished one. The beam_size best extensions by other tokens stay
+    live. Every eos extension of every live beam is considered, so no finished hypothesis the
+    beam reaches is lost to the top-k cut.
+
+    Early stopping, exact for the 1-best we return: a live hypothesis with log-prob s <= 0 can only
+    finish as some Y' with log P(Y') <= s (log-probs only fall) and |Y'| <= max_len, so for
+    alpha >= 0 (lp grows with length, 0 < lp(Y') <= lp(max_len)):
+        log P(Y') / lp(Y') <= log P(Y') / lp(max_len) <= s / lp(max_len).
+    Once the best finished score is >= that bound for the best live hypothesis, nothing found
+    later can win, and the result equals running to max_len. (tensor2tensor applies the same
+    bound but waits until beam_size hypotheses are finished and its worst beats the bound, which
+    keeps an exact k-best list; we return only the best, so only the best must be unbeatable.)
+    With alpha < 0 lp shrinks with length and no such bound exists: sentences run to max_len.
+    """
+    B, k, dev = src.size(0), beam_size, src.device
+    if B == 0:
+        return []
+    memory, src_mask = model.encode(src)
+    rows = torch.arange(B, device=dev).repeat_interleave(k)  # each sentence once per beam
+    memory, src_mask = memory.index_select(0, rows), src_mask.index_select(0, rows)
+    cache = model.new_cache() if use_cache else None
+    max_lens = max_lengths(model, src, max_len_offset, pad, max_len_cap)
+    lp_max = length_penalty(max_lens.float(), alpha)
+
+    seqs = torch.full((B, k, 1), bos, dtype=torch.long, device=dev)  # bos + tokens so far
+    scores = torch.full((B, k), NEG_INF, device=dev)
+    scores[:, 0] = 0.0  # the k beams start identical: expand only one of them at the first step
+    sent = torch.arange(B, device=dev)  # original index of each still-active sentence
+    best_score = torch.full((B,), NEG_INF, device=dev)
+    best: list[list[int]] = [[] for _ in range(B)]
+
+    for t in range(int(max_lens.max())):
+        n, length = sent.numel(), t + 1  # hypotheses are `length` tokens long after this step
+        inp = seqs[:, :, -1:] if use_cache else seqs  # the cache holds the past; else recompute
+        logits = model.decode(inp.reshape(n * k, -1), memory, src_mask, cache)[:, -1]
+        logp = logits.float().log_softmax(-1)
+        logp[:, [pad, bos]] = NEG_INF
+        if length < min_len:
+            logp[:, eos] = NEG_INF
+        V = logp.size(-1)
+        cand = scores.unsqueeze(-1) + logp.view(n, k, V)  # (n, k, V) log-probs of extensions
+
+        # finished this step: the best eos extension, or at the last step the best extension
+        last = length >= max_lens[sent]
+        top_all, top_all_idx = cand.view(n, -1).max(1)
+        top_eos, top_eos_beam = cand[:, :, eos].max(1)
+        fin = torch.where(last, top_all, top_eos) / length_penalty(length, alpha)
+        fin_beam = torch.where(last, top_all_idx // V, top_eos_beam)
+        fin_tok = torch.where(last, top_all_idx % V, eos)
+        for i in (fin > best_score[sent]).nonzero().flatten().tolist():
+            best_score[sent[i]] = fin[i]
+            ids = seqs[i, fin_beam[i], 1:].tolist()
+            best[sent[i]] = ids if fin_tok[i] == eos else ids + [int(fin_tok[i])]
+
+        # live: the k best extensions by any token but eos
+        cand[:, :, eos] = NEG_INF
+        scores, idx = cand.view(n, -1).topk(k, dim=1)
+        beam, tok = idx // V, idx % V
+        seqs = torch.cat([seqs.gather(1, beam[..., None].expand(-1, -1, seqs.size(2))),
+                          tok[..., None]], 2)
+
+        done = last | (scores[:, 0] == NEG_INF)
+        if early_stop and alpha >= 0:
+            done |= best_score[sent] >= scores[:, 0] / lp_max[sent]
+        keep = (~done).nonzero().flatten()
+        if keep.numel() == 0:
+            break
+        # decoder rows to carry on: the surviving beams of sentences not done (finished
+        # sentences stop costing compute); rows of one sentence share memory and mask
+        row = (keep[:, None] * k + beam[keep]).flatten()
+        if cache is not None:
+            cache = model.reorder_cache(cache, row)
+        if keep.numel() < n:
+            memory, src_mask = memory.index_select(0, row), src_mask.index_select(0, row)
+            seqs, scores, sent = seqs[keep], scores[keep], sent[keep]
+    return best
+
+
+@_decoding
+def beam_search(model, src: torch.Tensor, beam_size: int, alpha: float, max_len_offset: int,
+                bos: int = BOS, eos: int = EOS, pad: int = PAD, max_len_cap: int | None = None,
+                min_len: int = 0, early_stop: bool = True) -> list[list[int]]:
+    """Best hypothesis of each source row (src: (B, S) ids, pad-padded), decoded on the key/value
+    cache. min_len bans eos before that many tokens (benchmarks use it to fix the length);
+    early_stop=False runs every sentence to max_len (tests check it changes nothing)."""
+    return _beam_search(model, src, beam_size, alpha, max_len_offset, bos, eos, pad, max_len_cap,
+                        min_len, use_cache=True, early_stop=early_stop)
+
+
+@_decoding
+def beam_search_nocache(model, src: torch.Tensor, beam_size: int, alpha: float,
+                        max_len_offset: int, bos: int = BOS, eos: int = EOS, pad: int = PAD,
+                        max_len_cap: int | None = None, min_len: int = 0,
+                        early_stop: bool = True) -> list[list[int]]:
+    """The same search, recomputing the decoder over the whole prefix every step (reference)."""
+    return _beam_search(model, src, beam_size, alpha, max_len_offset, bos, eos, pad, max_len_cap,
+                        min_len, use_cache=False, early_stop=early_stop)
+
+
+# ---------------------------------------------------------------------------- greedy
+@_decoding
+def greedy(model, src: torch.Tensor, max_len_offset: int, bos: int = BOS, eos: int = EOS,
+           pad: int = PAD, max_len_cap: int | None = None) -> list[list[int]]:
+    """Most probable next token at every step, on the cache; stops at eos or max_len."""
+    B = src.size(0)
+    memory, src_mask = model.encode(src)
+    cache = model.new_cache()
+    max_lens = max_lengths(model, src, max_len_offset, pad, max_len_cap)
+    tok = torch.full((B, 1), bos, dtype=torch.long, device=src.device)
+    done = torch.zeros(B, dtype=torch.bool, device=src.device)
+    steps = []
+    for t in range(int(max_lens.max()) if B else 0):
+        logits = model.decode(tok, memory, src_mask, cache)[:, -1].float()
+        logits[:, [pad, bos]] = NEG_INF
+        tok = logits.argmax(-1, keepdim=True)
+        steps.append(tok)
+        done |= (tok[:, 0] == eos) | (t + 1 >= max_lens)
+        if done.all():
+            break
+    out = []
+    for ids, n in zip(torch.cat(steps, 1).tolist() if steps else [[]] * B, max_lens.tolist()):
+        ids = ids[:n]
+        out.append(ids[:ids.index(eos)] if eos in ids else ids)
+    return out
+
+
+# ---------------------------------------------------------------------------- text in, text out
+def translate(model, sp, sentences: list[str], eval_spec, batch_size_tokens: int = 4000,
+              max_len_cap: int | None = None) -> list[str]:
+    """Beam-search translations of `sentences` (same order), with eval_spec's beam_size,
+    length_penalty and max_len_offset. Sources are encoded as in training (ids + eos), sorted by
+    length and cut into batches of at most batch_size_tokens source positions, padding included
+    (the beam multiplies the decoder's work by beam_size)."""
+    device = next(model.parameters()).device
+    ids = [x + [EOS] for x in sp.encode(list(sentences), out_type=int)]
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    out: list[str] = [""] * len(ids)
+    start = 0
+    while start < len(order):
+        end = start + 1  # sorted ascending, so the last sentence sets the padded width
+        while end < len(order) and (end + 1 - start) * len(ids[order[end]]) <= batch_size_tokens:
+            end += 1
+        batch = order[start:end]
+        src = torch.full((len(batch), len(ids[batch[-1]])), PAD, dtype=torch.long)
+        for r, i in enumerate(batch):
+            src[r, :len(ids[i])] = torch.tensor(ids[i])
+        hyps = beam_search(model, src.to(device), eval_spec.beam_size, eval_spec.length_penalty,
+                           eval_spec.max_len_offset, max_len_cap=max_len_cap)
+        for i, h in zip(batch, hyps):
+            out[i] = sp.decode(h)
+        start = end
+    return out

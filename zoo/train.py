@@ -1,0 +1,328 @@
+"""Train one variant the paper's way (section 5), then decode and score it.
+
+Adam (0.9, 0.98, 1e-9); lr = lr_scale * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5);
+label-smoothed cross-entropy; token-budget batches with gradient accumulation derived so a step
+holds `batch_tokens` whatever the number of workers; atomic checkpoints every K steps, the last k
+kept; resume from the latest; average the last k checkpoints for evaluation when the spec says so.
+
+One process trains one trial. `report` receives a dict of metrics at every log point (the Ray
+runner passes Ray's report function; `zoo train` prints a progress line). With torch.distributed
+initialised (the runner's data-parallel workers), each worker takes its shards of every step and
+the gradients are summed across workers, so the update equals the single-worker one.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+from zoo import data as zdata
+from zoo.errors import UserError
+from zoo.model import PAD, Transformer, build_model
+from zoo.spec import Config
+
+BOS, EOS = 2, 3
+Report = Callable[[dict], None]
+
+
+# -- the recipe's pieces ------------------------------------------------------------------------
+
+def noam_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
+    """Equation (3): linear warmup for `warmup` steps, then inverse square root decay."""
+    step = max(step, 1)
+    return scale * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+
+
+def smoothed_loss(logits: torch.Tensor, target: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Summed label-smoothed cross-entropy and summed NLL over non-pad targets.
+
+    The true token gets 1 - eps; eps is spread evenly over the other tokens except padding,
+    which never appears as a target (Szegedy et al. 2016, section 7)."""
+    logp = F.log_softmax(logits.float(), dim=-1).view(-1, logits.size(-1))
+    target = target.reshape(-1)
+    keep = target != PAD
+    logp, target = logp[keep], target[keep]
+    nll = -logp.gather(1, target[:, None]).squeeze(1)
+    if eps == 0:
+        return nll.sum(), nll.sum()
+    V = logits.size(-1)
+    others = -(logp.sum(1) - logp[:, PAD]) - nll  # sum of -log p over tokens that are neither target nor pad
+    loss = (1 - eps) * nll + eps / (V - 2) * others
+    return loss.sum(), nll.sum()
+
+
+# -- data ---------------------------------------------------------------------------------------
+
+@dataclass
+class Prepared:
+    sp_path: Path
+    vocab_size: int
+    train: list  # [(src_ids, tgt_ids)]
+    dev: list
+    evals: dict  # split -> (sources, references): the spec's eval split first, then extra_splits
+
+
+def prepare(cfg: Config, root: Path | None = None) -> Prepared:
+    root = zdata.data_dir(root)
+    name = cfg.data.dataset
+    sp_path = zdata.bpe_model(name, cfg.data.vocab_size, root)
+    sp = zdata.load_sp(sp_path)
+    train_pairs = zdata.load_pairs(name, "train", root)
+    if cfg.data.max_train_pairs:
+        train_pairs = train_pairs[: cfg.data.max_train_pairs]
+    dev_pairs = zdata.load_pairs(name, "dev", root)
+    evals = {}
+    for split in dict.fromkeys([cfg.eval.split, *cfg.eval.extra_splits]):
+        pairs = dev_pairs if split == "dev" else zdata.load_pairs(name, split, root)
+        pairs = pairs[: cfg.eval.max_sentences] if cfg.eval.max_sentences else pairs
+        evals[split] = ([s for s, _ in pairs], [t for _, t in pairs])
+    if cfg.eval.max_sentences:
+        dev_pairs = dev_pairs[: max(cfg.eval.max_sentences * 4, 64)]
+    return Prepared(sp_path, sp.get_piece_size(), zdata.encode_pairs(sp, train_pairs, cfg.data.max_len),
+                    zdata.encode_pairs(sp, dev_pairs, cfg.data.max_len), evals)
+
+
+# -- checkpoints --------------------------------------------------------------------------------
+
+def _atomic_save(obj, path: Path) -> None:
+    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def checkpoints(out: Path) -> list[Path]:
+    return sorted((out / "checkpoints").glob("step_*.pt"))
+
+
+def average_checkpoints(paths: list[Path]) -> dict:
+    """Element-wise mean of the models' parameters (section 6.1: the last 5 or 20 checkpoints)."""
+    avg = None
+    for p in paths:
+        sd = torch.load(p, map_location="cpu", weights_only=False)["model"]
+        if avg is None:
+            avg = {k: v.clone().double() for k, v in sd.items()}
+        else:
+            for k, v in sd.items():
+                avg[k] += v.double()
+    return {k: (v / len(paths)).to(torch.float32) for k, v in avg.items()}
+
+
+# -- the loop -----------------------------------------------------------------------------------
+
+def _world() -> tuple[int, int]:
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def _device(cfg: Config) -> torch.device:
+    if cfg.resources.gpus > 0 and torch.cuda.is_available():
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+class NonFiniteLoss(RuntimeError):
+    pass
+
+
+def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report | None = None,
+          prepared: Prepared | None = None) -> dict:
+    """Train (or resume) one variant into `out`; return the summary (also written to summary.json)."""
+    out = Path(out)
+    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
+    report = report or (lambda m: None)
+    rank, world = _world()
+    summary_path = out / "summary.json"
+    if summary_path.exists():
+        done = json.loads(summary_path.read_text())
+        if done.get("config_hash") == cfg.config_hash():
+            return done  # finished before: nothing to redo
+    if rank == 0:
+        atomic_write_text(out / "config.json", json.dumps(cfg.model_dump(mode="json"), indent=2))
+
+    t0 = time.time()
+    p = prepared or prepare(cfg, data_root)
+    device = _device(cfg)
+    torch.manual_seed(cfg.train.seed)
+    model = build_model(cfg.model, p.vocab_size).to(device)  # same seed: identical weights on every worker
+    torch.manual_seed(cfg.train.seed * 1000 + rank)  # but each worker its own dropout masks
+    opt = torch.optim.Adam(model.parameters(), lr=0.0, betas=tuple(cfg.train.optimizer.betas),
+                           eps=cfg.train.optimizer.eps)
+    step, epoch, cursor, elapsed0 = 0, 0, 0, 0.0
+    tokens_seen = 0
+    ckpts = checkpoints(out)
+    if ckpts:  # resume exactly where the last checkpoint left off
+        ck = torch.load(ckpts[-1], map_location=device, weights_only=False)
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["optim"])
+        step, epoch, cursor = ck["step"], ck["epoch"], ck["cursor"]
+        elapsed0, tokens_seen = ck.get("elapsed", 0.0), ck.get("tokens_seen", 0)
+        torch.set_rng_state(ck["rng"])
+        report({"event": "resumed", "step": step})
+
+    lengths = [(len(s) + 1, len(t) + 1) for s, t in p.train]  # + eos / bos
+    n_parts = world * _accumulation(cfg, world)
+    eps = cfg.train.label_smoothing
+    use_bf16 = device.type == "cuda"
+    history = []
+    last_log, log_tokens, pad_frac = time.time(), 0, 0.0
+    dev_ppl = None
+    batches = zdata.make_batches(lengths, cfg.train.batch_tokens, cfg.train.seed, epoch)
+    t_start = time.time()
+    model.train()
+    while step < cfg.train.steps:
+        if cursor >= len(batches):
+            epoch, cursor = epoch + 1, 0
+            batches = zdata.make_batches(lengths, cfg.train.batch_tokens, cfg.train.seed, epoch)
+        batch = batches[cursor]
+        cursor += 1
+        step += 1
+        lr = noam_lr(step, cfg.model.d_model, cfg.train.schedule.warmup_steps, cfg.train.schedule.lr_scale)
+        for g in opt.param_groups:
+            g["lr"] = lr
+        parts = zdata.shard(batch, lengths, n_parts)
+        n_tgt = sum(lengths[i][1] for i in batch)  # the whole step's target tokens, on every worker
+        opt.zero_grad(set_to_none=True)
+        step_loss = step_nll = 0.0
+        for part in parts[rank::world]:
+            if not part:
+                continue
+            b = zdata.collate(p.train, part)
+            src, tgt_in, tgt_out = b.src.to(device), b.tgt_in.to(device), b.tgt_out.to(device)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16):
+                logits = model(src, tgt_in)
+            loss, nll = smoothed_loss(logits, tgt_out, eps)
+            (loss / n_tgt).backward()  # normalised by the step's tokens: splitting does not change the gradient
+            step_loss, step_nll = step_loss + loss.item(), step_nll + nll.item()
+            pad_frac = b.padding_fraction
+        if world > 1:
+            for prm in model.parameters():
+                if prm.grad is not None:
+                    dist.all_reduce(prm.grad)
+            t = torch.tensor([step_loss, step_nll], dtype=torch.float64)
+            dist.all_reduce(t)
+            step_loss, step_nll = t.tolist()
+        if not math.isfinite(step_loss):
+            raise NonFiniteLoss(f"non-finite loss at step {step} (lr {lr:.3g}); lower train.schedule.lr_scale")
+        opt.step()
+        tokens_seen += n_tgt
+        log_tokens += n_tgt
+        history.append(step_loss / n_tgt)
+
+        elapsed = elapsed0 + time.time() - t_start
+        final = step == cfg.train.steps or _out_of_time(cfg, elapsed)
+        row = None
+        if step % 10 == 0 or step == 1 or final:
+            now = time.time()
+            tps = log_tokens / max(now - last_log, 1e-9)
+            last_log, log_tokens = now, 0
+            row = {"step": step, "steps": cfg.train.steps, "loss": step_loss / n_tgt, "nll": step_nll / n_tgt,
+                   "lr": lr, "tokens_per_s": tps, "elapsed_s": elapsed, "epoch": epoch,
+                   "padding_fraction": pad_frac, "tokens_seen": tokens_seen}
+        if step % cfg.train.eval_every == 0 or final:
+            dev_ppl = dev_perplexity(model, p.dev, device, cfg.train.batch_tokens)
+            model.train()
+            row = (row or {"step": step, "steps": cfg.train.steps, "elapsed_s": elapsed}) | {"dev_ppl": dev_ppl}
+        if row:
+            if rank == 0:
+                with open(out / "metrics.jsonl", "a") as f:
+                    f.write(json.dumps(row) + "\n")
+            report(row)
+        if (step % cfg.train.checkpoint_every == 0 or final) and rank == 0:
+            _save(out, cfg, model, opt, step, epoch, cursor, elapsed, tokens_seen)
+        if final:
+            break
+
+    train_s = elapsed0 + time.time() - t_start
+    summary = {"config_hash": cfg.config_hash(), "variant": cfg.variant, "profile": cfg.profile,
+               "steps_done": step, "tokens_seen": tokens_seen, "train_seconds": train_s,
+               "dev_ppl": dev_ppl, "vocab_size_actual": p.vocab_size, "bpe_model": str(p.sp_path),
+               "dataset": cfg.data.dataset, "train_pairs": len(p.train), "device": str(device),
+               "workers": world}
+    if rank == 0:
+        summary |= evaluate(cfg, out, model, p, device)
+        summary["total_seconds"] = time.time() - t0
+        atomic_write_text(summary_path, json.dumps(summary, indent=2))
+        report({"event": "done", **summary})
+    return summary
+
+
+def _accumulation(cfg: Config, world: int) -> int:
+    cap = cfg.train.max_tokens_per_device
+    return 1 if not cap else max(1, math.ceil(cfg.train.batch_tokens / (world * cap)))
+
+
+def _out_of_time(cfg: Config, elapsed: float) -> bool:
+    return cfg.train.time_limit_minutes is not None and elapsed >= 60 * cfg.train.time_limit_minutes
+
+
+def _save(out, cfg, model, opt, step, epoch, cursor, elapsed, tokens_seen):
+    ck = {"model": model.state_dict(), "optim": opt.state_dict(), "step": step, "epoch": epoch,
+          "cursor": cursor, "elapsed": elapsed, "tokens_seen": tokens_seen, "rng": torch.get_rng_state(),
+          "config": cfg.model_dump(mode="json")}
+    _atomic_save(ck, out / "checkpoints" / f"step_{step:08d}.pt")
+    for old in checkpoints(out)[: -cfg.train.keep_checkpoints]:
+        old.unlink(missing_ok=True)
+
+
+@torch.inference_mode()
+def dev_perplexity(model: Transformer, pairs: list, device, batch_tokens: int) -> float:
+    """Per-word-piece perplexity on the dev pairs, without label smoothing."""
+    model.eval()
+    lengths = [(len(s) + 1, len(t) + 1) for s, t in pairs]
+    nll, n = 0.0, 0
+    for batch in zdata.make_batches(lengths, max(batch_tokens, 2000), 0, 0):
+        b = zdata.collate(pairs, batch)
+        logits = model(b.src.to(device), b.tgt_in.to(device))
+        _, s = smoothed_loss(logits, b.tgt_out.to(device), 0.0)
+        nll, n = nll + s.item(), n + b.n_tgt_tokens
+    return math.exp(nll / max(n, 1))
+
+
+def load_for_eval(cfg: Config, out: Path, model: Transformer) -> str:
+    """Average the last k checkpoints into `model` when the spec asks; say what was evaluated."""
+    k = cfg.eval.average_checkpoints
+    ckpts = checkpoints(out)
+    if k and ckpts:
+        use = ckpts[-k:]
+        model.load_state_dict(average_checkpoints(use))
+        return f"average of the last {len(use)} checkpoints"
+    return "final weights"
+
+
+def evaluate(cfg: Config, out: Path, model: Transformer, p: Prepared, device) -> dict:
+    """Decode and score each eval split; the spec's own split's figures go at the top level."""
+    from zoo import decode, metrics
+    how = load_for_eval(cfg, out, model)
+    model.eval()
+    sp = zdata.load_sp(p.sp_path)
+    per_split = {}
+    for split, (srcs, refs) in p.evals.items():
+        t = time.time()
+        hyps = decode.translate(model, sp, srcs, cfg.eval)
+        res = {"eval_split": split, "eval_sentences": len(hyps), "eval_weights": how,
+               "decode_seconds": time.time() - t}
+        if cfg.eval.metric == "f1":
+            from zoo import trees
+            res |= trees.score_parses(srcs, hyps, refs)
+        else:
+            b, tok = metrics.bleu(hyps, refs), metrics.tokenized_bleu(hyps, refs)
+            res |= {"bleu": b["bleu"], "bleu_signature": b["signature"], "bleu_tokenized": tok["bleu"],
+                    "bleu_tokenized_label": tok.get("label", "")}
+        atomic_write_text(out / f"hyps.{split}.txt", "\n".join(hyps) + "\n")
+        per_split[split] = res
+    return per_split[cfg.eval.split] | {"splits": per_split}
