@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from zoo.decode import beam_search, beam_search_nocache, greedy, length_penalty
-from zoo.model import build_model
+from zoo.model import Transformer
 from zoo.spec import ModelSpec
 
 BOS, EOS = 2, 3
@@ -91,44 +91,76 @@ def test_max_length_respected():
 TINY = ModelSpec(N=2, d_model=32, d_ff=64, h=4, d_k=8, d_v=8, dropout=0.1, max_len=64)
 
 
-def tiny_model(seed=0, vocab=12):
-    # a small vocabulary gives eos about 1/12 per step: hypotheses end at many lengths
+class EosRamp(Transformer):
+    """A random tiny Transformer whose eos logit rises with the position, so that hypotheses end
+    at many different lengths (a plain random model either always or never ends at once)."""
+
+    slope, at = 0.5, 6
+
+    def decode(self, tgt_in, memory, src_mask, cache=None):
+        start = cache[0]["k"].size(2) if cache is not None and "k" in cache[0] else 0
+        logits = super().decode(tgt_in, memory, src_mask, cache)
+        pos = torch.arange(start, start + tgt_in.size(1), dtype=torch.float)
+        logits[..., EOS] += self.slope * (pos - self.at)
+        return logits
+
+
+def tiny_model(seed=0, vocab=12, slope=0.5):
     torch.manual_seed(seed)
-    return build_model(TINY, vocab)
+    m = EosRamp(TINY, vocab)
+    m.slope = slope
+    return m
 
 
 def test_cached_equals_nocache_on_transformer():
-    m = tiny_model()
-    src = torch.randint(4, 12, (5, 7))
-    src[1, 4:] = 0  # padding
-    src[3, 2:] = 0
-    for k, alpha in ((1, 0.0), (4, 0.6), (3, 1.0)):
-        cached = beam_search(m, src, k, alpha, 8)
-        assert cached == beam_search_nocache(m, src, k, alpha, 8)
-        assert cached == beam_search(m, src, k, alpha, 8, early_stop=False)  # early stop is exact
-        assert all(BOS not in y and 3 not in y and 0 not in y for y in cached)
+    for slope in (0.5, 1.0):
+        m = tiny_model(slope=slope)
+        src = torch.randint(4, 12, (6, 7))
+        src[1, 4:] = 0  # padding
+        src[3, 2:] = 0
+        for k, alpha in ((1, 0.0), (4, 0.6), (3, 1.0)):
+            cached = beam_search(m, src, k, alpha, 8)
+            if alpha > 0:
+                assert len({len(y) for y in cached}) > 1  # sentences finish at different steps
+            assert cached == beam_search_nocache(m, src, k, alpha, 8)
+            assert cached == beam_search(m, src, k, alpha, 8, early_stop=False)  # exact early stop
+            assert all(BOS not in y and EOS not in y and 0 not in y for y in cached)
     assert m.training  # the training flag is restored
 
 
+def test_early_stop_saves_steps():
+    m = tiny_model(slope=1.0)
+    calls, decode = [0], m.decode
+
+    def counting(*args, **kwargs):
+        calls[0] += 1
+        return decode(*args, **kwargs)
+
+    m.decode = counting
+    src = torch.randint(4, 12, (6, 7))
+    beam_search(m, src, 4, 0.6, 8)
+    assert calls[0] < 7 + 8  # stopped before max_len = 15 steps
+
+
 def test_beam_scores_at_least_greedy_on_transformer():
-    # with alpha 0, beam search maximizes log P, so it can only beat greedy's sequence
-    m = tiny_model(1).eval()
+    # with alpha 0 beam search maximizes log P, so greedy's sequence can never score higher
+    m = tiny_model(2, slope=1.0).eval()
     src = torch.randint(4, 12, (4, 6))
 
     def logprob(i, ys):
-        tgt = torch.tensor([[BOS] + ys])
         with torch.no_grad():
-            lp = m(src[i:i + 1], tgt)[0].log_softmax(-1)
-        ids = ys + [EOS] if len(ys) < 6 + 5 else ys  # a cut hypothesis has no eos
+            lp = m(src[i:i + 1], torch.tensor([[BOS] + ys]))[0].log_softmax(-1)
+        ids = ys + [EOS] if len(ys) < 6 + 5 else ys  # a hypothesis cut at max_len has no eos
         return sum(lp[t, y].item() for t, y in enumerate(ids))
 
     beams, greedies = beam_search(m, src, 4, 0.0, 5), greedy(m, src, 5)
+    assert beams != greedies
     for i in range(4):
         assert logprob(i, beams[i]) >= logprob(i, greedies[i]) - 1e-5
 
 
 def test_min_len_forces_length():
-    m = tiny_model(2)
+    m = tiny_model(2, slope=3.0)
     src = torch.randint(4, 12, (3, 5))
-    out = beam_search(m, src, 2, 0.6, 10, min_len=15)
-    assert [len(y) for y in out] == [15, 15, 15]
+    assert [len(y) for y in beam_search(m, src, 2, 0.6, 10, min_len=13)] == [13, 13, 13]
+    assert beam_search(m, src, 2, 0.6, 10) == [[], [], []]  # eos at once without min_len

@@ -96,7 +96,7 @@ def _beam_search(model, src, beam_size, alpha, max_len_offset, bos, eos, pad, ma
         logits = model.decode(inp.reshape(n * k, -1), memory, src_mask, cache)[:, -1]
         logp = logits.float().log_softmax(-1)
         logp[:, [pad, bos]] = NEG_INF
-        if length < min_len:
+        if length <= min_len:
             logp[:, eos] = NEG_INF
         V = logp.size(-1)
         cand = scores.unsqueeze(-1) + logp.view(n, k, V)  # (n, k, V) log-probs of extensions
@@ -142,7 +142,7 @@ def beam_search(model, src: torch.Tensor, beam_size: int, alpha: float, max_len_
                 bos: int = BOS, eos: int = EOS, pad: int = PAD, max_len_cap: int | None = None,
                 min_len: int = 0, early_stop: bool = True) -> list[list[int]]:
     """Best hypothesis of each source row (src: (B, S) ids, pad-padded), decoded on the key/value
-    cache. min_len bans eos before that many tokens (benchmarks use it to fix the length);
+    cache. min_len: at least that many tokens before eos (benchmarks use it to fix the length);
     early_stop=False runs every sentence to max_len (tests check it changes nothing)."""
     return _beam_search(model, src, beam_size, alpha, max_len_offset, bos, eos, pad, max_len_cap,
                         min_len, use_cache=True, early_stop=early_stop)

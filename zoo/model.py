@@ -200,6 +200,21 @@ class Transformer(nn.Module):
         return out
 
 
+@torch.no_grad()
+def encoder_attention(model: Transformer, src: torch.Tensor, layer: int = -1) -> torch.Tensor:
+    """softmax(Q K^T / sqrt(d_k)) of one encoder layer's self-attention heads: (B, h, S, S).
+    For the report's heat maps (the fused SDPA kernel does not return its weights)."""
+    layer = layer % len(model.encoder)
+    x = model._embed(model.src_embed, src)
+    mask = model.src_mask(src)
+    for lyr in model.encoder[:layer]:
+        x = lyr(x, mask)
+    att = model.encoder[layer].self_attn
+    q, k = att._split(att.w_q(x), att.d_k), att._split(att.w_k(x), att.d_k)
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(att.d_k)
+    return scores.masked_fill(~mask, float("-inf")).softmax(-1)
+
+
 def build_model(m: ModelSpec, vocab_size: int) -> Transformer:
     return Transformer(m, vocab_size)
 

@@ -325,4 +325,16 @@ def evaluate(cfg: Config, out: Path, model: Transformer, p: Prepared, device) ->
                     "bleu_tokenized_label": tok.get("label", "")}
         atomic_write_text(out / f"hyps.{split}.txt", "\n".join(hyps) + "\n")
         per_split[split] = res
-    return per_split[cfg.eval.split] | {"splits": per_split}
+    return per_split[cfg.eval.split] | {"splits": per_split, "attention": attention_map(model, sp, p, device)}
+
+
+def attention_map(model: Transformer, sp, p: Prepared, device, max_tokens: int = 24) -> dict:
+    """Each head of the last encoder layer on one short eval sentence, for the report's heat map."""
+    from zoo.model import encoder_attention
+    srcs = p.evals[next(iter(p.evals))][0]
+    text = min((s for s in srcs[:200] if 6 <= len(sp.encode(s)) < max_tokens), key=len, default=srcs[0])
+    ids = sp.encode(text)[: max_tokens - 1] + [EOS]
+    w = encoder_attention(model.eval(), torch.tensor([ids], device=device))[0]
+    return {"layer": f"encoder {len(model.encoder)}", "sentence": text,
+            "tokens": [sp.id_to_piece(i) for i in ids[:-1]] + ["</s>"],
+            "weights": [[[round(x, 4) for x in row] for row in head] for head in w.float().cpu().tolist()]}

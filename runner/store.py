@@ -1,0 +1,143 @@
+"""The results store: one SQLite database (WAL) with one row per trial, the single source reports read.
+
+A trial is keyed by (spec, variant, profile). `config_hash` is the hash of the fully resolved config:
+a finished row with the same hash means "already done, skip". Training curves go to `points`
+(one row per logged step). Plain sqlite3, no ORM, no Ray: reports import this module too.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+STATES = ("pending", "running", "finished", "failed")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS trials (
+    spec TEXT NOT NULL,            -- spec path as given (also its stem for display)
+    variant TEXT NOT NULL,         -- the paper's row name, e.g. A1
+    profile TEXT NOT NULL,         -- smoke | cpu | gpu | paper | a profile file
+    config_hash TEXT NOT NULL,     -- hash of the fully resolved config
+    config TEXT NOT NULL,          -- the resolved config as JSON (zoo.spec.Config)
+    paper_table INTEGER, paper_group TEXT, paper_row TEXT,
+    status TEXT NOT NULL,          -- pending | running | finished | failed
+    step INTEGER DEFAULT 0, steps INTEGER,           -- progress
+    metrics TEXT,                  -- JSON: final metrics (train summary: bleu, dev_ppl, splits, ...)
+    best TEXT,                     -- JSON: best values seen (lowest dev_ppl, ...)
+    attention TEXT,                -- JSON: one dev sentence's attention weights, each head of one layer
+    tokens_seen INTEGER, train_seconds REAL,
+    hardware TEXT,                 -- e.g. "cpu x2 threads" or "NVIDIA H100 x1"
+    run_dir TEXT, checkpoint TEXT, -- where the trial's files and its last checkpoint are
+    error TEXT,                    -- the failure, when status = failed
+    experiment TEXT,               -- the Ray Tune experiment folder
+    created_at REAL, started_at REAL, finished_at REAL, updated_at REAL,
+    PRIMARY KEY (spec, variant, profile)
+);
+CREATE TABLE IF NOT EXISTS points (
+    spec TEXT NOT NULL, variant TEXT NOT NULL, profile TEXT NOT NULL,
+    step INTEGER NOT NULL, loss REAL, lr REAL, tokens_per_s REAL, dev_ppl REAL, elapsed_s REAL,
+    PRIMARY KEY (spec, variant, profile, step)
+);
+"""
+JSON_COLS = ("config", "metrics", "best", "attention")
+
+
+def default_path(storage: str | Path | None = None) -> Path:
+    return Path(storage or "runs") / "zoo.db"
+
+
+class Store:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._conn() as c:
+            c.execute("PRAGMA journal_mode=WAL")  # readers (zoo status, reports) never block writers
+            c.executescript(SCHEMA)
+
+    @contextmanager
+    def _conn(self):
+        c = sqlite3.connect(self.path, timeout=30)
+        c.row_factory = sqlite3.Row
+        try:
+            with c:  # one transaction: committed on success, rolled back on error
+                yield c
+        finally:
+            c.close()
+
+    # -- writes ---------------------------------------------------------------------------------
+    def upsert(self, spec: str, variant: str, profile: str, **fields) -> None:
+        """Insert or update one trial's row; JSON columns take Python objects."""
+        fields = {k: (json.dumps(v, default=str) if k in JSON_COLS and v is not None else v)
+                  for k, v in fields.items()}
+        if "status" in fields and fields["status"] not in STATES:
+            raise ValueError(f"status must be one of {STATES}")
+        now = time.time()
+        fields["updated_at"] = now
+        with self._conn() as c:
+            exists = c.execute("SELECT 1 FROM trials WHERE spec=? AND variant=? AND profile=?",
+                               (spec, variant, profile)).fetchone()
+            if exists:
+                sets = ", ".join(f"{k}=?" for k in fields)
+                c.execute(f"UPDATE trials SET {sets} WHERE spec=? AND variant=? AND profile=?",
+                          (*fields.values(), spec, variant, profile))
+            else:
+                fields = {"spec": spec, "variant": variant, "profile": profile, "created_at": now,
+                          "status": "pending", "config_hash": "", "config": "{}", **fields}
+                c.execute(f"INSERT INTO trials ({', '.join(fields)}) VALUES ({', '.join('?' * len(fields))})",
+                          tuple(fields.values()))
+
+    def add_points(self, spec: str, variant: str, profile: str, rows: list[dict]) -> None:
+        cols = ("step", "loss", "lr", "tokens_per_s", "dev_ppl", "elapsed_s")
+        with self._conn() as c:
+            for r in rows:
+                if "step" not in r:
+                    continue
+                old = c.execute("SELECT * FROM points WHERE spec=? AND variant=? AND profile=? AND step=?",
+                                (spec, variant, profile, r["step"])).fetchone()
+                merged = {k: (r.get(k) if r.get(k) is not None else (old[k] if old else None)) for k in cols}
+                c.execute(f"INSERT OR REPLACE INTO points (spec, variant, profile, {', '.join(cols)}) "
+                          f"VALUES (?, ?, ?, {', '.join('?' * len(cols))})",
+                          (spec, variant, profile, *merged.values()))
+
+    def clear_points(self, spec: str, variant: str, profile: str) -> None:
+        with self._conn() as c:
+            c.execute("DELETE FROM points WHERE spec=? AND variant=? AND profile=?", (spec, variant, profile))
+
+    # -- reads ----------------------------------------------------------------------------------
+    def trials(self, **where) -> list[dict]:
+        q = "SELECT * FROM trials"
+        if where:
+            q += " WHERE " + " AND ".join(f"{k}=?" for k in where)
+        with self._conn() as c:
+            rows = c.execute(q + " ORDER BY created_at, spec, variant", tuple(where.values())).fetchall()
+        return [_decode(r) for r in rows]
+
+    def get(self, spec: str, variant: str, profile: str) -> dict | None:
+        rows = self.trials(spec=spec, variant=variant, profile=profile)
+        return rows[0] if rows else None
+
+    def points(self, spec: str, variant: str, profile: str) -> list[dict]:
+        with self._conn() as c:
+            rows = c.execute("SELECT * FROM points WHERE spec=? AND variant=? AND profile=? ORDER BY step",
+                             (spec, variant, profile)).fetchall()
+        return [dict(r) for r in rows]
+
+
+def _decode(row: sqlite3.Row) -> dict:
+    d = dict(row)
+    for k in JSON_COLS:
+        if d.get(k):
+            d[k] = json.loads(d[k])
+    return d
+
+
+def open_store(path: str | Path) -> Store:
+    """Open an existing store for reading, or a new empty one; a bad file is a clear user error."""
+    try:
+        return Store(path)
+    except sqlite3.DatabaseError as e:
+        from zoo.errors import UserError
+        raise UserError(f"{path} is not a zoo results store ({e}); point --runs at the runs/zoo.db "
+                        "that `zoo run` wrote") from None
