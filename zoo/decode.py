@@ -87,8 +87,8 @@ def _beam_search(model, src, beam_size, alpha, max_len_offset, bos, eos, pad, ma
     scores = torch.full((B, k), NEG_INF, device=dev)
     scores[:, 0] = 0.0  # the k beams start identical: expand only one of them at the first step
     sent = torch.arange(B, device=dev)  # original index of each still-active sentence
-    best_score = torch.full((B,), NEG_INF, device=dev)
-    best: list[list[int]] = [[] for _ in range(B)]
+    best_score = torch.full((B,), NEG_INF, device=dev)  # best finished hypothesis so far
+    best = torch.full((B, int(max_lens.max())), pad, dtype=torch.long, device=dev)
 
     for t in range(int(max_lens.max())):
         n, length = sent.numel(), t + 1  # hypotheses are `length` tokens long after this step
@@ -108,10 +108,13 @@ def _beam_search(model, src, beam_size, alpha, max_len_offset, bos, eos, pad, ma
         fin = torch.where(last, top_all, top_eos) / length_penalty(length, alpha)
         fin_beam = torch.where(last, top_all_idx // V, top_eos_beam)
         fin_tok = torch.where(last, top_all_idx % V, eos)
-        for i in (fin > best_score[sent]).nonzero().flatten().tolist():
-            best_score[sent[i]] = fin[i]
-            ids = seqs[i, fin_beam[i], 1:].tolist()
-            best[sent[i]] = ids if fin_tok[i] == eos else ids + [int(fin_tok[i])]
+        better = fin > best_score[sent]
+        if better.any():
+            won = sent[better]
+            best_score[won] = fin[better]
+            best[won] = pad
+            best[won, :length] = torch.cat([seqs[better, fin_beam[better], 1:],
+                                          fin_tok[better, None]], 1)
 
         # live: the k best extensions by any token but eos
         cand[:, :, eos] = NEG_INF
@@ -134,7 +137,15 @@ def _beam_search(model, src, beam_size, alpha, max_len_offset, bos, eos, pad, ma
         if keep.numel() < n:
             memory, src_mask = memory.index_select(0, row), src_mask.index_select(0, row)
             seqs, scores, sent = seqs[keep], scores[keep], sent[keep]
-    return best
+    return [_strip(ids, eos, pad) for ids in best.tolist()]
+
+
+def _strip(ids: list[int], eos: int, pad: int) -> list[int]:
+    """Tokens before the first eos or pad (neither is ever generated inside a hypothesis)."""
+    for i, x in enumerate(ids):
+        if x in (eos, pad):
+            return ids[:i]
+    return ids
 
 
 @_decoding
@@ -178,11 +189,8 @@ def greedy(model, src: torch.Tensor, max_len_offset: int, bos: int = BOS, eos: i
         done |= (tok[:, 0] == eos) | (t + 1 >= max_lens)
         if done.all():
             break
-    out = []
-    for ids, n in zip(torch.cat(steps, 1).tolist() if steps else [[]] * B, max_lens.tolist()):
-        ids = ids[:n]
-        out.append(ids[:ids.index(eos)] if eos in ids else ids)
-    return out
+    rows = torch.cat(steps, 1).tolist() if steps else []
+    return [_strip(ids[:n], eos, pad) for ids, n in zip(rows, max_lens.tolist())]
 
 
 # ---------------------------------------------------------------------------- text in, text out

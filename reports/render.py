@@ -1,0 +1,149 @@
+"""Tables -> markdown and HTML pages through the Jinja2 templates in reports/templates/.
+
+Both formats render the same `grid` (header groups, rows, group headers, formatted cells). The HTML
+site is static and self-contained: CSS and the one small script are inline, images are PNG files in
+img/ next to the pages, nothing is fetched from a network.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import math
+from pathlib import Path
+
+import jinja2
+import pandas as pd
+
+from reports.tables import Table, state_key
+
+TEMPLATES = Path(__file__).parent / "templates"
+PAGES = {"table2": "Table 2", "table3": "Table 3", "table4": "Table 4"}
+
+_env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=jinja2.select_autoescape(["html"]),
+                          trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+_env.filters["md"] = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
+
+
+# -- cell formatting ------------------------------------------------------------------------------
+
+def _sci(v: float) -> str:
+    """3.28e18 -> '3.3e18': two significant digits, the paper's style."""
+    m, e = f"{v:.1e}".split("e")
+    return f"{m}e{int(e)}"
+
+
+def _pct(v: float) -> str:
+    return f"{100 * v:.2g}%" if v < 0.1 else f"{100 * v:.0f}%"
+
+
+def _duration(s: float) -> str:
+    return f"{s / 60:.1f} min" if s < 5400 else f"{s / 3600:.1f} h"
+
+
+FLOPS = ("FLOPs", "estimate", "peak FLOP/s")
+FORMATS = {  # by column label; paper values print as published, ours to fixed decimals
+    "PPL": "{:.2f}", "BLEU": "{:.2f}", "BLEU (test)": "{:.2f}", "F1": "{:.2f}", "params (M)": "{:.1f}",
+    "Δ params": "{:+.1f}%", "steps": "{:,}", "rho": "{:.2f}", "p": "{:.2g}",
+    "utilization": _pct, "implied utilization": _pct, "wall time": _duration,
+}
+
+
+def cell(section: str, label: str, v) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "undefined" if label == "rho" and v is not None else ""
+    if isinstance(v, str):
+        return v
+    if section == "paper" or (section in ("BLEU", "training cost (FLOPs)") and label in ("EN-DE", "EN-FR")):
+        return _sci(v) if v >= 1e6 else f"{v:g}"  # as printed in the paper
+    if any(k in label for k in FLOPS):
+        return _sci(v)
+    f = FORMATS.get(label)
+    if f is None:
+        return f"{v:g}" if isinstance(v, float) else str(v)
+    return f(v) if callable(f) else f.format(v)
+
+
+def grid(frame: pd.DataFrame) -> dict:
+    """What a template needs to draw one table: header groups, labels, rows with group headers."""
+    cols = list(frame.columns)
+    top, labels = [], []
+    for sec, label in cols:
+        if top and top[-1][0] == sec:
+            top[-1][1] += 1
+        else:
+            top.append([sec, 1])
+        labels.append(label)
+    rows, last = [], object()
+    two_level = frame.index.nlevels == 2
+    for key, r in frame.iterrows():
+        group, name = key if two_level else (None, key)
+        if two_level and group != last:
+            rows.append({"group": group})
+            last = group
+        cells = []
+        state = ""
+        for (sec, label), v in zip(cols, r.tolist()):
+            text = cell(sec, label, v)
+            kind = "num" if isinstance(v, (int, float)) and not isinstance(v, bool) else "text"
+            if label == "state":
+                state = state_key(text)
+                kind = f"state {state}"
+            cells.append({"text": text, "cls": kind, "section": sec})
+        rows.append({"name": name, "cells": cells, "state": state})
+    md_labels = [f"{sec} {label}".strip() if sec else label for sec, label in cols]
+    return {"index": frame.index.names[-1], "top": top, "labels": labels, "md_labels": md_labels,
+            "rows": rows, "has_top": any(sec for sec, _ in cols)}
+
+
+# -- pages ----------------------------------------------------------------------------------------
+
+def trial_view(label: str, t: dict, files: dict) -> dict:
+    """One run's card: its key facts and its figures."""
+    m = t.get("metrics") or {}
+    facts = [("spec", t["spec"]), ("variant", t["variant"]), ("profile", t["profile"]),
+             ("state", t["status"]), ("hardware", t.get("hardware") or m.get("device") or ""),
+             ("steps", f"{m.get('steps_done', t.get('step') or 0)} of {t.get('steps') or '?'}"),
+             ("target tokens seen", f"{t['tokens_seen']:,}" if t.get("tokens_seen") else ""),
+             ("train time", _duration(t["train_seconds"]) if t.get("train_seconds") else ""),
+             ("BLEU signature", m.get("bleu_signature", "")),
+             (m.get("bleu_tokenized_label") or "tokenized BLEU",
+              f"{m['bleu_tokenized']:.2f}" if m.get("bleu_tokenized") is not None else ""),
+             ("error", t.get("error") or "")]
+    return {"label": label, "facts": [(k, v) for k, v in facts if v], "curves": files.get("curves"),
+            "attention": files.get("attention"), "sentence": (t.get("attention") or {}).get("sentence"),
+            "state": state_key(t["status"].replace("finished", "done"))}
+
+
+def _context(table: Table | None, meta: dict, nav: list) -> dict:
+    return {"meta": meta, "nav": nav, "pages": PAGES, "table": table}
+
+
+def write_table(table: Table, out: Path, formats: list[str], meta: dict, figures: list, trials: list,
+                nav: list) -> list[Path]:
+    ctx = _context(table, meta, nav) | {
+        "sections": [{"heading": s.heading, "grid": grid(s.frame), "notes": s.notes} for s in table.sections],
+        "figures": figures, "trials": trials, "page": table.name}
+    return _write(out, table.name, formats, ctx, "table")
+
+
+def write_index(tables: list[Table], out: Path, formats: list[str], meta: dict, figures: list,
+                nav: list) -> list[Path]:
+    ctx = _context(None, meta, nav) | {"tables": tables, "figures": figures, "page": "index"}
+    return _write(out, "index", formats, ctx, "index")
+
+
+def _write(out: Path, name: str, formats: list[str], ctx: dict, template: str) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for fmt in formats:
+        text = _env.get_template(f"{template}.{fmt}.j2").render(**ctx, fmt=fmt,
+                                                               css=(TEMPLATES / "style.css").read_text())
+        path = out / f"{name}.{fmt}"
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def meta(runs_path: Path, profile: str | None, n_trials: int, note: str) -> dict:
+    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return {"store": str(runs_path), "profile": profile or "all (most recent finished run per row)",
+            "trials": n_trials, "note": note, "generated": now}

@@ -1,0 +1,73 @@
+"""What the report knows about runs: the results store's trials, one chosen per paper row, and the
+paper specs' own configs for rows that have not run.
+
+A trial is keyed by (spec, variant, profile); several profiles can sit in one store. Per paper row
+the report shows the most recent finished trial (optionally of one profile); with none finished, the
+most recently updated one, so a running or failed row says so instead of vanishing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runner.store import Store, open_store
+from zoo.spec import Config, resolve
+
+SPECS = Path(__file__).resolve().parents[1] / "specs"
+TABLE3_SPECS = ("base", "table3_A", "table3_B", "table3_C", "table3_D", "table3_E", "big")
+TABLE2_SPECS = ("table2_en_de_base", "table2_en_de_big", "table2_en_fr_base", "table2_en_fr_big")
+TABLE4_SPECS = ("table4_wsj", "table4_semi")
+
+
+@dataclass
+class Runs:
+    path: Path
+    store: Store | None = None
+    trials: list[dict] = field(default_factory=list)
+    profile: str | None = None
+    note: str = ""          # why the store is empty, when it is
+
+    def pick(self, table: int, row: str, group: str | None = None) -> dict | None:
+        """The trial shown for one paper row: most recent finished, else most recently updated."""
+        mine = [t for t in self.trials if t.get("paper_table") == table
+                and (t.get("paper_row") or t["variant"]) == row
+                and (group is None or t.get("paper_group") == group)]
+        done = [t for t in mine if t["status"] == "finished"]
+        if done:
+            return max(done, key=lambda t: t.get("finished_at") or t.get("updated_at") or 0)
+        return max(mine, key=lambda t: t.get("updated_at") or 0, default=None)
+
+    def points(self, t: dict) -> list[dict]:
+        return self.store.points(t["spec"], t["variant"], t["profile"]) if self.store else []
+
+
+def load(path: str | Path, profile: str | None = None) -> Runs:
+    """Read the store; a missing or empty file is an empty store, a non-SQLite file a UserError."""
+    path = Path(path)
+    if not path.exists():
+        return Runs(path, profile=profile, note=f"no results store at {path}: nothing has run yet")
+    if path.is_file() and path.stat().st_size == 0:
+        return Runs(path, profile=profile, note=f"{path} is empty: nothing has run yet")
+    store = open_store(path)  # raises UserError for a file that is not a SQLite database
+    trials = store.trials(profile=profile) if profile else store.trials()
+    note = "" if trials else f"{path} holds no trials" + (f" of profile {profile}" if profile else "")
+    return Runs(path, store, trials, profile, note)
+
+
+def config_of(trial: dict | None) -> Config | None:
+    """The resolved config a trial ran with (None when absent or not a valid config)."""
+    try:
+        return Config.model_validate(trial["config"]) if trial and trial.get("config") else None
+    except ValueError:
+        return None
+
+
+def paper_configs(stems: tuple[str, ...]) -> dict[tuple, Config]:
+    """The paper specs resolved as written, keyed by (group, row): what a row means before it runs."""
+    out = {}
+    for stem in stems:
+        path = SPECS / f"{stem}.yaml"
+        if path.exists():
+            for c in resolve(path, profile="paper"):
+                out[(c.paper.group, c.paper.row)] = c
+    return out

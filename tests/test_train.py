@@ -1,0 +1,127 @@
+"""The training recipe: schedule, label smoothing, checkpoints, averaging, resume; smoke runs."""
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from zoo.spec import resolve
+from zoo.train import average_checkpoints, checkpoints, noam_lr, smoothed_loss, train
+
+
+def test_noam_schedule_at_known_steps():
+    # lr = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), the paper's equation (3)
+    assert noam_lr(1, 512, 4000) == pytest.approx(512 ** -0.5 * 4000 ** -1.5)
+    assert noam_lr(4000, 512, 4000) == pytest.approx(512 ** -0.5 * 4000 ** -0.5)  # the peak, 6.99e-4
+    assert noam_lr(4000, 512, 4000) == pytest.approx(6.9877e-4, rel=1e-4)
+    assert noam_lr(16000, 512, 4000) == pytest.approx(noam_lr(4000, 512, 4000) / 2)  # 1/sqrt decay
+    assert noam_lr(2000, 512, 4000) == pytest.approx(noam_lr(4000, 512, 4000) / 2)  # linear warmup
+    assert noam_lr(100, 256, 250, scale=0.4) == pytest.approx(0.4 * 256 ** -0.5 * 100 * 250 ** -1.5)
+
+
+def test_label_smoothing_hand_checked():
+    # V = 4 tokens (0 = pad), target 2, eps 0.2: q = [0, 0.1, 0.8, 0.1] over tokens 0..3
+    logits = torch.log(torch.tensor([[[0.1, 0.2, 0.5, 0.2]]]))
+    target = torch.tensor([[2]])
+    loss, nll = smoothed_loss(logits, target, 0.2)
+    expected = -(0.1 * math.log(0.2) + 0.8 * math.log(0.5) + 0.1 * math.log(0.2))
+    assert loss.item() == pytest.approx(expected, rel=1e-5)
+    assert nll.item() == pytest.approx(-math.log(0.5), rel=1e-5)
+    # padding targets contribute nothing; eps 0 is plain cross-entropy
+    loss_pad, _ = smoothed_loss(logits.repeat(1, 2, 1), torch.tensor([[2, 0]]), 0.2)
+    assert loss_pad.item() == pytest.approx(expected, rel=1e-5)
+    assert smoothed_loss(logits, target, 0.0)[0].item() == pytest.approx(-math.log(0.5), rel=1e-5)
+
+
+def test_checkpoint_averaging(tmp_path):
+    paths = []
+    for i, v in enumerate([1.0, 2.0, 6.0]):
+        p = tmp_path / f"step_{i:08d}.pt"
+        torch.save({"model": {"w": torch.full((2, 2), v), "b": torch.tensor([v, -v])}}, p)
+        paths.append(p)
+    avg = average_checkpoints(paths)
+    assert torch.allclose(avg["w"], torch.full((2, 2), 3.0)) and torch.allclose(avg["b"], torch.tensor([3.0, -3.0]))
+
+
+def _smoke(repo, spec="table3_A.yaml", variant="A2", sets=()):
+    return resolve(repo / "specs" / spec, variant, "smoke", list(sets))[0]
+
+
+def test_smoke_run_trains_and_scores(repo, data_root, tmp_path):
+    cfg = _smoke(repo, sets=["train.steps=12", "train.eval_every=6", "train.checkpoint_every=4", "train.keep_checkpoints=2"])
+    seen = []
+    s = train(cfg, tmp_path / "run", data_root, report=seen.append)
+    assert s["steps_done"] == 12 and s["dev_ppl"] > 1 and 0 <= s["bleu"] <= 100
+    assert "nrefs:1|case:mixed" in s["bleu_signature"] and s["eval_split"] == "dev"
+    losses = [m["loss"] for m in seen if "loss" in m]
+    assert losses[-1] < losses[0]  # it learns something
+    assert len(checkpoints(tmp_path / "run")) == cfg.train.keep_checkpoints  # last k kept
+    att = s["attention"]
+    assert len(att["weights"]) == cfg.model.h and len(att["weights"][0]) == len(att["tokens"])
+    assert all(abs(sum(row) - 1) < 1e-3 for row in att["weights"][0])
+    # a finished run is not redone
+    t = time.time()
+    assert train(cfg, tmp_path / "run", data_root)["steps_done"] == 12 and time.time() - t < 2
+
+
+def test_averaging_uses_last_k(repo, data_root, tmp_path):
+    cfg = _smoke(repo, "table2_en_de_base.yaml", None, ["train.steps=8", "train.checkpoint_every=2"])
+    assert cfg.eval.average_checkpoints == 5 and cfg.eval.split == "test"
+    s = train(cfg, tmp_path / "run", data_root)
+    assert s["eval_weights"] == "average of the last 4 checkpoints" and s["eval_split"] == "test"
+
+
+def test_resume_continues_exactly(repo, data_root, tmp_path):
+    """Training 10 steps, stopping, and continuing to 20 gives the same weights as 20 straight."""
+    sets = ["train.checkpoint_every=5", "model.dropout=0.1", "eval.max_sentences=2"]
+    straight = _smoke(repo, sets=sets + ["train.steps=20"])
+    train(straight, tmp_path / "a", data_root)
+    first = _smoke(repo, sets=sets + ["train.steps=10"])
+    train(first, tmp_path / "b", data_root)
+    (tmp_path / "b" / "summary.json").unlink()
+    events = []
+    train(straight, tmp_path / "b", data_root, report=events.append)
+    assert {"event": "resumed", "step": 10} in events
+    a = torch.load(checkpoints(tmp_path / "a")[-1], weights_only=False)["model"]
+    b = torch.load(checkpoints(tmp_path / "b")[-1], weights_only=False)["model"]
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+
+
+def test_killed_zoo_train_resumes_from_last_checkpoint(repo, data_root, tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "zoo.cli", "train", str(repo / "specs/table3_C.yaml"), "--variant", "C1",
+           "--profile", "smoke", "--out", str(out), "--set", "train.steps=400", "--set", "train.checkpoint_every=5",
+           "--set", "eval.max_sentences=2"]
+    env = {**os.environ, "ZOO_DATA_DIR": str(data_root), "PYTHONUNBUFFERED": "1"}
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and len(checkpoints(out)) < 2:
+        time.sleep(0.2)
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    done = torch.load(checkpoints(out)[-1], weights_only=False)["step"]
+    assert 0 < done < 400
+    cmd[cmd.index("train.steps=400")] = f"train.steps={done + 10}"
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert f"resumed from the checkpoint at step {done}" in r.stderr
+    assert json.loads((out / "summary.json").read_text())["steps_done"] == done + 10
+
+
+def test_missing_data_is_a_clear_error(repo, tmp_path):
+    r = subprocess.run([sys.executable, "-m", "zoo.cli", "train", str(repo / "specs/base.yaml"), "--profile", "smoke",
+                        "--data-dir", str(tmp_path / "nothing"), "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "zoo data fetch multi30k" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("spec,variant", [("table3_A.yaml", "A4"), ("table3_B.yaml", "B1"), ("table3_C.yaml", "C5"),
+                                          ("table3_D.yaml", "D3"), ("table3_E.yaml", None), ("big.yaml", None)])
+def test_smoke_trains_every_kind_of_row(repo, data_root, tmp_path, spec, variant):
+    cfg = _smoke(repo, spec, variant, ["train.steps=4", "eval.max_sentences=2"])
+    assert train(cfg, tmp_path / "r", data_root)["steps_done"] == 4
