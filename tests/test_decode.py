@@ -2,6 +2,7 @@
 import math
 from types import SimpleNamespace
 
+import pytest
 import torch
 from torch import nn
 
@@ -12,6 +13,15 @@ from zoo.spec import ModelSpec
 BOS, EOS = 2, 3
 A, B, C, D, E = 4, 5, 6, 7, 8
 V = 9
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    # tiny tensors: intra-op threads only add sync overhead, badly so on a busy machine
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
 
 
 class Bigram(nn.Module):
