@@ -144,7 +144,7 @@ class Config(_Strict):
 
 SECTIONS = ("model", "data", "train", "eval", "resources")
 FILE_KEYS = {"extends", "name", "description", "paper", "variants", *SECTIONS}
-PROFILE_KEYS = {"description", "scale", "set"}
+PROFILE_KEYS = {"description", "scale", "set", "datasets"}
 SCALE_KEYS = {"width", "depth", "steps"}
 
 
@@ -386,7 +386,18 @@ def apply_profile(doc: Doc, profile_path: Path | None) -> Doc:
     for k in sets:
         if k not in SECTIONS:
             raise SpecError(prof.where(("set", k)), f"set.{k}", f"unknown section '{k}'{_did_you_mean(str(k), SECTIONS)}")
-    return deep_merge(out, sets, set_locs)
+    out = deep_merge(out, sets, set_locs)
+    # `datasets:` maps the spec's corpus to the one this budget uses, with its data settings
+    # (e.g. wmt14_en_de -> multi30k), so a translation profile never rewrites a parsing spec.
+    maps = prof.data.get("datasets") or {}
+    if not isinstance(maps, dict) or not all(isinstance(v, dict) for v in maps.values()):
+        raise SpecError(prof.where(("datasets",)), "datasets",
+                        "must map a corpus name to data settings, e.g. {wmt14_en_de: {dataset: multi30k}}")
+    name = (out.data.get("data") or {}).get("dataset", DataSpec().dataset)
+    if name in maps:
+        m_locs = {("data",) + p[2:]: loc for p, loc in prof.locs.items() if p[:2] == ("datasets", name) and len(p) > 2}
+        out = deep_merge(out, {"data": maps[name]}, m_locs)
+    return out
 
 
 def profile_description(name: str, spec_path: Path | None = None) -> str:
