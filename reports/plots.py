@@ -5,6 +5,8 @@ numbers live at another scale. Per trial: training curves and one attention heat
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import re
 from pathlib import Path
@@ -13,10 +15,21 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker as mticker  # noqa: E402
+import numpy as np  # noqa: E402
 
 from reports.runs import TABLE3_SPECS, paper_configs  # noqa: E402
 from reports.tables import Table  # noqa: E402
 from zoo import costs, paper  # noqa: E402
+
+_SI = mticker.FuncFormatter(lambda x, _: f"{x / 1e6:.3g}M" if x >= 1e6 else f"{x / 1e3:.3g}k")
+
+
+@mticker.FuncFormatter
+def _SCI(x, _):  # 2e+18 -> 2e18, the paper's style
+    m, e = f"{x:.1e}".split("e")
+    return f"{float(m):g}e{int(e)}"
+
 
 GROUP_COLORS = dict(zip(paper.TABLE3_GROUPS, ("#222222", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
                                              "#9467bd", "#8c564b")))
@@ -33,6 +46,21 @@ def _save(fig, path: Path) -> str:
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path.name
+
+
+_CODE = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
+def _cached(img: Path, kind: str, t: dict, payload, draw) -> str:
+    """Draw only when the figure's inputs (or this module) changed: a finished trial's figures are
+    drawn once, so regenerating a report stays a matter of seconds. Older versions are removed."""
+    key = hashlib.sha256((_CODE + json.dumps(payload, sort_keys=True, default=str)).encode()).hexdigest()[:10]
+    name = f"{kind}_{slug(t)}_{key}.png"
+    if not (img / name).exists():
+        for old in img.glob(f"{kind}_{slug(t)}_*.png"):
+            old.unlink()
+        _save(draw(), img / name)
+    return name
 
 
 def table3_scatters(t3: Table, img: Path) -> list[tuple[str, str]]:
@@ -57,14 +85,26 @@ def table3_scatters(t3: Table, img: Path) -> list[tuple[str, str]]:
         fig, axes = plt.subplots(1, 2, figsize=(10, 4))
         for ax, side, title in zip(axes, ("paper", "ours"), ("paper (Table 3)", "measured (this store)")):
             xk, yk = (f"paper_{name}", "paper_bleu") if side == "paper" else (name, "bleu")
-            shown = [p for p in pts if p[xk] and p[yk] is not None]
-            for p in shown:
+            shown = sorted((p for p in pts if p[xk] and p[yk] is not None), key=lambda p: (p[xk], p[yk]))
+            for i, p in enumerate(shown):
                 c = GROUP_COLORS[p["group"]]
                 hollow = side == "paper" and name == "params" and not p["printed"]
                 ax.scatter(p[xk], p[yk], s=28, color=c, facecolors="none" if hollow else c, zorder=3)
-                ax.annotate(p["row"], (p[xk], p[yk]), fontsize=7, xytext=(3, 3), textcoords="offset points")
+                # rows sharing a parameter count stack up: put every other label on the left
+                left = i and abs(p[xk] / shown[i - 1][xk] - 1) < 0.02 and i % 2
+                ax.annotate(p["row"], (p[xk], p[yk]), fontsize=7, xytext=(-4 if left else 4, 2),
+                            textcoords="offset points", ha="right" if left else "left")
             if shown:
                 ax.set_xscale("log")
+                xs = [p[xk] for p in shown]
+                if max(xs) / min(xs) < 1.5:  # one point (or a tight cluster): a readable span around it
+                    ax.set_xlim(min(xs) / 2, max(xs) * 2)
+                lo, hi = ax.get_xlim()
+                decades = math.log10(hi / lo)
+                subs = (1, 2, 3, 4, 5, 7) if decades < 0.8 else (1, 2, 5) if decades < 2.5 else (1,)
+                ax.xaxis.set_major_locator(mticker.LogLocator(subs=subs))
+                ax.xaxis.set_major_formatter(_SI if name == "params" else _SCI)
+                ax.xaxis.set_minor_formatter(mticker.NullFormatter())
                 ax.grid(alpha=0.3)
             else:
                 ax.text(0.5, 0.5, "no finished runs yet", ha="center", va="center", transform=ax.transAxes,
@@ -86,6 +126,10 @@ def curves(t: dict, points: list[dict], img: Path) -> str | None:
     ppl = [(p["step"], p["dev_ppl"]) for p in points if p.get("dev_ppl") is not None]
     if not loss and not ppl:
         return None
+    return _cached(img, "curves", t, [loss, ppl], lambda: _draw_curves(loss, ppl))
+
+
+def _draw_curves(loss: list, ppl: list):
     fig, axes = plt.subplots(1, 2, figsize=(9, 3))
     for ax, data, label in ((axes[0], loss, "training loss (label-smoothed)"), (axes[1], ppl, "dev perplexity")):
         if data:
@@ -97,33 +141,46 @@ def curves(t: dict, points: list[dict], img: Path) -> str | None:
         ax.grid(alpha=0.3)
     if ppl and max(v for _, v in ppl) / max(min(v for _, v in ppl), 1e-9) > 20:
         axes[1].set_yscale("log")
-    return _save(fig, img / f"curves_{slug(t)}.png")
+    return fig
 
 
 def attention(t: dict, img: Path) -> str | None:
     """Each head of the stored layer on one sentence, with its word-pieces; None without a map."""
     a = t.get("attention") or {}
-    heads, tokens = a.get("weights") or [], a.get("tokens") or []
-    if not heads:
+    if not a.get("weights"):
         return None
-    n = len(heads)
-    cols = min(n, 4 if n <= 8 else 8)
-    rows = math.ceil(n / cols)
-    size = 2.2 if n <= 8 else 1.6
-    fig, axes = plt.subplots(rows, cols, figsize=(size * cols, size * rows + 0.4), squeeze=False)
-    labels = n <= 8 and len(tokens) <= 30  # with many small panels token labels would be unreadable
-    for i, ax in enumerate(axes.flat):
-        if i >= n:
-            ax.axis("off")
-            continue
-        ax.imshow(heads[i], cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
-        ax.set_title(f"head {i + 1}", fontsize=7)
-        if labels and len(tokens) == len(heads[i]):
-            ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=5)
-            ax.set_yticks(range(len(tokens)), tokens, fontsize=5)
-        else:
-            ax.set_xticks([]), ax.set_yticks([])
-    fig.suptitle(f"{t['variant']} ({t['profile']}): {a.get('layer', 'layer ?')} self-attention, "
-                 f"one eval sentence; rows are queries", fontsize=8)
-    fig.tight_layout()
-    return _save(fig, img / f"attention_{slug(t)}.png")
+    return _cached(img, "attention", t, a, lambda: _draw_attention(t, a))
+
+
+def _draw_attention(t: dict, a: dict):
+    # All heads tiled into one image on one axes: dozens of small subplots cost seconds to lay out.
+    heads, tokens = np.asarray(a["weights"], dtype=float), list(a.get("tokens") or [])
+    h, n = heads.shape[0], heads.shape[-1]
+    cols = min(h, 4 if h <= 8 else 8)
+    rows = math.ceil(h / cols)
+    gap = max(1, n // 6)
+    canvas = np.full((rows * (n + gap) - gap, cols * (n + gap) - gap), np.nan)
+    for i in range(h):
+        r, c = divmod(i, cols)
+        canvas[r * (n + gap): r * (n + gap) + n, c * (n + gap): c * (n + gap) + n] = heads[i]
+    cell = 2.4 if h <= 8 else 1.5
+    fig, ax = plt.subplots(figsize=(cell * cols + 0.8, cell * rows + 0.9))
+    im = ax.imshow(canvas, cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
+    for i in range(h):
+        r, c = divmod(i, cols)
+        ax.text(c * (n + gap) + n / 2 - 0.5, r * (n + gap) - 0.8, f"head {i + 1}", ha="center", fontsize=7)
+    labelled = len(tokens) == n and n * max(cols, rows) <= 160  # past that the labels would overlap
+    if labelled:
+        size = 6.5 if h <= 8 else 5
+        ax.set_xticks([c * (n + gap) + j for c in range(cols) for j in range(n)], tokens * cols,
+                      rotation=90, fontsize=size)
+        ax.set_yticks([r * (n + gap) + j for r in range(rows) for j in range(n)], tokens * rows, fontsize=size)
+        ax.tick_params(length=0)
+    else:
+        ax.set_xticks([]), ax.set_yticks([])
+    for side in ax.spines.values():
+        side.set_visible(False)
+    fig.colorbar(im, ax=ax, fraction=0.025, pad=0.02)
+    ax.set_title(f"{t['variant']} ({t['profile']}): {a.get('layer', 'layer ?')} self-attention, "
+                 f"{h} head{'s' * (h != 1)}, one eval sentence; rows are queries, columns keys", fontsize=8, pad=14)
+    return fig

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from pathlib import Path
 
 import jinja2
@@ -21,6 +22,7 @@ PAGES = {"table2": "Table 2", "table3": "Table 3", "table4": "Table 4"}
 _env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=jinja2.select_autoescape(["html"]),
                           trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 _env.filters["md"] = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
+_env.filters["slug"] = lambda s: re.sub(r"[^a-z0-9]+", "-", str(s).lower()).strip("-")
 
 
 # -- cell formatting ------------------------------------------------------------------------------
@@ -41,10 +43,13 @@ def _duration(s: float) -> str:
 
 FLOPS = ("FLOPs", "estimate", "peak FLOP/s")
 FORMATS = {  # by column label; paper values print as published, ours to fixed decimals
-    "PPL": "{:.2f}", "BLEU": "{:.2f}", "BLEU (test)": "{:.2f}", "F1": "{:.2f}", "params (M)": "{:.1f}",
-    "Δ params": "{:+.1f}%", "steps": "{:,}", "rho": "{:.2f}", "p": "{:.2g}",
+    "PPL": "{:.2f}", "BLEU": "{:.2f}", "BLEU (test)": "{:.2f}", "F1": "{:.2f}", "params (M)": "{:.3g}",
+    "Δ params": "{:+.1f}%", "steps": "{:,}", "rho": "{:.2f}", "p": lambda v: "<1e-4" if v < 1e-4 else f"{v:.2g}",
     "utilization": _pct, "implied utilization": _pct, "wall time": _duration,
 }
+
+
+PAPER_FORMATS = {"PPL": "{:.2f}", "BLEU": "{:.1f}", "params (M)": "{:g}", "WSJ 23 F1": "{:.1f}"}  # as printed
 
 
 def cell(section: str, label: str, v) -> str:
@@ -52,10 +57,12 @@ def cell(section: str, label: str, v) -> str:
         return "undefined" if label == "rho" and v is not None else ""
     if isinstance(v, str):
         return v
-    if section == "paper" or (section in ("BLEU", "training cost (FLOPs)") and label in ("EN-DE", "EN-FR")):
-        return _sci(v) if v >= 1e6 else f"{v:g}"  # as printed in the paper
-    if any(k in label for k in FLOPS):
+    if any(k in label for k in FLOPS) or section == "training cost (FLOPs)":
         return _sci(v)
+    if section == "paper" and label in PAPER_FORMATS:
+        return PAPER_FORMATS[label].format(v)
+    if section == "paper" or label in ("EN-DE", "EN-FR"):
+        return f"{v:g}"  # the published figures, as printed
     f = FORMATS.get(label)
     if f is None:
         return f"{v:g}" if isinstance(v, float) else str(v)
@@ -89,9 +96,18 @@ def grid(frame: pd.DataFrame) -> dict:
                 kind = f"state {state}"
             cells.append({"text": text, "cls": kind, "section": sec})
         rows.append({"name": name, "cells": cells, "state": state})
-    md_labels = [f"{sec} {label}".strip() if sec else label for sec, label in cols]
+    # markdown has one header row: name the section where the label alone would be ambiguous
+    shared = {label for _, label in cols if sum(l == label for _, l in cols) > 1}
+    md_labels = [f"{sec} {label}" if sec and (label in shared or sec in ("paper", "measured")) else label
+                 for sec, label in cols]
+    firsts = [i == 0 or cols[i - 1][0] != sec for i, (sec, _) in enumerate(cols)]  # a section starts here
+    body = [r["cells"] for r in rows if "cells" in r]
+    # a column is numeric when every filled cell is a number
+    align = ["num" if any(c[i]["cls"] == "num" for c in body)
+             and all(c[i]["cls"] == "num" or not c[i]["text"] for c in body) else "text" for i in range(len(cols))]
     return {"index": frame.index.names[-1], "top": top, "labels": labels, "md_labels": md_labels,
-            "rows": rows, "has_top": any(sec for sec, _ in cols)}
+            "rows": rows, "has_top": any(sec for sec, _ in cols), "firsts": firsts, "align": align,
+            "has_state": any(label == "state" for _, label in cols)}
 
 
 # -- pages ----------------------------------------------------------------------------------------
@@ -105,8 +121,8 @@ def trial_view(label: str, t: dict, files: dict) -> dict:
              ("target tokens seen", f"{t['tokens_seen']:,}" if t.get("tokens_seen") else ""),
              ("train time", _duration(t["train_seconds"]) if t.get("train_seconds") else ""),
              ("BLEU signature", m.get("bleu_signature", "")),
-             (m.get("bleu_tokenized_label") or "tokenized BLEU",
-              f"{m['bleu_tokenized']:.2f}" if m.get("bleu_tokenized") is not None else ""),
+             ("tokenized BLEU", f"{m['bleu_tokenized']:.2f} ({m.get('bleu_tokenized_label') or 'not sacreBLEU'})"
+              if m.get("bleu_tokenized") is not None else ""),
              ("error", t.get("error") or "")]
     return {"label": label, "facts": [(k, v) for k, v in facts if v], "curves": files.get("curves"),
             "attention": files.get("attention"), "sentence": (t.get("attention") or {}).get("sentence"),

@@ -7,6 +7,7 @@ render.py formats them. Columns are (section, label) pairs; a two-level index is
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from dataclasses import dataclass, field
 
@@ -16,6 +17,7 @@ from scipy.stats import spearmanr
 from reports import peaks
 from reports.runs import (TABLE2_SPECS, TABLE3_SPECS, TABLE4_SPECS, Runs, config_of, paper_configs)
 from zoo import costs, paper
+from zoo.errors import UserError
 from zoo.spec import Config, profile_description
 
 
@@ -51,15 +53,16 @@ def state(t: dict | None) -> str:
         return "failed: " + (reason if len(reason) <= 120 else reason[:117] + "...")
     if s == "finished":
         done, planned = (t.get("metrics") or {}).get("steps_done"), t.get("steps")
-        if done and planned and done < planned:
-            return f"done (stopped at step {done} of {planned}: time limit)"
+        if done and planned and done < planned:  # a time-limited profile stops early: say so
+            limit = ((t.get("config") or {}).get("train") or {}).get("time_limit_minutes")
+            return f"done (stopped at step {done} of {planned}" + (f": {limit:g}-minute limit)" if limit else ")")
         return "done"
     return s  # pending
 
 
 def state_key(text: str) -> str:
-    """The state's one word (for CSS classes and counts)."""
-    return text.split(":")[0].split(" (")[0].replace(" ", "-")
+    """The state's one word (for CSS classes and counts): done, running, pending, failed, not-run, cited."""
+    return "not-run" if text.startswith("not run") else re.split(r"[:, (]", text)[0]
 
 
 def _metrics(t: dict | None) -> dict:
@@ -81,6 +84,14 @@ def flops_done(t: dict | None, cfg: Config | None) -> float | None:
     return costs.train_flops_per_step(cfg, vocab_size=_vocab(t, cfg)) * steps
 
 
+def data_split(t: dict | None, cfg: Config | None) -> str | None:
+    """'dataset / eval split' the trial used (from its metrics once finished, else its config)."""
+    if t is None or cfg is None:
+        return None
+    m = _metrics(t)
+    return f"{m.get('dataset') or cfg.data.dataset} / {m.get('eval_split') or cfg.eval.split}"
+
+
 def _frame(rows: list[list], index: list, columns: list[tuple], names=("group", "row")) -> pd.DataFrame:
     idx = pd.MultiIndex.from_tuples(index, names=names) if index and isinstance(index[0], tuple) \
         else pd.Index(index, name=names[-1])
@@ -100,7 +111,7 @@ def _profile_notes(trials: list[dict]) -> list[str]:
     for prof in sorted({t["profile"] for t in trials if t}):
         try:
             text = profile_description(prof)
-        except Exception:  # a profile file that is gone: say so rather than fail the report
+        except (UserError, OSError):  # a profile file that is gone: say so rather than fail the report
             text = f"{prof}: (profile description not found)"
         cfg = next((c for t in trials if t and t["profile"] == prof and (c := config_of(t))), None)
         if cfg is not None:
@@ -110,17 +121,31 @@ def _profile_notes(trials: list[dict]) -> list[str]:
                      f"lr_scale {s.lr_scale:g}, peak learning rate {lr:.2g} at d_model {cfg.model.d_model}.")
         if prof != "paper":
             text += (f" Numbers from the {prof} profile are not comparable in absolute terms to the paper's "
-                     "(smaller models, other data, a tiny fraction of the training): compare the rank order "
-                     "of rows, not the values.")
+                     "(another model scale, data set or training budget, as described): compare the rank "
+                     "order of rows, not the values.")
         notes.append("Profile " + text)
     return notes
+
+
+def _decoding_note(shown: list[tuple[str, dict]]) -> str:
+    """How the finished rows decoded (the paper: beam 4, alpha 0.6, input + 50); profiles may differ."""
+    ways: dict[str, list[str]] = {}
+    for label, t in shown:
+        if (cfg := config_of(t)) and t["status"] == "finished":
+            e = cfg.eval
+            way = (f"beam {e.beam_size}, alpha {e.length_penalty:g}, max length input + {e.max_len_offset}"
+                   + (f", first {e.max_sentences} sentences" if e.max_sentences else ""))
+            ways.setdefault(way, []).append(label)
+    if len(ways) <= 1:
+        return f"Decoding: {next(iter(ways))}." if ways else ""
+    return "Decoding: " + "; ".join(f"{w} ({', '.join(rows)})" for w, rows in ways.items()) + "."
 
 
 COUNTING = (f"Counting rules. Parameters: numel of the compiled model, each tensor once (the shared "
             f"embedding / pre-softmax matrix counts once), with the vocabulary the run actually built. "
             f"FLOPs: analytic, 2 per multiply-add of every matrix product, training = 3 x forward, "
             f"attention counted dense, sentences of {costs.SEQ_LEN} word-pieces, batch_tokens source and "
-            f"target tokens per step, times the steps done.")
+            f"target tokens per step, times the number of steps (done, unless a column says planned).")
 
 
 # -- Table 3 --------------------------------------------------------------------------------------
@@ -129,7 +154,7 @@ T3_COLUMNS = [("spec", c) for c in ("N", "d_model", "d_ff", "h", "d_k", "d_v", "
     ("paper", "PPL"), ("paper", "BLEU"), ("paper", "params (M)"),
     ("measured", "PPL"), ("measured", "BLEU"), ("measured", "params (M)"), ("measured", "Δ params"),
     ("cost", "train FLOPs"),
-    ("run", "profile"), ("run", "data"), ("run", "eval split"), ("run", "state")]
+    ("run", "state"), ("run", "profile"), ("run", "data / split")]
 
 
 def table3(runs: Runs) -> Table:
@@ -149,9 +174,7 @@ def table3(runs: Runs) -> Table:
             ppl, bleu, params_m,
             m.get("dev_ppl"), m.get("bleu"), ours_params,
             100 * (ours_params - params_m) / params_m if ours_params and params_m else None,
-            flops_done(t, cfg),
-            t and t["profile"], (m.get("dataset") or (cfg.data.dataset if t and cfg else None)),
-            (m.get("eval_split") or (cfg.eval.split if t and cfg else None)), st])
+            flops_done(t, cfg), st, t and t["profile"], data_split(t, cfg)])
         index.append((paper.TABLE3_GROUPS[group], row))
         states.append(st)
         if t:
@@ -165,7 +188,7 @@ def table3(runs: Runs) -> Table:
         "BLEU, parameters x 1e6 (blank where the paper prints none). Spec columns: the configuration as "
         "run for rows that ran (their profile applied), else the paper spec as written.",
         "Measured: dev perplexity per word-piece (no label smoothing) and sacreBLEU on the eval split "
-        "with the final weights (no checkpoint averaging), beam 4, alpha 0.6, max length input + 50. "
+        "with the final weights (no checkpoint averaging). " + _decoding_note(shown) + " "
         + ("sacreBLEU signature: " + "; ".join(sigs) if sigs else "No BLEU measured yet."),
         "Δ params: measured compiled count against the paper's count; under a scaled profile it measures "
         "the scaling, not a discrepancy.",
@@ -188,17 +211,17 @@ def spearman_frame(measured: list[tuple]) -> pd.DataFrame:
     def rho(pairs):
         pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
         if len(pairs) < 3:
-            return None, None, len(pairs)
+            return None, None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # constant input: rho is undefined (nan), said in the cell
             r = spearmanr([a for a, _ in pairs], [b for _, b in pairs])
-        return float(r.statistic), float(r.pvalue), len(pairs)
+        return float(r.statistic), float(r.pvalue)
 
     groups = [(title, [x for x in measured if x[0] == g]) for g, title in paper.TABLE3_GROUPS.items()]
     rows, index = [], []
     for title, xs in groups + [("overall", measured)]:
-        rb, pb, nb = rho([(x[1], x[2]) for x in xs])
-        rp, pp, n_p = rho([(x[3], x[4]) for x in xs])
+        rb, pb = rho([(x[1], x[2]) for x in xs])
+        rp, pp = rho([(x[3], x[4]) for x in xs])
         n = len(xs)
         if n < 3:
             note = f"n = {n}: too few rows ran (needs 3)"
@@ -234,19 +257,21 @@ def table2(runs: Runs) -> Table:
             m = _metrics(t)
             test = (m.get("splits") or {}).get("test") or (m if m.get("eval_split") == "test" else {})
             spent = flops_done(t, cfg)
-            pk = peaks.peak(t.get("hardware"), m.get("device"), m.get("workers")) if m else None
+            pk = peaks.peak(t.get("hardware"), m.get("device_name") or m.get("device"), m.get("workers")) if m else None
             secs = m.get("train_seconds")
             util = spent / (secs * pk[0]) if spent and secs and pk else None
             if pk:
                 peak_notes.add(pk[1])
+            elif m:
+                peak_notes.add(f"{group} {row}: no peak known for '{t.get('hardware') or m.get('device')}' "
+                               "(the store does not name the device model), so no utilization")
             st = state(t)
             rows.append([
                 paper_bleu[(row, group)], test.get("bleu"), test.get("eval_weights"),
                 paper.paper_cost_flops(row),
                 costs.train_flops_total(cfg, vocab_size=_vocab(t, cfg)) if cfg else None,
                 spent, secs, pk[0] if pk else None, util,
-                t.get("hardware") if t else None, t and t["profile"],
-                m.get("dataset") or (cfg.data.dataset if t and cfg else None), st])
+                st, t.get("hardware") if t else None, t and t["profile"], data_split(t, cfg)])
             index.append((group, row))
             states.append(st)
             if t:
@@ -254,7 +279,7 @@ def table2(runs: Runs) -> Table:
     cols = [("paper", "BLEU"), ("measured", "BLEU (test)"), ("measured", "weights"),
             ("cost", "paper hardware-time estimate"), ("cost", "analytic FLOPs as specified"),
             ("cost", "FLOPs spent"), ("cost", "wall time"), ("cost", "device peak FLOP/s"),
-            ("cost", "utilization"), ("run", "hardware"), ("run", "profile"), ("run", "data"), ("run", "state")]
+            ("cost", "utilization"), ("run", "state"), ("run", "hardware"), ("run", "profile"), ("run", "data / split")]
     ours = _frame(rows, index, cols, names=("pair", "row"))
 
     # The paper's own cost: its hardware-time estimate against the analytic FLOPs of its spec.
@@ -311,13 +336,11 @@ def table4(runs: Runs) -> Table:
         st = state(t) if ours else "cited, not re-run"
         if ours:
             states.append(st)
-        rows.append([f1, m.get("f1"), t and t["profile"], m.get("dataset") or (cfg.data.dataset if t and cfg else None),
-                     m.get("eval_split") or (cfg.eval.split if t and cfg else None), st])
+        rows.append([f1, m.get("f1"), st, t and t["profile"], data_split(t, cfg)])
         index.append((training, parser))
         if t:
             shown.append((ours, t))
-    cols = [("paper", "WSJ 23 F1"), ("measured", "F1"), ("run", "profile"), ("run", "data"),
-            ("run", "eval split"), ("run", "state")]
+    cols = [("paper", "WSJ 23 F1"), ("measured", "F1"), ("run", "state"), ("run", "profile"), ("run", "data / split")]
     notes = [
         "Paper: Vaswani et al. (2017) Table 4, English constituency parsing, WSJ section 23 F1. Other "
         "parsers are cited from the paper, not re-run.",

@@ -1,0 +1,64 @@
+"""`zoo report`: rebuild Tables 2-4 (markdown, HTML, PNG figures) from the results store.
+
+Reads the store, zoo.paper and zoo.costs only; never trains, never imports Ray. Seconds to run.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+DEFAULT_OUT = Path("reports") / "out"
+DEFAULT_RUNS = Path("runs") / "zoo.db"
+
+
+def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], profile: str | None = None) -> list[Path]:
+    """Write the chosen tables (and, for all of them, the index); return the files written."""
+    from reports import plots, render, runs as runs_mod, tables as tables_mod
+    runs = runs_mod.load(runs_path, profile)
+    img = out / "img"
+    meta = render.meta(runs_path, profile, len(runs.trials), runs.note)
+    built = [tables_mod.BUILDERS[n](runs) for n in tables]
+    nav = [name for name in render.PAGES if name in {t.name for t in built} or (out / f"{name}.html").exists()]
+    written, index_figures = [], []
+    for t in built:
+        figures = plots.table3_scatters(t, img) if t.name == "table3" else []
+        if t.name == "table3":
+            index_figures = figures[:1]
+        cards = []
+        for label, trial in t.trials:
+            files = {"curves": plots.curves(trial, runs.points(trial), img)}
+            if trial["status"] == "finished":
+                files["attention"] = plots.attention(trial, img)
+            cards.append(render.trial_view(label, trial, files))
+            written += [img / f for f in files.values() if f]
+        written += [img / f for _, f in figures]
+        written += render.write_table(t, out, formats, meta, figures, cards, nav)
+    if len(tables) == len(tables_mod.BUILDERS):
+        written += render.write_index(built, out, formats, meta, index_figures, nav)
+    return written
+
+
+def cmd_report(args) -> int:
+    t0 = time.time()
+    tables = [args.table] if args.table else [2, 3, 4]
+    formats = ["md", "html"] if args.format == "all" else [args.format]
+    out = Path(args.out)
+    written = build(Path(args.runs), out, tables, formats, args.profile)
+    pages = [p for p in written if p.suffix != ".png"]
+    print(f"report written to {out} ({len(pages)} pages, {len(written) - len(pages)} figures in "
+          f"{out / 'img'}, {time.time() - t0:.1f} s)")
+    for p in pages:
+        print(f"  {p}")
+    return 0
+
+
+def register(sub) -> None:
+    s = sub.add_parser("report", help="rebuild Tables 2-4 (markdown, HTML, plots) from the results store",
+                       description="Rebuild the paper's Tables 2, 3 and 4 beside the measured runs, as markdown "
+                                   "and a static HTML site with plots. Reads the results store; never trains.")
+    s.add_argument("--table", type=int, choices=[2, 3, 4], help="only this table (default: all three and the index)")
+    s.add_argument("--format", choices=["md", "html", "all"], default="all", help="output format (default all)")
+    s.add_argument("--out", default=str(DEFAULT_OUT), help=f"output folder (default {DEFAULT_OUT})")
+    s.add_argument("--runs", default=str(DEFAULT_RUNS), help=f"results store (default {DEFAULT_RUNS})")
+    s.add_argument("--profile", help="only runs of this profile (default: the most recent finished run per row)")
+    s.set_defaults(fn=cmd_report)

@@ -1,0 +1,72 @@
+"""The HTML report in a real browser: Debian's headless Chromium renders the pages, loads every image
+and draws something that is not blank, at a wide and at a phone width. The store is SYNTHETIC
+(see test_report.synthetic_store): the test is about rendering, not results."""
+import re
+import shutil
+import subprocess
+
+import pytest
+from matplotlib.image import imread
+
+from test_report import synthetic_store
+from zoo.cli import main
+from zoo.paper import TABLE3
+
+
+def chromium(tmp_path, url: str, *args: str) -> subprocess.CompletedProcess:
+    exe = shutil.which("chromium")
+    if exe is None:
+        pytest.fail("chromium is not installed; the browser test needs Debian's package: "
+                    "apt-get update && apt-get install -y chromium (as .ci/run does)")
+    profile = tmp_path / f"chromium-profile-{len(list(tmp_path.glob('chromium-profile-*')))}"
+    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           "--hide-scrollbars", f"--user-data-dir={profile}", *args, url]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("browser")
+    out = tmp / "out"
+    assert main(["report", "--runs", str(synthetic_store(tmp / "zoo.db")), "--out", str(out),
+                 "--format", "html"]) == 0
+    return out
+
+
+def dom(tmp_path, page, width):
+    return chromium(tmp_path, page.as_uri(), "--virtual-time-budget=10000", f"--window-size={width},1600",
+                    "--dump-dom").stdout
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_table3_page_renders_rows_and_images(site, tmp_path, width):
+    html = dom(tmp_path, site / "table3.html", width)
+    rows = re.findall(r'<tr data-row="([^"]+)"', html)
+    assert rows[:20] == [r[0] for r in TABLE3]  # the main table, in the paper's order
+    body = re.search(r"<body[^>]*>", html).group(0)
+    assert 'data-images-loaded="true"' in body, body
+    loaded, total = map(int, re.search(r'data-images="(\d+)/(\d+)"', body).groups())
+    assert total >= 10 and loaded == total
+    page, window = map(int, re.search(r'data-page-width="(\d+)/(\d+)"', body).groups())
+    assert page <= window, f"the page is {page}px wide in a {window}px window: only tables may scroll"
+
+
+@pytest.mark.parametrize("name", ["index", "table2", "table4"])
+def test_other_pages_load_their_images(site, tmp_path, name):
+    body = re.search(r"<body[^>]*>", dom(tmp_path, site / f"{name}.html", 1280)).group(0)
+    assert 'data-images-loaded="true"' in body, body
+
+
+def test_index_screenshot_is_not_blank(site, tmp_path):
+    png = tmp_path / "index.png"
+    chromium(tmp_path, (site / "index.html").as_uri(), f"--screenshot={png}", "--window-size=1280,2000")
+    assert png.stat().st_size > 30_000
+    img = imread(png)
+    assert img.shape[:2] == (2000, 1280)
+    colours = {tuple(p) for p in (img[::7, ::7, :3] * 255).astype(int).reshape(-1, 3).tolist()}
+    assert len(colours) > 200, f"only {len(colours)} colours: the page looks blank"
+    dark = (img[..., :3].mean(axis=2) < 0.5).mean()
+    assert 0.005 < dark < 0.6, f"{dark:.1%} dark pixels: not a rendered page of text and plots"
