@@ -252,7 +252,8 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
                "steps_done": step, "tokens_seen": tokens_seen, "train_seconds": train_s,
                "dev_ppl": dev_ppl, "vocab_size_actual": p.vocab_size, "bpe_model": str(p.sp_path),
                "dataset": cfg.data.dataset, "train_pairs": len(p.train), "device": str(device),
-               "workers": world}
+               "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+               "threads": torch.get_num_threads(), "workers": world}
     if rank == 0:
         summary |= evaluate(cfg, out, model, p, device)
         summary["total_seconds"] = time.time() - t0
