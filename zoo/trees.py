@@ -44,6 +44,7 @@ SPLITS = {"train": (1, 159), "dev": (160, 179), "test": (180, 199)}
 # A full treebank: the standard WSJ sections.
 WSJ_SECTIONS = {"train": tuple(range(2, 22)), "dev": (22,), "test": (23,)}
 DEFAULT_TAG = "XX"  # tag for words a predicted sequence left out
+MAX_DEPTH = 200  # deeper predicted nesting is ignored (PTB trees are < 30 deep)
 
 _FILE_ID = re.compile(r"(?:^|/)(wsj_(\d{4}))\.mrg$", re.IGNORECASE)
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
@@ -257,30 +258,37 @@ def _safe(label: str, default: str) -> str:
 def delinearize(seq: str, words: list[str], tags: list[str] | None = None) -> Tree:
     """A tree over exactly `words` from a (possibly malformed) predicted sequence.
 
-    `tags`, if given (gold POS tags), replace the predicted ones: EVALB deletes punctuation by
-    tag, so a mis-tagged ',' or '.' would make the sentence a length-mismatch error."""
+    `tags`, if given (gold POS tags, one per word), replace the predicted ones: EVALB deletes
+    punctuation by tag, so a mis-tagged ',' or '.' would make the sentence a length-mismatch
+    error (and more than MAX_ERROR such errors stop EVALB)."""
     root = Tree("")  # collects the top-level constituents
-    stack, n = [root], 0
+    stack, n, skipped = [root], 0, 0
+
+    def close():  # pop the innermost constituent; one that got no words vanishes
+        node = stack.pop()
+        if not node.children:
+            stack[-1].children.pop()
+
     for tok in seq.split():
         if tok.startswith("("):
+            if len(stack) > MAX_DEPTH:  # runaway nesting: ignore it (and its closer)
+                skipped += 1
+                continue
             node = Tree(_safe(tok[1:], "X"))
             stack[-1].children.append(node)
             stack.append(node)
         elif tok.startswith(")"):
-            if len(stack) > 1:  # closers with nothing open are dropped
-                stack.pop()
+            if skipped:
+                skipped -= 1
+            elif len(stack) > 1:  # closers with nothing open are dropped
+                close()
         elif n < len(words):  # a preterminal takes the next word; extra ones are dropped
             tag = tags[n] if tags else _safe(tok, DEFAULT_TAG)
             stack[-1].children.append(Tree(tag, word=words[n]))
             n += 1
-    # constituents still open are simply closed; those without words are dropped
-    def prune(t: Tree) -> Tree | None:
-        if t.word is not None:
-            return t
-        t.children = [k for k in map(prune, t.children) if k is not None]
-        return t if t.children else None
-
-    kids = [k for k in map(prune, root.children) if k is not None]
+    while len(stack) > 1:  # constituents still open are closed
+        close()
+    kids = root.children
     missing = [Tree(tags[i] if tags else DEFAULT_TAG, word=words[i]) for i in range(n, len(words))]
     if len(kids) == 1 and kids[0].word is None:
         kids[0].children += missing  # missing words go under the root
