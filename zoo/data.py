@@ -243,6 +243,27 @@ CORPORA: dict[str, Corpus] = {
         },
         terms=_WMT_TERMS,
     ),
+    "wsj_semi": Corpus(
+        name="wsj_semi",
+        description="Table 4's semi-supervised setting: WSJ plus the high-confidence and "
+                    "BerkeleyParser corpora of Vinyals & Kaiser et al. (2014), about 17M sentences. "
+                    "Not public; supplied by the user as linearized parses.",
+        src="en", tgt="tree",
+        files=(),
+        splits={
+            "train": (("wsj_semi/train.words",), ("wsj_semi/train.tree",)),
+            "dev": (("wsj_semi/dev.words",), ("wsj_semi/dev.tree",)),
+            "test": (("wsj_semi/test.words",), ("wsj_semi/test.tree",)),
+        },
+        terms="Penn Treebank (LDC99T42, licensed) and corpora parsed by the authors of [37]; "
+              "none of it may be redistributed.",
+        manual="The semi-supervised corpora (about 17M parsed sentences from the high-confidence "
+               "corpus and the BerkeleyParser corpus, [37]) and the full WSJ treebank are licensed "
+               "or unpublished, so zoo cannot download them. To run this row, write the sentences "
+               "as wsj_semi/{train,dev,test}.words (space-separated words, one sentence per line) "
+               "and their trees linearized with zoo.trees.linearize as wsj_semi/{train,dev,test}.tree "
+               "in the data directory (dev = WSJ section 22, test = section 23).",
+    ),
     "wsj_sample": Corpus(
         name="wsj_sample",
         description="NLTK's 10% sample of the Penn Treebank WSJ (3,914 trees, sections 00-01; "

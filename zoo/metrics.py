@@ -81,3 +81,23 @@ def dev_nll(model, batches) -> tuple[float, int]:
 def dev_perplexity(model, batches) -> float:
     """Per-word-piece perplexity of the model on batches (see dev_nll)."""
     return perplexity(*dev_nll(model, batches))
+
+
+def parse_f1(sources: list[str], hyps: list[str], refs: list[str]) -> dict:
+    """EVALB F1 (COLLINS.prm rules) of predicted linearized trees against gold ones.
+
+    Each prediction is mapped back to a tree over the sentence's words, repaired when brackets or
+    lengths are off, with the gold POS tags on its words (as Vinyals & Kaiser et al. score: the tags
+    only decide which words EVALB drops as punctuation), so every output scores."""
+    from zoo import evalb, trees
+    gold, test = [], []
+    for src, hyp, ref in zip(sources, hyps, refs):
+        words = src.split(" ")
+        g = trees.delinearize(ref, words)
+        gold.append(trees.to_bracketed(g))
+        test.append(trees.to_bracketed(trees.delinearize(hyp, words, tags=g.tags())))
+    r = evalb.score(gold, test, evalb.COLLINS)
+    nan0 = lambda x: 0.0 if math.isnan(x) else x  # EVALB prints -nan when nothing matched: F1 0
+    return {"f1": nan0(r.all.fmeasure), "f1_len40": nan0(r.cutoff.fmeasure), "precision": r.all.precision,
+            "recall": r.all.recall, "complete_match": r.all.complete_match, "evalb_errors": r.all.errors,
+            "f1_label": "EVALB bracketing F1, COLLINS.prm, gold POS tags on the words"}

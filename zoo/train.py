@@ -318,8 +318,7 @@ def evaluate(cfg: Config, out: Path, model: Transformer, p: Prepared, device) ->
         res = {"eval_split": split, "eval_sentences": len(hyps), "eval_weights": how,
                "decode_seconds": time.time() - t}
         if cfg.eval.metric == "f1":
-            from zoo import trees
-            res |= trees.score_parses(srcs, hyps, refs)
+            res |= metrics.parse_f1(srcs, hyps, refs)
         else:
             b, tok = metrics.bleu(hyps, refs), metrics.tokenized_bleu(hyps, refs)
             res |= {"bleu": b["bleu"], "bleu_signature": b["signature"], "bleu_tokenized": tok["bleu"],
