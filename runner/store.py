@@ -41,7 +41,12 @@ CREATE TABLE IF NOT EXISTS points (
     PRIMARY KEY (spec, variant, profile, step)
 );
 """
-JSON_COLS = ("config", "metrics", "best", "attention")
+# Columns added after the first schema: created on old databases too (add only, never rename).
+ADDED = {
+    "placement": "TEXT",         # JSON: where it ran: node_id, hostname, pid, gpu_ids, threads, workers
+    "resumed_from": "INTEGER",   # the checkpoint step the latest attempt resumed from (NULL: fresh start)
+}
+JSON_COLS = ("config", "metrics", "best", "attention", "placement")
 
 
 def default_path(storage: str | Path | None = None) -> Path:
@@ -55,6 +60,10 @@ class Store:
         with self._conn() as c:
             c.execute("PRAGMA journal_mode=WAL")  # readers (zoo status, reports) never block writers
             c.executescript(SCHEMA)
+            have = {r["name"] for r in c.execute("PRAGMA table_info(trials)")}
+            for col, kind in ADDED.items():
+                if col not in have:
+                    c.execute(f"ALTER TABLE trials ADD COLUMN {col} {kind}")
 
     @contextmanager
     def _conn(self):

@@ -1,0 +1,82 @@
+"""`zoo run` and `zoo status`. Ray is imported only when a sweep actually starts."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from zoo.errors import UserError
+
+
+def cmd_run(args) -> int:
+    from runner import sweep
+    if args.max_concurrent is not None and args.max_concurrent < 1:
+        raise UserError("--max-concurrent must be 1 or more")
+    return sweep.run(args.spec, profile=args.profile, variants=args.variant, sets=args.set, address=args.address,
+                     storage=args.storage, rerun=args.rerun, max_concurrent=args.max_concurrent,
+                     data_dir=args.data_dir)
+
+
+def cmd_status(args) -> int:
+    from runner.store import open_store
+    path = Path(args.runs or "runs/zoo.db")
+    if path.is_dir():
+        path = path / "zoo.db"
+    if not path.exists() and not args.runs:  # nothing has run here yet: an empty list, not an error
+        print("[]" if args.json else f"no trials yet ({path} does not exist): start with `zoo run SPEC`")
+        return 0
+    if not path.exists():
+        raise UserError(f"no results store at {path}: run `zoo run SPEC` first, or point --runs at the "
+                        "zoo.db inside the --storage folder a run used")
+    rows = [{k: v for k, v in r.items() if k != "attention"} for r in open_store(path).trials()]
+    if args.spec:
+        rows = [r for r in rows if Path(r["spec"]).stem == Path(args.spec).stem]
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+        return 0
+    if not rows:
+        print(f"no trials in {path}")
+        return 0
+    cols = ("spec", "variant", "profile", "status", "progress", "dev_ppl", "score", "hardware / error")
+    table = [cols]
+    for r in rows:
+        m = r.get("metrics") or {}
+        score = next((f"{k} {m[k]:.2f}" for k in ("bleu", "f1") if m.get(k) is not None), "-")
+        ppl = m.get("dev_ppl") or (r.get("best") or {}).get("dev_ppl")
+        table.append((Path(r["spec"]).stem, r["variant"], r["profile"], r["status"],
+                      f"{r.get('step') or 0}/{r.get('steps') or '?'}", f"{ppl:.2f}" if ppl else "-", score,
+                      r["error"] if r["status"] == "failed" else (r.get("hardware") or "")))
+    widths = [max(len(str(row[i])) for row in table[:]) for i in range(len(cols) - 1)]
+    for row in table:
+        print("  ".join(str(x).ljust(w) for x, w in zip(row, widths)) + "  " + str(row[-1]))
+    print(f"\n{len(rows)} trials in {path}")
+    return 0
+
+
+def register(sub) -> None:
+    s = sub.add_parser("run", help="run a spec's variants as Ray Tune trials (resumable)",
+                       description="Run every variant of SPEC as a Ray Tune trial, on this machine (an embedded, "
+                       "loopback-only Ray) or on a Ray cluster (--address). Results go to the results store "
+                       "STORAGE/zoo.db; running the same command again resumes and skips finished variants.")
+    s.add_argument("spec", help="spec file, e.g. specs/table3_A.yaml")
+    s.add_argument("--profile", default="auto",
+                   help="smoke, cpu, gpu, paper or a profile file (default auto: gpu if the cluster has GPUs, else cpu)")
+    s.add_argument("--variant", action="append", metavar="V", help="only this variant; repeat for several")
+    s.add_argument("--set", action="append", metavar="FIELD=VALUE", help="override, e.g. train.steps=100")
+    s.add_argument("--address", help="join a Ray cluster: auto, HOST:PORT or ray://HOST:10001 "
+                   "(default: start a private Ray on this machine)")
+    s.add_argument("--storage", help="trial folders and results: a path (shared by all nodes when --address) "
+                   "or a cloud URI (default ./runs)")
+    s.add_argument("--rerun", action="store_true", help="run finished variants again, from scratch")
+    s.add_argument("--max-concurrent", type=int, metavar="K", help="at most K trials at once (default: as many "
+                   "as the resources allow)")
+    s.add_argument("--data-dir", help="data directory (default $ZOO_DATA_DIR or the user cache)")
+    s.set_defaults(fn=cmd_run)
+
+    s = sub.add_parser("status", help="trials in the results store: state, progress, metrics, errors",
+                       description="List the trials in the results store with their state, progress, metrics "
+                       "and errors.")
+    s.add_argument("spec", nargs="?", help="only this spec's trials")
+    s.add_argument("--runs", metavar="STORE",
+                   help="the results store, or the --storage folder holding it (default runs/zoo.db)")
+    s.add_argument("--json", action="store_true", help="print a JSON array")
+    s.set_defaults(fn=cmd_status)

@@ -1,0 +1,198 @@
+"""The driver side of a sweep: Tune's events -> the results store, and a compact live table.
+
+`Live` writes every trial's state, curve points, final metrics and errors to the store and draws
+the table (variant, state, step, loss, dev PPL, tokens/s, ETA) in place of Ray's reporter: redrawn
+in place on a terminal, one line per event otherwise. Tune pickles its callbacks into the experiment
+so a restored experiment brings back old ones; `Forward` is therefore stateless and hands each event
+to whatever `Live` the current `zoo run` installed.
+"""
+from __future__ import annotations
+
+import math
+import re
+import sys
+import time
+
+from ray import tune
+
+LIVE: "Live | None" = None
+
+
+class Forward(tune.Callback):
+    """Only the variants this run set out to run: a restored experiment may restart a trial that
+    had finished just before the last driver died (its summary is on disk; it re-trains nothing)."""
+
+    def on_trial_start(self, iteration, trials, trial, **info):
+        _ours(trial) and LIVE.started(trial)
+
+    def on_trial_result(self, iteration, trials, trial, result, **info):
+        _ours(trial) and LIVE.result(trial, result.get("zoo") or {})
+
+    def on_trial_error(self, iteration, trials, trial, **info):
+        _ours(trial) and LIVE.failed(trial)
+
+    def on_trial_recover(self, iteration, trials, trial, **info):
+        _ours(trial) and LIVE.retrying(trial)
+
+    def on_step_end(self, iteration, trials, **info):
+        LIVE and LIVE.tick()
+
+
+class Live:
+    def __init__(self, store, spec: str, profile: str, run_dirs: dict[str, str], experiment: str,
+                 on_tick=None, stream=sys.stdout):
+        self.store, self.spec, self.profile, self.experiment = store, spec, profile, experiment
+        self.run_dirs = run_dirs
+        self.rows = {v: {"variant": v, "state": "pending"} for v in run_dirs}
+        self.best = {v: (store.get(spec, v, profile) or {}).get("best") or {} for v in run_dirs}  # kept on resume
+        self.on_tick, self.stream, self.tty = on_tick, stream, stream.isatty()
+        self.drawn, self.last_draw, self.last_tick = 0, 0.0, 0.0
+
+    # -- Tune events --------------------------------------------------------------------------
+    def started(self, trial) -> None:
+        v = _variant(trial)
+        self.rows[v].update(state="running")
+        self._save(v, status="running", started_at=time.time(), error=None, finished_at=None,
+                   experiment=self.experiment)
+        self._say(f"{v}: started")
+
+    def result(self, trial, m: dict) -> None:
+        v, row = _variant(trial), self.rows[_variant(trial)]
+        event = m.get("event")
+        if event == "start":
+            p = m["placement"]
+            self._save(v, placement=p, hardware=_hardware(p))
+            self._say(f"{v}: on {p['hostname']} (node {p['node_id'][:8]}, pid {p['pid']})"
+                      + (f", GPU {','.join(p['gpu_ids'])}" if p.get("gpu_ids") else ""))
+        elif event == "resumed":
+            self._save(v, resumed_from=m["step"])
+            self._say(f"{v}: resumed from its checkpoint at step {m['step']}")
+        elif event == "done":
+            self._done(v, m)
+        elif "step" in m:
+            row.update({k: m[k] for k in ("step", "steps", "loss", "dev_ppl", "tokens_per_s", "elapsed_s")
+                        if m.get(k) is not None})
+            best = self.best.setdefault(v, {})
+            for k in ("loss", "dev_ppl"):
+                if m.get(k) is not None and m[k] < best.get(k, math.inf):
+                    best[k], best[f"{k}_step"] = m[k], m["step"]
+            self.store.add_points(self.spec, v, self.profile, [m])
+            self._save(v, step=m["step"], steps=m.get("steps"), tokens_seen=m.get("tokens_seen"),
+                       train_seconds=m.get("elapsed_s"), best=best)
+            if "dev_ppl" in m:
+                self._say(f"{v}: step {m['step']}/{m.get('steps')}  dev ppl {m['dev_ppl']:.2f}")
+        self.tick()
+
+    def _done(self, v: str, s: dict) -> None:
+        self.rows[v].update(state="finished", step=s.get("steps_done"), dev_ppl=s.get("dev_ppl"))
+        best = self.best.get(v) or {}
+        if s.get("dev_ppl") is not None and s["dev_ppl"] < best.get("dev_ppl", math.inf):
+            best |= {"dev_ppl": s["dev_ppl"], "dev_ppl_step": s.get("steps_done")}
+        ckpt = f"{self.run_dirs[v]}/checkpoints/step_{s['steps_done']:08d}.pt"  # zoo.train saves the last step
+        self._save(v, status="finished", metrics={k: x for k, x in s.items() if k not in ("attention", "event")},
+                   attention=s.get("attention"), best=best or None, step=s.get("steps_done"),
+                   tokens_seen=s.get("tokens_seen"), train_seconds=s.get("train_seconds"),
+                   checkpoint=ckpt, finished_at=time.time(), error=None)
+        score = next((f"{k} {s[k]:.2f}" for k in ("bleu", "f1") if s.get(k) is not None), "")
+        self._say(f"{v}: finished  dev ppl {s.get('dev_ppl') or float('nan'):.2f}  {score}".rstrip())
+
+    def reconcile(self, result) -> None:
+        """A trial that a restored experiment had already seen finish (the driver died before the
+        store heard of it): record it from the final result Tune kept."""
+        v, m = result.config["trial"]["variant"], (result.metrics or {}).get("zoo") or {}
+        if v in self.rows and self.rows[v]["state"] != "finished" and not result.error and m.get("event") == "done":
+            self._done(v, m)
+
+    def failed(self, trial) -> None:
+        v = _variant(trial)
+        err = short_error(_error_text(trial))
+        self.rows[v].update(state="failed")
+        self._save(v, status="failed", error=err, finished_at=time.time())
+        self._say(f"{v}: FAILED  {err}")
+
+    def retrying(self, trial) -> None:
+        v = _variant(trial)
+        self._say(f"{v}: failed, retrying ({short_error(_error_text(trial))})")
+
+    # -- drawing -----------------------------------------------------------------------------
+    def tick(self) -> None:
+        now = time.time()
+        if self.on_tick and now - self.last_tick > 2:
+            self.last_tick = now
+            self.on_tick()
+        if self.tty and now - self.last_draw > 0.5:
+            self.draw()
+
+    def table(self) -> str:
+        head = f"{'variant':<10} {'state':<9} {'step':>11} {'loss':>7} {'dev PPL':>8} {'tok/s':>7} {'ETA':>7}"
+        lines = [head]
+        for r in self.rows.values():
+            step = f"{r['step']}/{r['steps']}" if r.get("steps") else str(r.get("step", "-"))
+            eta = "-"
+            if r["state"] == "running" and r.get("step") and r.get("elapsed_s"):
+                eta = _dur(r["elapsed_s"] / r["step"] * (r["steps"] - r["step"]))
+            lines.append(f"{r['variant']:<10} {r['state']:<9} {step:>11} {_f(r.get('loss'), 3):>7} "
+                         f"{_f(r.get('dev_ppl'), 2):>8} {_f(r.get('tokens_per_s'), 0):>7} {eta:>7}")
+        return "\n".join(lines)
+
+    def draw(self) -> None:
+        text = self.table()
+        up = f"\x1b[{self.drawn}F" if self.drawn else ""
+        self.stream.write(up + "\n".join(l + "\x1b[K" for l in text.splitlines()) + "\n")
+        self.stream.flush()
+        self.drawn, self.last_draw = text.count("\n") + 1, time.time()
+
+    def _say(self, line: str) -> None:
+        if self.tty:
+            self.draw()  # the table carries the state on a terminal
+        else:
+            print(f"[{time.strftime('%H:%M:%S')}] {line}", file=self.stream, flush=True)
+
+    def _save(self, v: str, **fields) -> None:
+        self.store.upsert(self.spec, v, self.profile, **fields)
+
+
+def _ours(trial) -> bool:
+    return LIVE is not None and _variant(trial) in LIVE.rows
+
+
+def trial_name(trial) -> str:
+    return trial.config["trial"]["variant"]
+
+
+def _variant(trial) -> str:
+    return trial.config["trial"]["variant"]
+
+
+def _hardware(p: dict) -> str:
+    n = p.get("workers", 1)
+    t = p.get("threads", 1)
+    what = f"GPU {','.join(p['gpu_ids'])}" if p.get("gpu_ids") else f"cpu, {t} thread{'s' * (t != 1)}"
+    return f"{what}{f', {n} workers' if n > 1 else ''} on {p['hostname']} (node {p['node_id'][:8]}, pid {p['pid']})"
+
+
+def _error_text(trial) -> str:
+    """The trial's traceback: Tune writes it to the trial's local folder before telling callbacks."""
+    try:
+        with open(trial.error_file) as f:
+            return f.read()
+    except (OSError, TypeError):
+        return trial.get_error() or "unknown error (no traceback recorded)"
+
+
+def short_error(text: str) -> str:
+    """The exception line of a traceback (the innermost one: Ray wraps the trial's error)."""
+    lines = [l.strip() for l in str(text).splitlines() if l.strip()]
+    pat = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Loss|Interrupt|Exit|Fault)\w*)(\([\w.]*\))?: \S")
+    hits = [l for l in lines if pat.match(l) and not l.startswith(("ray.exceptions.RayTaskError",
+                                                                     "ray.exceptions.RayActorError"))]
+    line = hits[-1] if hits else (lines[-1] if lines else "unknown error")
+    return line[:1000]
+
+
+def _f(x, digits: int) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _dur(s: float) -> str:
+    return f"{s:.0f}s" if s < 90 else f"{s / 60:.0f}m" if s < 5400 else f"{s / 3600:.1f}h"

@@ -1,0 +1,313 @@
+"""`zoo run`: one Ray Tune experiment per spec, one trial per variant, every result in the store.
+
+Order of work: check what the user gave (spec, variants, storage, data) before starting anything;
+skip the variants whose resolved config already finished (unless --rerun); start an embedded
+loopback Ray or join a cluster; restore the spec's interrupted experiment or start a new one; run it
+with the live table; say where the results are.
+
+Resume works at two levels. Tune's experiment state (restored with `Tuner.restore`) knows which
+trials ended; each trial's directory `STORAGE/<spec stem>/<variant>-<profile>/` holds zoo.train's
+checkpoints, so an unfinished trial continues from its last checkpoint whoever restarts it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from zoo.errors import UserError
+
+NETWORK_FS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "ceph", "glusterfs", "beegfs",
+              "fuse.s3fs", "fuse.gcsfuse", "fuse.sshfs", "fuse.juicefs", "9p", "wekafs", "panfs")
+
+
+class Storage:
+    """Where trials write (a filesystem path or a URI) and where the results store lives."""
+
+    def __init__(self, storage: str | None):
+        self.given = storage
+        self.uri = storage if storage and "://" in storage and not storage.startswith("file://") else None
+        if self.uri:
+            self.root = self.uri.rstrip("/")
+            self.local = Path("runs").resolve()  # the store and trial scratch stay on this machine
+        else:
+            path = storage.removeprefix("file://") if storage else "runs"
+            self.local = Path(path).expanduser().resolve()
+            self.root = str(self.local)
+        self.store_path = self.local / "zoo.db"
+
+    def run_dir(self, stem: str, variant: str, profile: str) -> str:
+        return f"{self.root}/{stem}/{variant}-{profile}"
+
+    def scratch_dir(self, stem: str, variant: str, profile: str) -> str:
+        """The trial's working directory on the node that runs it."""
+        if self.uri:  # a node-local copy, mirrored to the URI (runner.trial.Mirror)
+            return str(Path.home() / ".cache" / "zoo" / "runs" / stem / f"{variant}-{profile}")
+        return self.run_dir(stem, variant, profile)
+
+
+def run(spec: str, profile: str = "auto", variants: list[str] | None = None, sets: list[str] | None = None,
+        address: str | None = None, storage: str | None = None, rerun: bool = False,
+        max_concurrent: int | None = None, data_dir: str | None = None, stream=sys.stdout) -> int:
+    """Run the spec's variants; return the exit code (0 all finished, 1 some failed, 130 interrupted)."""
+    from runner.store import open_store
+    spec_key = _spec_key(spec)
+    # Trials run in their own folders, maybe on other nodes: hand them absolute data paths.
+    data_dir = os.path.abspath(os.path.expanduser(data_dir)) if data_dir else None
+    if os.environ.get("ZOO_DATA_DIR"):
+        os.environ["ZOO_DATA_DIR"] = os.path.abspath(os.path.expanduser(os.environ["ZOO_DATA_DIR"]))
+    _resolve(spec, variants, "paper" if profile == "auto" else profile, sets)  # spec mistakes first
+    if address is not None and storage is None:
+        raise UserError("--address joins a cluster whose nodes all write results, so --storage must say where: "
+                        "a path that every node mounts at the same place (NFS, Lustre, ...) or a cloud URI "
+                        "such as s3://bucket/zoo-runs")
+    st = Storage(storage)
+    store = open_store(st.store_path)
+    if profile == "auto" and address is None:
+        profile = _local_profile()
+    if profile != "auto":
+        cfgs = _resolve(spec, variants, profile, sets)
+        todo = _todo(store, spec_key, cfgs, rerun)
+        if not todo:
+            return _nothing_to_do(cfgs, st, stream)
+        if address is None:
+            _check_data(cfgs, data_dir)
+
+    from runner import local
+    local_ray = None
+    try:
+        if address is None:
+            local_ray = local.LocalRay(st.local)
+            local_ray.start()
+        else:
+            local.connect(address)
+            _check_shared(st, address)
+        if profile == "auto":
+            profile = "gpu" if local.cluster_gpus() else "cpu"
+            cfgs = _resolve(spec, variants, profile, sets)
+            todo = _todo(store, spec_key, cfgs, rerun)
+            if not todo:
+                return _nothing_to_do(cfgs, st, stream)
+        return _sweep(spec, spec_key, profile, cfgs, todo, st, store, rerun, max_concurrent, data_dir,
+                      local_ray, stream)
+    finally:
+        if local_ray:
+            local_ray.stop()
+        else:
+            import ray
+            ray.shutdown()
+
+
+def _sweep(spec, spec_key, profile, cfgs, todo, st: Storage, store, rerun, max_concurrent, data_dir,
+           local_ray, stream) -> int:
+    from ray import tune
+    from runner import progress, trial
+    from zoo.spec import profile_description
+    stem = Path(spec).stem
+    plan = json.dumps([[c.variant, c.config_hash(), c.resources.model_dump(),
+                        st.scratch_dir(stem, c.variant, profile)] for c in cfgs] + [data_dir], sort_keys=True)
+    name = f"{stem}-{profile}-{hashlib.sha256(plan.encode()).hexdigest()[:8]}"
+    exp_path = f"{st.root}/tune/{name}"
+    run_dirs = {c.variant: st.run_dir(stem, c.variant, profile) for c in todo}
+    print(f"zoo run {spec}: {len(todo)} of {len(cfgs)} variants to run ({', '.join(run_dirs)})\n"
+          f"profile {profile_description(profile, Path(spec))}\n"
+          f"results {st.store_path}  trials {st.root}/{stem}/", file=stream, flush=True)
+    for c in todo:
+        scratch = st.scratch_dir(stem, c.variant, profile)
+        if rerun or _stale(store.get(spec_key, c.variant, profile), scratch, c):
+            _wipe(scratch, run_dirs[c.variant] if st.uri else None)
+            store.clear_points(spec_key, c.variant, profile)
+            store.upsert(spec_key, c.variant, profile, **dict.fromkeys(FRESH))
+        store.upsert(spec_key, c.variant, profile, config_hash=c.config_hash(), config=c.model_dump(mode="json"),
+                     paper_table=c.paper.table, paper_group=c.paper.group, paper_row=c.paper.row,
+                     status="pending", steps=c.train.steps, run_dir=run_dirs[c.variant], experiment=exp_path,
+                     error=None, resumed_from=None)
+
+    trainable = tune.with_resources(trial.trainable, trial.resources)
+    tuner = None
+    if not rerun and tune.Tuner.can_restore(exp_path):
+        try:
+            tuner = tune.Tuner.restore(exp_path, trainable, resume_unfinished=True, resume_errored=True)
+            print(f"resuming the experiment {exp_path} (what finished stays finished)", file=stream, flush=True)
+        except Exception as e:  # a damaged experiment state: the trials' own checkpoints still resume them
+            print(f"cannot restore {exp_path} ({type(e).__name__}: {e}); starting it afresh", file=stream)
+    if tuner is None:
+        if not st.uri and Path(exp_path).exists():
+            shutil.rmtree(exp_path)  # a finished or --rerun experiment: Tune bookkeeping only
+        trials = [{"variant": c.variant, "config": c.model_dump(mode="json"), "data_dir": data_dir,
+                   "out_dir": st.scratch_dir(stem, c.variant, profile),
+                   "mirror": run_dirs[c.variant] if st.uri else None,
+                   "train_storage": f"{st.root}/tune/{name}-train"} for c in todo]
+        tuner = tune.Tuner(
+            trainable, param_space={"trial": tune.grid_search(trials)},
+            tune_config=tune.TuneConfig(max_concurrent_trials=max_concurrent,
+                                        trial_name_creator=progress.trial_name,
+                                        trial_dirname_creator=progress.trial_name),
+            run_config=tune.RunConfig(
+                name=name, storage_path=f"{st.root}/tune", verbose=0, callbacks=[progress.Forward()],
+                failure_config=tune.FailureConfig(max_failures=max(c.resources.max_retries for c in todo))))
+    live = progress.Live(store, spec_key, profile, run_dirs, exp_path,
+                         on_tick=local_ray.refresh if local_ray else None, stream=stream)
+    progress.LIVE = live
+    try:
+        for result in tuner.fit():
+            live.reconcile(result)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        progress.LIVE = None
+    if live.tty:
+        live.draw()
+    return _summary(live, store, spec_key, profile, st, stream)
+
+
+def _summary(live, store, spec_key, profile, st: Storage, stream) -> int:
+    rows = {r["variant"]: r for r in store.trials(spec=spec_key, profile=profile)}
+    states = {v: rows[v]["status"] for v in live.rows}
+    unfinished = [v for v, s in states.items() if s in ("pending", "running")]
+    for v in unfinished:  # stopped by Ctrl-C (or never started): resumable, not running
+        store.upsert(spec_key, v, profile, status="pending")
+    failed = [v for v, s in states.items() if s == "failed"]
+    done = [v for v, s in states.items() if s == "finished"]
+    print(f"\n{len(done)} finished, {len(failed)} failed, {len(unfinished)} not finished "
+          f"(of {len(states)} run now)", file=stream)
+    for v in failed:
+        print(f"  {v} failed: {rows[v]['error']}", file=stream)
+    runs = "" if st.store_path == Path("runs/zoo.db").resolve() else f" --runs {st.store_path}"
+    print(f"results: {st.store_path} (trial folders under {st.root}/)\n"
+          f"see them: zoo status{runs}   tables: zoo report{runs}", file=stream)
+    if unfinished:
+        print("interrupted: run the same command again to resume from the last checkpoints", file=stream)
+        return 130
+    return 1 if failed else 0
+
+
+def _nothing_to_do(cfgs, st: Storage, stream) -> int:
+    runs = "" if st.store_path == Path("runs/zoo.db").resolve() else f" --runs {st.store_path}"
+    print(f"nothing to run: all {len(cfgs)} variants ({', '.join(c.variant for c in cfgs)}) already finished "
+          f"with this config (--rerun runs them again)\nresults: {st.store_path}\n"
+          f"see them: zoo status{runs}   tables: zoo report{runs}", file=stream)
+    return 0
+
+
+# -- checks before anything starts ----------------------------------------------------------------
+
+def _resolve(spec, variants, profile, sets):
+    from zoo.spec import resolve
+    if not Path(spec).is_file():
+        raise UserError(f"{spec}: no such spec file (see specs/ for the paper's, or `zoo validate PATH`)")
+    cfgs = resolve(spec, None, profile, sets)
+    for v in variants or []:
+        if v not in {c.variant for c in cfgs}:
+            resolve(spec, v, profile, sets)  # raises the spec module's error, with a did-you-mean
+    return [c for c in cfgs if not variants or c.variant in variants]
+
+
+def _spec_key(spec: str) -> str:
+    """The spec as the store names it: relative to the working folder when inside it, else absolute,
+    so `specs/x.yaml`, `./specs/x.yaml` and its absolute path are one spec."""
+    path = os.path.abspath(spec)
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def _todo(store, spec_key, cfgs, rerun):
+    if rerun:
+        return cfgs
+    out = []
+    for c in cfgs:
+        row = store.get(spec_key, c.variant, c.profile)
+        if not (row and row["status"] == "finished" and row["config_hash"] == c.config_hash()):
+            out.append(c)
+    return out
+
+
+def _local_profile() -> str:
+    """`auto` on this machine: gpu when it has one, else cpu (the embedded Ray sees the same GPUs)."""
+    import torch
+    return "gpu" if torch.cuda.is_available() else "cpu"
+
+
+def _check_data(cfgs, data_dir) -> None:
+    """Missing corpora are a user error here, not four failed trials later (this machine's data only)."""
+    from zoo import data as zdata
+    for name, splits in {c.data.dataset: {"train", "dev", c.eval.split, *c.eval.extra_splits} for c in cfgs}.items():
+        for split in sorted(splits):
+            zdata.load_pairs(name, split, data_dir) if split != "train" else _check_train(name, data_dir)
+
+
+def _check_train(name, data_dir) -> None:
+    from zoo import data as zdata
+    row = next((r for r in zdata.list_corpora(data_dir) if r["name"] == name), None)
+    if row is None:
+        zdata.corpus(name)  # raises: unknown corpus
+    elif row["status"] == "missing":
+        zdata.load_pairs(name, "train", data_dir)  # raises the data module's message: what, where, how
+
+
+def _check_shared(st: Storage, address: str) -> None:
+    """With a cluster, every node must see the storage: a URI, or a path on a network filesystem."""
+    if st.uri:
+        return
+    import ray
+    here = ray.util.get_node_ip_address()
+    others = {h for h in _hosts() if h not in (here, "127.0.0.1")}
+    if not address.startswith("ray://") and not others:
+        return  # every node runs on this machine: any local path is shared
+    fs = _fs_type(st.local)
+    if fs in NETWORK_FS:
+        return
+    where = f"nodes on other hosts ({', '.join(sorted(others))})" if others else "a remote cluster (ray://)"
+    raise UserError(f"--storage {st.given or 'runs'} is a local folder ({st.local}, filesystem {fs}) but the "
+                    f"cluster at {address} has {where} that cannot see it, so their checkpoints and results "
+                    "would be lost. Pass --storage a path that every node mounts at the same place "
+                    "(NFS, Lustre, ...) or a cloud URI such as s3://bucket/zoo-runs.")
+
+
+def _hosts() -> set[str]:
+    from runner.local import node_hosts
+    return node_hosts()
+
+
+def _fs_type(path: Path) -> str:
+    best, kind = "", "unknown"
+    try:
+        for line in Path("/proc/mounts").read_text().splitlines():
+            _, mnt, fstype, *_ = line.split()
+            if (str(path) + "/").startswith(mnt.rstrip("/") + "/") and len(mnt) > len(best):
+                best, kind = mnt, fstype
+    except OSError:
+        pass
+    return kind
+
+
+FRESH = ("step", "metrics", "best", "attention", "placement", "hardware", "checkpoint", "tokens_seen",
+         "train_seconds", "started_at", "finished_at")
+
+
+def _stale(row: dict | None, scratch: str, cfg) -> bool:
+    """The trial's folder holds another config's checkpoints (the spec or --set changed): start afresh
+    rather than resume them into this config."""
+    from zoo.spec import Config
+    if row and row["config_hash"] not in ("", cfg.config_hash()):
+        return True
+    f = Path(scratch) / "config.json"
+    try:
+        return f.exists() and Config.model_validate_json(f.read_text()).config_hash() != cfg.config_hash()
+    except ValueError:
+        return True
+
+
+def _wipe(out_dir: str, mirror: str | None) -> None:
+    """--rerun: start the trial from scratch (its checkpoints and summary go; the folder stays)."""
+    out = Path(out_dir)
+    shutil.rmtree(out / "checkpoints", ignore_errors=True)
+    for f in ("summary.json", "metrics.jsonl"):
+        (out / f).unlink(missing_ok=True)
+    if mirror:  # the copy in the storage URI too
+        import pyarrow.fs as pafs
+        fs, root = pafs.FileSystem.from_uri(mirror)
+        fs.delete_dir_contents(root, missing_dir_ok=True)

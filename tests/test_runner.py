@@ -1,0 +1,267 @@
+"""The Ray Tune runner, with real Ray on this machine: every Ray here listens on 127.0.0.1 only.
+
+The CLI tests run `zoo run` in a subprocess (its own embedded Ray); the cluster tests build a
+loopback `ray.cluster_utils.Cluster` in this process and join it with `--address`. Everything uses
+the smoke profile shrunk further with --set, so the whole file takes a few minutes on 2 cores.
+"""
+import os
+
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # read when Ray is imported: bind 127.0.0.1 only
+os.environ["RAY_AUTH_MODE"] = "disabled"  # the loopback-only test clusters below
+
+import io
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from runner import local, sweep
+from runner.store import Store
+
+REPO = Path(__file__).resolve().parents[1]
+ZOO = [sys.executable, "-m", "zoo.cli"]
+SPEC = "specs/table3_A.yaml"
+SMALL = ["train.steps=6", "train.eval_every=6", "train.checkpoint_every=3", "eval.max_sentences=4"]
+
+
+def sets(*extra):
+    return [*SMALL, *extra]
+
+
+def zoo(*args, **kw):
+    return subprocess.run([*ZOO, *args], cwd=REPO, capture_output=True, text=True, timeout=300, **kw)
+
+
+def flags(values):
+    return [x for v in values for x in ("--set", v)]
+
+
+def rows(storage: Path) -> dict:
+    return {r["variant"]: r for r in Store(storage / "zoo.db").trials()}
+
+
+# -- the CLI, with its embedded Ray ----------------------------------------------------------------
+
+def _listening(pids: set[int]) -> list[str]:
+    """Local addresses of the TCP/UDP sockets the given processes listen on."""
+    out = []
+    for opts in ("-ltnpH", "-lunpH"):
+        for line in subprocess.run(["ss", opts], capture_output=True, text=True).stdout.splitlines():
+            if any(f"pid={p}," in line for p in pids):
+                out.append(line.split()[3])
+    return out
+
+
+def test_run_smoke_sweep_status_and_cached_rerun(tmp_path, data_root):
+    """A1-A4 as four trials; only loopback sockets while it runs; `zoo status`; a rerun re-runs nothing."""
+    storage = tmp_path / "runs"
+    cmd = [*ZOO, "run", SPEC, "--profile", "smoke", "--storage", str(storage), *flags(sets("train.steps=40"))]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = []
+    while proc.poll() is None:
+        info = local.read_pidfile(storage)
+        if info:
+            pids = {int(p) for p in info["pids"]} | {proc.pid}
+            seen += _listening(pids)
+        time.sleep(0.5)
+    out = proc.stdout.read()
+    assert proc.returncode == 0, out
+    assert seen, "found no listening socket of the Ray processes to check"
+    bad = [a for a in seen if not a.startswith(("127.0.0.1:", "[::ffff:127.0.0.1]:", "[::1]:"))]
+    assert not bad, f"Ray listened outside loopback: {bad}"
+    assert "4 finished, 0 failed" in out and "zoo report" in out
+
+    st = json.loads(zoo("status", "--json", "--runs", str(storage)).stdout)
+    assert sorted(r["variant"] for r in st) == ["A1", "A2", "A3", "A4"]
+    for r in st:
+        assert (r["spec"], r["profile"], r["status"], r["error"]) == (SPEC, "smoke", "finished", None)
+        assert r["metrics"]["steps_done"] == 40 and r["metrics"]["dev_ppl"] > 1 and "bleu" in r["metrics"]
+        assert r["config_hash"] == r["metrics"]["config_hash"] and r["placement"]["pid"] > 0
+    assert "finished" in zoo("status", "--runs", str(storage)).stdout
+    assert not local.read_pidfile(storage), "the pidfile goes with a clean stop"
+
+    t0 = time.time()
+    again = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and "nothing to run" in again.stdout, again.stdout + again.stderr
+    assert time.time() - t0 < 15
+    assert {v: r["finished_at"] for v, r in rows(storage).items()} == {r["variant"]: r["finished_at"] for r in st}
+
+
+def test_user_mistakes_exit_2_without_traceback(tmp_path, data_root):
+    port = socket.socket()
+    port.bind(("127.0.0.1", 0))
+    free = port.getsockname()[1]
+    port.close()
+    cases = [
+        (["run", "specs/nope.yaml", "--storage", str(tmp_path)], "no such spec"),
+        (["run", SPEC, "--variant", "A9", "--storage", str(tmp_path)], "A9"),
+        (["run", SPEC, "--profile", "smoke", "--set", "train.stepz=3", "--storage", str(tmp_path)], "stepz"),
+        (["run", SPEC, "--profile", "smoke", "--data-dir", str(tmp_path / "empty"), "--storage", str(tmp_path)],
+         "zoo data fetch"),
+        (["run", SPEC, "--profile", "smoke", "--address", f"127.0.0.1:{free}", "--storage", str(tmp_path)],
+         "cannot reach the Ray cluster"),
+        (["run", SPEC, "--profile", "smoke", "--address", f"127.0.0.1:{free}"], "--storage"),
+        (["status", "--runs", str(tmp_path / "none.db")], "no results store"),
+    ]
+    for args, needle in cases:
+        r = zoo(*args)
+        assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+
+
+def test_sigkill_driver_then_rerun_keeps_finished_and_resumes_unfinished(tmp_path, data_root):
+    storage = tmp_path / "runs"
+    cmd = [*ZOO, "run", SPEC, "--profile", "smoke", "--variant", "A1", "--variant", "A2", "--max-concurrent", "1",
+           "--storage", str(storage), *flags(sets("train.steps=300", "train.checkpoint_every=10",
+                                                   "train.eval_every=300"))]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ckpts = storage / "table3_A" / "A2-smoke" / "checkpoints"
+    deadline = time.time() + 150
+    while not list(ckpts.glob("step_*.pt")) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = rows(storage)
+    assert before["A1"]["status"] == "finished" and before["A2"]["status"] != "finished"
+    leftovers = {int(p): t for p, t in local.read_pidfile(storage)["pids"].items()}
+    time.sleep(1)
+    assert any(local._alive(p, t) for p, t in leftovers.items()), "expected Ray processes outliving the driver"
+
+    again = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=240)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "leftover Ray processes" in again.stdout
+    assert not [p for p, t in leftovers.items() if local._alive(p, t)], "leftovers of the killed run survived"
+    after = rows(storage)
+    assert after["A1"]["finished_at"] == before["A1"]["finished_at"], "a finished trial ran again"
+    assert "A1: started" not in again.stdout
+    assert after["A2"]["status"] == "finished" and after["A2"]["resumed_from"] >= 10
+    assert "A2: resumed from its checkpoint at step" in again.stdout
+
+
+# -- a loopback cluster in this process --------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def cluster():
+    from ray.cluster_utils import Cluster
+    args = {"num_cpus": 1, "object_store_memory": 100 * 2**20, "include_dashboard": False}
+    c = Cluster(initialize_head=True, head_node_args=args)
+    c.add_node(**args)
+    c.wait_for_nodes()
+    started = {}
+    yield c, started
+    for node in c.list_all_nodes():
+        started |= local._descendants([i.process.pid for infos in node.all_processes.values() for i in infos])
+    c.shutdown()
+    local._end(started)  # by pid: what the cluster's own shutdown left
+
+
+def _run(cl, tmp_path, name, variants, extra=(), **kw):
+    out = io.StringIO()
+    rc = sweep.run(SPEC, "smoke", variants, sets(*extra), address=cl.address, storage=str(tmp_path / name),
+                   stream=out, **kw)
+    return rc, out.getvalue(), rows(tmp_path / name)
+
+
+def test_cluster_two_nodes_and_a_failing_trial(cluster, tmp_path, data_root, monkeypatch):
+    """Three trials over two one-CPU nodes; the one with an injected fault fails, the others finish."""
+    cl, _ = cluster
+    monkeypatch.setenv("ZOO_TEST_FAULT", "A2")  # honoured by runner.trial only; forwarded to the workers
+    rc, out, r = _run(cl, tmp_path, "two", ["A1", "A2", "A3"], ["train.steps=30"])
+    assert rc == 1, out
+    assert r["A2"]["status"] == "failed" and "injected test fault" in r["A2"]["error"], r["A2"]["error"]
+    assert r["A1"]["status"] == r["A3"]["status"] == "finished"
+    nodes = {v: x["placement"]["node_id"] for v, x in r.items()}
+    assert len(set(nodes.values())) == 2, nodes
+    assert "A2 failed: RuntimeError: injected test fault" in out
+
+
+def test_data_parallel_two_workers_match_one(cluster, tmp_path, data_root):
+    """Two gloo workers (one per node) vs one worker, same tokens per step, dropout 0: same run."""
+    cl, _ = cluster
+    same = ["model.dropout=0", "train.steps=5", "train.eval_every=1", "train.checkpoint_every=5"]
+    rc2, out2, two = _run(cl, tmp_path, "dp2", ["A1"], [*same, "resources.workers=2"])
+    rc1, out1, one = _run(cl, tmp_path, "dp1", ["A1"], same)
+    assert rc1 == rc2 == 0, out1 + out2
+    assert two["A1"]["placement"]["workers"] == 2 and two["A1"]["metrics"]["workers"] == 2
+    assert one["A1"]["metrics"]["workers"] == 1
+    p2 = Store(tmp_path / "dp2" / "zoo.db").points(SPEC, "A1", "smoke")
+    p1 = Store(tmp_path / "dp1" / "zoo.db").points(SPEC, "A1", "smoke")
+    assert [p["step"] for p in p1] == [p["step"] for p in p2] == [1, 2, 3, 4, 5]
+    for a, b in zip(p1, p2):
+        assert abs(a["dev_ppl"] - b["dev_ppl"]) / a["dev_ppl"] < 1e-4  # after every step's update
+        if a["loss"] is not None:  # zoo.train logs the training loss at steps 1 and 5
+            assert abs(a["loss"] - b["loss"]) < 1e-4
+    w1 = torch.load(one["A1"]["checkpoint"], weights_only=False)["model"]
+    w2 = torch.load(two["A1"]["checkpoint"], weights_only=False)["model"]
+    assert max((w1[k] - w2[k]).abs().max().item() for k in w1) < 1e-4
+
+
+def test_fake_gpus_two_trials_side_by_side(cluster, tmp_path, data_root):
+    cl, _ = cluster
+    cl.add_node(num_cpus=2, num_gpus=2, object_store_memory=100 * 2**20)
+    cl.wait_for_nodes()
+    rc, out, r = _run(cl, tmp_path, "gpu", ["A1", "A2"], ["resources.gpus=1", "train.steps=60"])
+    assert rc == 0, out
+    ids = {v: x["placement"]["gpu_ids"] for v, x in r.items()}
+    assert sorted(sum(ids.values(), [])) == ["0", "1"], ids
+    assert all("GPU" in x["hardware"] for x in r.values())
+    assert max(x["started_at"] for x in r.values()) < min(x["finished_at"] for x in r.values()), "not concurrent"
+
+
+def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(tmp_path, data_root):
+    storage = tmp_path / "runs"
+    cmd = [*ZOO, "run", SPEC, "--profile", "smoke", "--variant", "A3", "--storage", str(storage),
+           *flags(sets("train.steps=300", "train.checkpoint_every=10", "train.eval_every=300"))]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    ckpts = storage / "table3_A" / "A3-smoke" / "checkpoints"
+    deadline = time.time() + 150
+    while not list(ckpts.glob("step_*.pt")) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out = proc.communicate(timeout=120)[0]
+    assert proc.returncode == 130 and "run the same command again to resume" in out, out
+    assert "Traceback" not in out
+    assert rows(storage)["A3"]["status"] == "pending" and not local.read_pidfile(storage)
+    again = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=240)
+    assert again.returncode == 0 and "A3: resumed from its checkpoint at step" in again.stdout, again.stdout
+    assert rows(storage)["A3"]["status"] == "finished"
+
+
+def test_mirror_round_trip_through_a_storage_uri(tmp_path):
+    """Trial folders reach object storage and come back on another node (a file:// URI stands in)."""
+    from runner.trial import Mirror
+    a = tmp_path / "node_a"
+    (a / "checkpoints").mkdir(parents=True)
+    for step in (10, 20):
+        (a / "checkpoints" / f"step_{step:08d}.pt").write_bytes(b"x" * step)
+    (a / "config.json").write_text("{}")
+    Mirror(f"file://{tmp_path}/bucket/A1-smoke", a).push()
+    b = tmp_path / "node_b"
+    Mirror(f"file://{tmp_path}/bucket/A1-smoke", b).pull()
+    assert sorted(p.name for p in (b / "checkpoints").iterdir()) == ["step_00000020.pt"]
+    assert (b / "config.json").read_text() == "{}"
+
+
+def test_short_error_picks_the_trial_exception():
+    from runner.progress import short_error
+    tb = ("Failure # 1\nray.exceptions.RayTaskError(NonFiniteLoss): ray::ImplicitFunc.train() (pid=1)\n"
+          "  File \"zoo/train.py\", line 230, in train\n"
+          "zoo.train.NonFiniteLoss: non-finite loss at step 3 (lr 1e+05); lower train.schedule.lr_scale\n")
+    assert short_error(tb).startswith("zoo.train.NonFiniteLoss: non-finite loss at step 3")
+    assert short_error("ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on "
+                       "memory.").startswith("ray.exceptions.OutOfMemoryError")
+
+
+def test_a_local_folder_is_refused_for_a_cluster_on_other_hosts(tmp_path, monkeypatch):
+    import ray.util
+    from zoo.errors import UserError
+    monkeypatch.setattr(sweep, "_hosts", lambda: {"127.0.0.1", "10.1.2.3"})
+    monkeypatch.setattr(ray.util, "get_node_ip_address", lambda: "127.0.0.1")
+    with pytest.raises(UserError, match="cannot see it"):
+        sweep._check_shared(sweep.Storage(str(tmp_path)), "auto")
+    sweep._check_shared(sweep.Storage("s3://bucket/zoo-runs"), "auto")  # a cloud URI is shared
