@@ -87,6 +87,7 @@ class TrainSpec(_Strict):
     checkpoint_every: int = Field(1000, ge=1, description="steps between checkpoints")
     keep_checkpoints: int = Field(5, ge=1, description="keep the last k checkpoints")
     eval_every: int = Field(1000, ge=1, description="steps between dev-perplexity evaluations")
+    log_every: int = Field(10, ge=1, description="steps between training-metric reports")
     time_limit_minutes: float | None = Field(
         None, gt=0, description="stop early after this wall time (the run records the steps done)")
     seed: int = 1

@@ -226,7 +226,7 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
         elapsed = elapsed0 + time.time() - t_start
         final = step == cfg.train.steps or _out_of_time(cfg, elapsed)
         row = None
-        if step % 10 == 0 or step == 1 or final:
+        if step % cfg.train.log_every == 0 or step == 1 or final:
             now = time.time()
             tps = log_tokens / max(now - last_log, 1e-9)
             last_log, log_tokens = now, 0
