@@ -219,3 +219,9 @@ def node_hosts() -> set[str]:
     """Addresses of the cluster's live nodes."""
     import ray
     return {n["NodeManagerAddress"] for n in ray.nodes() if n.get("Alive")}
+
+
+def node_resources() -> list[dict]:
+    """Total resources of each live node."""
+    import ray
+    return [n["Resources"] for n in ray.nodes() if n.get("Alive")]

@@ -91,6 +91,7 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
             todo = _todo(store, spec_key, cfgs, rerun)
             if not todo:
                 return _nothing_to_do(cfgs, st, stream)
+        check_fits(todo, local.node_resources(), spec)
         return _sweep(spec, spec_key, profile, cfgs, todo, st, store, rerun, max_concurrent, data_dir,
                       local_ray, stream)
     finally:
@@ -162,6 +163,27 @@ def _sweep(spec, spec_key, profile, cfgs, todo, st: Storage, store, rerun, max_c
     if live.tty:
         live.draw()
     return _summary(live, store, spec_key, profile, st, stream)
+
+
+def check_fits(cfgs, nodes: list[dict], spec: str) -> None:
+    """Ray Tune only warns, then waits forever, when no node can hold a trial: refuse it up front.
+    nodes: the live nodes' total resources ({"CPU": 2.0, "GPU": 1.0, ...})."""
+    from runner.trial import data_parallel_workers
+    for c in cfgs:
+        n = data_parallel_workers(c)
+        gpus = (1.0 if c.resources.gpus > 0 else 0.0) if n > 1 else c.resources.gpus
+        bundle = {"CPU": c.resources.cpus, "GPU": gpus}
+        fits = [nd for nd in nodes if all(nd.get(k, 0) >= v for k, v in bundle.items())]
+        room = sum(min(int(nd.get(k, 0) // v) for k, v in bundle.items() if v) if any(bundle.values()) else n
+                   for nd in fits)
+        if room < n:
+            have = ", ".join(f"{nd.get('CPU', 0):g} CPUs/{nd.get('GPU', 0):g} GPUs" for nd in nodes) or "no nodes"
+            what = f"{n} workers of " if n > 1 else ""
+            raise UserError(
+                f"{spec}: variant {c.variant}: resources: a trial needs {what}{bundle['CPU']:g} CPUs and "
+                f"{bundle['GPU']:g} GPUs per process, but this Ray cluster's nodes have {have}, so it "
+                f"would wait forever; lower resources.cpus/gpus/workers (for example --set "
+                f"resources.cpus=1) or start the cluster with bigger or more nodes")
 
 
 def _summary(live, store, spec_key, profile, st: Storage, stream) -> int:

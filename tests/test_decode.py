@@ -174,6 +174,8 @@ def test_min_len_forces_length():
     src = torch.randint(4, 12, (3, 5))
     assert [len(y) for y in beam_search(m, src, 2, 0.6, 10, min_len=13)] == [13, 13, 13]
     assert all(len(y) < 13 for y in beam_search(m, src, 2, 0.6, 10))  # eos earlier without it
+    per_sentence = beam_search(m, src, 2, 0.6, 10, min_len=torch.tensor([13, 0, 14]))
+    assert len(per_sentence[0]) == 13 and len(per_sentence[1]) < 13 and len(per_sentence[2]) == 14
 
 
 class Copy(nn.Module):

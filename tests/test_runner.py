@@ -108,6 +108,8 @@ def test_user_mistakes_exit_2_without_traceback(tmp_path, data_root):
          "cannot reach the Ray cluster"),
         (["run", SPEC, "--profile", "smoke", "--address", f"127.0.0.1:{free}"], "--storage"),
         (["status", "--runs", str(tmp_path / "none.db")], "no results store"),
+        (["run", SPEC, "--profile", "smoke", "--variant", "A1", "--set", "resources.cpus=64", "--storage",
+          str(tmp_path)], "would wait forever"),  # Tune alone would leave it pending for ever
     ]
     for args, needle in cases:
         r = zoo(*args)

@@ -102,6 +102,7 @@ class EvalSpec(_Strict):
     max_sentences: int | None = Field(None, ge=1, description="score only the first K sentences")
     metric: Literal["bleu", "f1"] = "bleu"
     extra_splits: list[str] = Field(default_factory=list, description="also score these splits (e.g. test)")
+    min_len_per_word: float = Field(0.0, ge=0.0, description="no eos before this many tokens per source word")
 
 
 class ResourcesSpec(_Strict):

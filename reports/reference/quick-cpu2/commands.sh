@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The committed reference report: every Table 3 row plus Table 2's EN-DE base and big, profile
+# The committed reference report: every Table 3 row plus Table 2's EN-DE base and big and Table 4's
+# WSJ row, profile
 # `quick`, on one 2-core CPU (no GPU). Run from the repository root after README's set-up:
 #   bash reports/reference/quick-cpu2/commands.sh
 # Two chains of `zoo run` share one loopback-only Ray head with 2 CPUs, so single-variant specs
@@ -24,7 +25,7 @@ trap 'kill $ray_pids 2>/dev/null; sleep 3; kill -9 $ray_pids 2>/dev/null' EXIT
 chain() { for s in "$@"; do
   .venv/bin/zoo run "specs/$s.yaml" --profile quick --address 127.0.0.1:$PORT --storage $STORE; done; }
 chain table3_C table3_B base big table2_en_de_big > $STORE.chain1.log 2>&1 &
-chain table3_A table3_D table3_E table2_en_de_base > $STORE.chain2.log 2>&1 &
+chain table3_A table3_D table3_E table2_en_de_base table4_wsj > $STORE.chain2.log 2>&1 &
 wait
 .venv/bin/zoo status --runs $STORE/zoo.db
 .venv/bin/zoo report --runs $STORE/zoo.db --out $OUT --profile quick
