@@ -25,11 +25,12 @@ CPU_NOTE = "CPU fp32, assumed 90 GFLOP/s per thread (2.8 GHz x 32 FLOP/cycle, AV
 def peak(hardware: str | None, device: str | None, workers: int | None = 1) -> tuple[float, str] | None:
     """(peak FLOP/s of everything the trial ran on, how it was obtained), or None when unknown.
 
-    `hardware` is the store's column, e.g. "cpu x2 threads", "cpu x2 threads x3 workers on HOST (...)",
+    `hardware` is the store's column, e.g. "cpu, 1 thread on HOST (...)", "cpu, 2 threads, 3 workers on
+    HOST (...)" (older stores: "cpu x2 threads x3 workers"),
     "GPU 0,1 on HOST (...)" or "NVIDIA H100 x1"; `device` the trial's torch device or its name."""
     hw = (hardware or "").split(" on ")[0].lower()  # never match a host name
     name = f"{hw} {(device or '').lower()}"
-    n_workers = int(m.group(1)) if (m := re.search(r"x\s*(\d+) workers", hw)) else (workers or 1)
+    n_workers = int(m.group(1)) if (m := re.search(r"(\d+) workers", hw)) else (workers or 1)
     if any(k in name for k in ("gpu", "cuda", "nvidia")):
         ids = re.search(r"gpu ([\d,]+)", hw)
         count = re.search(r"x\s*(\d+)(?! threads)", hw)
@@ -39,7 +40,7 @@ def peak(hardware: str | None, device: str | None, workers: int | None = 1) -> t
                 return flops * n, f"{n} x {note}"
         return None  # the GPU model is not recorded: no honest peak to divide by
     if "cpu" in name:
-        threads = int(m.group(1)) if (m := re.search(r"x\s*(\d+) threads", hw)) else 2  # this 2-core machine
+        threads = int(m.group(1)) if (m := re.search(r"(\d+) threads?\b", hw)) else 2  # this 2-core machine
         n = threads * n_workers
         return CPU_PEAK_PER_THREAD * n, f"{n} threads x {CPU_NOTE}"
     return None

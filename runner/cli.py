@@ -59,7 +59,7 @@ def register(sub) -> None:
                        "STORAGE/zoo.db; running the same command again resumes and skips finished variants.")
     s.add_argument("spec", help="spec file, e.g. specs/table3_A.yaml")
     s.add_argument("--profile", default="auto",
-                   help="smoke, cpu, gpu, paper or a profile file (default auto: gpu if the cluster has GPUs, else cpu)")
+                   help="smoke, quick, cpu, gpu, paper or a profile file (default auto: gpu if the cluster has GPUs, else cpu)")
     s.add_argument("--variant", action="append", metavar="V", help="only this variant; repeat for several")
     s.add_argument("--set", action="append", metavar="FIELD=VALUE", help="override, e.g. train.steps=100")
     s.add_argument("--address", help="join a Ray cluster: auto, HOST:PORT or ray://HOST:10001 "

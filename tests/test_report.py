@@ -245,3 +245,16 @@ def test_report_never_imports_ray(tmp_path):
     r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "none.db"), str(tmp_path / "o")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("hardware, device, flops", [
+    ("cpu, 1 thread on vm (node 521d6c85, pid 1)", "cpu", 90e9),  # the runner's format
+    ("cpu, 2 threads, 3 workers on vm (node 1, pid 2)", "cpu", 6 * 90e9),
+    ("cpu x2 threads", "cpu", 180e9),  # older stores
+    ("GPU 0,1 on h100host (node 1, pid 2)", "NVIDIA H100 80GB HBM3", 2 * 989e12),
+    ("GPU 0 on host (node 1, pid 2)", "cuda", None),  # GPU model unknown: no peak to divide by
+])
+def test_device_peak_from_the_hardware_column(hardware, device, flops):
+    from reports.peaks import peak
+    got = peak(hardware, device)
+    assert (got and got[0]) == flops

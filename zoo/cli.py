@@ -121,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
         if variant:
             s.add_argument("--variant", help="only this variant (a paper row name such as A1)")
         s.add_argument("--profile", default=profile_default,
-                       help=f"scale preset: smoke, cpu, gpu, paper or a profile file (default {profile_default})")
+                       help=f"scale preset: smoke, quick, cpu, gpu, paper or a profile file (default {profile_default})")
         s.add_argument("--set", action="append", metavar="FIELD=VALUE", help="override, e.g. model.dropout=0.2")
         s.add_argument("--json", action="store_true", help="print a JSON array")
         s.set_defaults(fn=fn)

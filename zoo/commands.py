@@ -171,7 +171,7 @@ def register_train(sub) -> None:
                        description="Train, decode and score one variant in-process, with a live progress line.")
     s.add_argument("spec")
     s.add_argument("--variant", help="the variant (a paper row name); required when the spec has several")
-    s.add_argument("--profile", default="auto", help="smoke, cpu, gpu, paper, auto (default: gpu if one, else cpu)")
+    s.add_argument("--profile", default="auto", help="smoke, quick, cpu, gpu, paper, auto (default: gpu if one, else cpu)")
     s.add_argument("--set", action="append", metavar="FIELD=VALUE")
     s.add_argument("--out", help="run directory (default runs/train/SPEC/VARIANT-PROFILE)")
     s.add_argument("--data-dir", help="data directory (default $ZOO_DATA_DIR or the user cache)")
