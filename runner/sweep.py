@@ -173,9 +173,8 @@ def check_fits(cfgs, nodes: list[dict], spec: str) -> None:
         n = data_parallel_workers(c)
         gpus = (1.0 if c.resources.gpus > 0 else 0.0) if n > 1 else c.resources.gpus
         bundle = {"CPU": c.resources.cpus, "GPU": gpus}
-        fits = [nd for nd in nodes if all(nd.get(k, 0) >= v for k, v in bundle.items())]
-        room = sum(min(int(nd.get(k, 0) // v) for k, v in bundle.items() if v) if any(bundle.values()) else n
-                   for nd in fits)
+        # processes of this shape each node can hold (cpus > 0 always, so the min is never empty)
+        room = sum(min(int(nd.get(k, 0) // v) for k, v in bundle.items() if v) for nd in nodes)
         if room < n:
             have = ", ".join(f"{nd.get('CPU', 0):g} CPUs/{nd.get('GPU', 0):g} GPUs" for nd in nodes) or "no nodes"
             what = f"{n} workers of " if n > 1 else ""

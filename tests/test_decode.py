@@ -217,6 +217,6 @@ class WordPieces:
 
 def test_translate_keeps_order():
     sents = ["ein Hund läuft im Park", "zwei Kinder", "", "Kinder spielen im Park ein Hund", "ein"]
-    spec = SimpleNamespace(beam_size=3, length_penalty=0.6, max_len_offset=5)
+    spec = SimpleNamespace(beam_size=3, length_penalty=0.6, max_len_offset=5, min_len_per_word=0)
     for budget in (1, 12, 1000):  # one sentence per batch ... all in one batch
         assert translate(Copy(), WordPieces(), sents, spec, batch_size_tokens=budget) == sents

@@ -81,6 +81,7 @@ def _beam_search(model, src, beam_size, alpha, max_len_offset, bos, eos, pad, ma
     memory, src_mask = memory.index_select(0, rows), src_mask.index_select(0, rows)
     cache = model.new_cache() if use_cache else None
     max_lens = max_lengths(model, src, max_len_offset, pad, max_len_cap)
+    min_len = torch.as_tensor(min_len, device=dev).expand(B)  # one minimum per sentence
     lp_max = length_penalty(max_lens.float(), alpha)
 
     seqs = torch.full((B, k, 1), bos, dtype=torch.long, device=dev)  # bos + tokens so far
@@ -96,10 +97,7 @@ def _beam_search(model, src, beam_size, alpha, max_len_offset, bos, eos, pad, ma
         logits = model.decode(inp.reshape(n * k, -1), memory, src_mask, cache)[:, -1]
         logp = logits.float().log_softmax(-1)
         logp[:, [pad, bos]] = NEG_INF
-        if isinstance(min_len, torch.Tensor):  # one minimum per sentence
-            logp[(length <= min_len[sent]).repeat_interleave(k), eos] = NEG_INF
-        elif length <= min_len:
-            logp[:, eos] = NEG_INF
+        logp[(length <= min_len[sent]).repeat_interleave(k), eos] = NEG_INF
         V = logp.size(-1)
         cand = scores.unsqueeze(-1) + logp.view(n, k, V)  # (n, k, V) log-probs of extensions
 
@@ -153,7 +151,7 @@ def _strip(ids: list[int], eos: int, pad: int) -> list[int]:
 @_decoding
 def beam_search(model, src: torch.Tensor, beam_size: int, alpha: float, max_len_offset: int,
                 bos: int = BOS, eos: int = EOS, pad: int = PAD, max_len_cap: int | None = None,
-                min_len: int = 0, early_stop: bool = True) -> list[list[int]]:
+                min_len: int | torch.Tensor = 0, early_stop: bool = True) -> list[list[int]]:
     """Best hypothesis of each source row (src: (B, S) ids, pad-padded), decoded on the key/value
     cache. min_len: at least that many tokens before eos, one int or a (B,) tensor (benchmarks use
     it to fix the length; parsing to keep a tree's one tag per word);
@@ -165,7 +163,7 @@ def beam_search(model, src: torch.Tensor, beam_size: int, alpha: float, max_len_
 @_decoding
 def beam_search_nocache(model, src: torch.Tensor, beam_size: int, alpha: float,
                         max_len_offset: int, bos: int = BOS, eos: int = EOS, pad: int = PAD,
-                        max_len_cap: int | None = None, min_len: int = 0,
+                        max_len_cap: int | None = None, min_len: int | torch.Tensor = 0,
                         early_stop: bool = True) -> list[list[int]]:
     """The same search, recomputing the decoder over the whole prefix every step (reference)."""
     return _beam_search(model, src, beam_size, alpha, max_len_offset, bos, eos, pad, max_len_cap,
@@ -218,9 +216,8 @@ def translate(model, sp, sentences: list[str], eval_spec, batch_size_tokens: int
             src[r, :len(ids[i])] = torch.tensor(ids[i])
         # a linearized tree holds one POS tag (>= 1 piece) per word: min_len_per_word 1 forbids the
         # 2-token "(S" that an under-trained parser's beam otherwise prefers at alpha 0.3
-        words = torch.tensor([len(sentences[i].split()) for i in batch], device=device)
-        per_word = getattr(eval_spec, "min_len_per_word", 0)
-        min_len = (words * per_word).long() if per_word else 0
+        min_len = torch.tensor([int(len(sentences[i].split()) * eval_spec.min_len_per_word) for i in batch],
+                               device=device)
         hyps = beam_search(model, src.to(device), eval_spec.beam_size, eval_spec.length_penalty,
                            eval_spec.max_len_offset, max_len_cap=max_len_cap, min_len=min_len)
         for i, h in zip(batch, hyps):
