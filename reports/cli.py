@@ -43,7 +43,14 @@ def cmd_report(args) -> int:
     tables = [args.table] if args.table else [2, 3, 4]
     formats = ["md", "html"] if args.format == "all" else [args.format]
     out = Path(args.out)
-    written = build(Path(args.runs), out, tables, formats, args.profile)
+    runs = Path(args.runs or DEFAULT_RUNS)
+    if runs.is_dir():
+        runs = runs / "zoo.db"
+    if args.runs and not runs.exists():  # a store named but absent is a mistake, as for `zoo status`
+        from zoo.errors import UserError
+        raise UserError(f"--runs {args.runs}: no results store at {runs}: run `zoo run SPEC` first, or point "
+                        "--runs at the zoo.db inside the --storage folder a run used")
+    written = build(runs, out, tables, formats, args.profile)
     pages = [p for p in written if p.suffix != ".png"]
     print(f"report written to {out} ({len(pages)} pages, {len(written) - len(pages)} figures in "
           f"{out / 'img'}, {time.time() - t0:.1f} s)")
@@ -59,6 +66,6 @@ def register(sub) -> None:
     s.add_argument("--table", type=int, choices=[2, 3, 4], help="only this table (default: all three and the index)")
     s.add_argument("--format", choices=["md", "html", "all"], default="all", help="output format (default all)")
     s.add_argument("--out", default=str(DEFAULT_OUT), help=f"output folder (default {DEFAULT_OUT})")
-    s.add_argument("--runs", default=str(DEFAULT_RUNS), help=f"results store (default {DEFAULT_RUNS})")
+    s.add_argument("--runs", help=f"results store, or the --storage folder holding it (default {DEFAULT_RUNS})")
     s.add_argument("--profile", help="only runs of this profile (default: the most recent finished run per row)")
     s.set_defaults(fn=cmd_report)

@@ -30,6 +30,11 @@ def cmd_status(args) -> int:
     rows = [{k: v for k, v in r.items() if k != "attention"} for r in open_store(path).trials()]
     if args.spec:
         rows = [r for r in rows if Path(r["spec"]).stem == Path(args.spec).stem]
+    gone, leftovers = _dead_driver(path.parent)
+    gone = gone if any(r["status"] == "running" for r in rows) else None
+    for r in rows:
+        if gone and r["status"] == "running":
+            r["note"] = f"driver pid {gone} is gone"  # killed: the next `zoo run` resumes it
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
         return 0
@@ -42,14 +47,37 @@ def cmd_status(args) -> int:
         m = r.get("metrics") or {}
         score = next((f"{k} {m[k]:.2f}" for k in ("bleu", "f1") if m.get(k) is not None), "-")
         ppl = m.get("dev_ppl") or (r.get("best") or {}).get("dev_ppl")
-        table.append((Path(r["spec"]).stem, r["variant"], r["profile"], r["status"],
+        state = f"{r['status']} ({r['note']})" if r.get("note") else r["status"]
+        table.append((Path(r["spec"]).stem, r["variant"], r["profile"], state,
                       f"{r.get('step') or 0}/{r.get('steps') or '?'}", f"{ppl:.2f}" if ppl else "-", score,
                       r["error"] if r["status"] == "failed" else (r.get("hardware") or "")))
     widths = [max(len(str(row[i])) for row in table[:]) for i in range(len(cols) - 1)]
     for row in table:
         print("  ".join(str(x).ljust(w) for x, w in zip(row, widths)) + "  " + str(row[-1]))
     print(f"\n{len(rows)} trials in {path}")
+    if gone:
+        print(f"the `zoo run` that last used {path.parent} (pid {gone}) was killed: its running trials are not "
+              f"running; the same `zoo run` command resumes them from their last checkpoints")
+    if leftovers:
+        print(f"{len(leftovers)} Ray processes it left are still alive (pids {', '.join(map(str, leftovers))}); "
+              "the next `zoo run` on this storage ends them")
     return 0
+
+
+def _dead_driver(storage: Path) -> tuple[int | None, list[int]]:
+    """The pid of a `zoo run` on storage that died without cleaning up (None when it ended cleanly or
+    still runs), and the Ray processes it left alive. Read-only: reads the lock and pidfile."""
+    from runner import local
+    pid, holding = local.run_driver(storage)
+    info = local.read_pidfile(storage)
+    if info and not holding and (pid is None or pid == info.get("driver")):
+        if local._alive(info["driver"], info.get("driver_started")):
+            return None, []  # a run from before the lock: alive, so really running
+        pid = info["driver"]
+    if holding or pid is None:
+        return None, []
+    left = sorted(p for p, t in info.get("pids", {}).items() if local._alive(int(p), t)) if info else []
+    return pid, [int(p) for p in left]
 
 
 def register(sub) -> None:

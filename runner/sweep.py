@@ -11,11 +11,14 @@ checkpoints, so an unfinished trial continues from its last checkpoint whoever r
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import shutil
+import sqlite3
 import sys
+import time
 from pathlib import Path
 
 from zoo.errors import UserError
@@ -38,6 +41,17 @@ class Storage:
             self.local = Path(path).expanduser().resolve()
             self.root = str(self.local)
         self.store_path = self.local / "zoo.db"
+
+    def make(self) -> None:
+        """Create the local folder; a path that cannot be one is a user error, not a traceback."""
+        try:
+            self.local.mkdir(parents=True, exist_ok=True)
+            if not os.access(self.local, os.W_OK | os.X_OK):
+                raise PermissionError(13, "Permission denied")
+        except OSError as e:
+            raise UserError(f"--storage {self.given or 'runs'}: cannot use {self.local} as the folder for trials "
+                            f"and results ({e.strerror or e}); give --storage a writable folder (it is "
+                            "created if missing)") from None
 
     def run_dir(self, stem: str, variant: str, profile: str) -> str:
         return f"{self.root}/{stem}/{variant}-{profile}"
@@ -65,7 +79,27 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
                         "a path that every node mounts at the same place (NFS, Lustre, ...) or a cloud URI "
                         "such as s3://bucket/zoo-runs")
     st = Storage(storage)
-    store = open_store(st.store_path)
+    st.make()
+    from runner.local import RunLock
+    lock = RunLock(st.local).acquire()  # one run per storage, for the whole run
+    store = open_store(st.store_path, write=True)
+    try:
+        return _run(spec, spec_key, profile, variants, sets, address, st, store, rerun, max_concurrent,
+                    data_dir, stream)
+    except (OSError, sqlite3.OperationalError) as e:
+        if not disk_full(e):
+            raise
+        why = f"no space left on device ({e}) under {st.local}"
+        _fail_unfinished(store, spec_key, why)
+        raise UserError(f"{why}: the run stopped and its unfinished trials are marked failed. Free some "
+                        "space (old checkpoints under the trial folders, or another --storage) and run the "
+                        "same command again: it resumes from the last checkpoints.") from None
+    finally:
+        lock.release()
+
+
+def _run(spec, spec_key, profile, variants, sets, address, st: Storage, store, rerun, max_concurrent,
+         data_dir, stream) -> int:
     if profile == "auto" and address is None:
         profile = _local_profile()
     if profile != "auto":
@@ -165,6 +199,24 @@ def _sweep(spec, spec_key, profile, cfgs, todo, st: Storage, store, rerun, max_c
     return _summary(live, store, spec_key, profile, st, stream)
 
 
+def disk_full(e: BaseException) -> bool:
+    """ENOSPC from the OS, or SQLite's own word for it."""
+    return getattr(e, "errno", None) == errno.ENOSPC or (
+        isinstance(e, sqlite3.OperationalError) and "disk is full" in str(e)) or "No space left" in str(e)
+
+
+def _fail_unfinished(store, spec_key: str, why: str) -> None:
+    """The driver cannot go on: no row of this spec may stay 'running' behind it (best effort: the
+    store may sit on the full disk too)."""
+    try:
+        for r in store.trials(spec=spec_key):
+            if r["status"] in ("running", "pending"):
+                store.upsert(spec_key, r["variant"], r["profile"], status="failed", error=why,
+                             finished_at=time.time())
+    except (OSError, sqlite3.Error):
+        pass
+
+
 def check_fits(cfgs, nodes: list[dict], spec: str) -> None:
     """Ray Tune only warns, then waits forever, when no node can hold a trial: refuse it up front.
     nodes: the live nodes' total resources ({"CPU": 2.0, "GPU": 1.0, ...})."""
@@ -183,6 +235,22 @@ def check_fits(cfgs, nodes: list[dict], spec: str) -> None:
                 f"{bundle['GPU']:g} GPUs per process, but this Ray cluster's nodes have {have}, so it "
                 f"would wait forever; lower resources.cpus/gpus/workers (for example --set "
                 f"resources.cpus=1) or start the cluster with bigger or more nodes")
+        _check_memory(c, n, bundle["GPU"], nodes, spec)
+
+
+def _check_memory(c, workers: int, gpus: float, nodes: list[dict], spec: str) -> None:
+    """A CPU trial's training memory against the largest node's (Ray's `memory` resource: what it
+    lets tasks use). GPU trials train in GPU memory, which Ray does not report: zoo.train checks
+    that on the GPU itself."""
+    from zoo.costs import gib, memory_text, train_memory
+    room = [nd["memory"] for nd in nodes if nd.get("memory")]
+    est = train_memory(c, workers)
+    if gpus or not room or est["total"] <= max(room):
+        return
+    raise UserError(f"{spec}: variant {c.variant}: a training process needs about {memory_text(est)}, but the "
+                    f"largest node of this Ray cluster offers {gib(max(room))} of memory, so it would run out; "
+                    "lower model.d_model, model.d_ff or model.N, set train.max_tokens_per_device (gradient "
+                    "accumulation keeps the step's batch) or lower data.max_len, or use bigger nodes")
 
 
 def _summary(live, store, spec_key, profile, st: Storage, stream) -> int:
@@ -305,7 +373,7 @@ def _fs_type(path: Path) -> str:
     return kind
 
 
-FRESH = ("step", "metrics", "best", "attention", "placement", "hardware", "checkpoint", "tokens_seen",
+FRESH = ("warning", "step", "metrics", "best", "attention", "placement", "hardware", "checkpoint", "tokens_seen",
          "train_seconds", "started_at", "finished_at")
 
 
