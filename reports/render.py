@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import jinja2
+import markupsafe
 import pandas as pd
 
 from reports.tables import Table, state_key
@@ -19,9 +20,22 @@ from reports.tables import Table, state_key
 TEMPLATES = Path(__file__).parent / "templates"
 PAGES = {"table2": "Table 2", "table3": "Table 3", "table4": "Table 4"}
 
-_env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=jinja2.select_autoescape(["html"]),
+# Everything on a page can come from someone else's spec, store or machine (a spec file named
+# `<svg onload=...>.yaml`, an error text, a host name): HTML pages escape every value (the templates
+# are *.html.j2, which select_autoescape(["html"]) does not match), and markdown pages pass every
+# value through `md`, which keeps it one table cell of plain text.
+_env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
+                          autoescape=lambda name: (name or "").endswith(".html.j2"),
                           trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-_env.filters["md"] = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def md(s) -> str:
+    """A value as markdown text: no HTML tag (< > as entities), no cell break (|), one line."""
+    return (str(s).replace("\\", "\\\\").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+            .replace("\r", " ").replace("\n", " "))
+
+
+_env.filters["md"] = md
 _env.filters["slug"] = lambda s: re.sub(r"[^a-z0-9]+", "-", str(s).lower()).strip("-")
 
 
@@ -151,8 +165,8 @@ def _write(out: Path, name: str, formats: list[str], ctx: dict, template: str) -
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for fmt in formats:
-        text = _env.get_template(f"{template}.{fmt}.j2").render(**ctx, fmt=fmt,
-                                                               css=(TEMPLATES / "style.css").read_text())
+        css = markupsafe.Markup((TEMPLATES / "style.css").read_text())  # ours: inlined as written
+        text = _env.get_template(f"{template}.{fmt}.j2").render(**ctx, fmt=fmt, css=css)
         path = out / f"{name}.{fmt}"
         path.write_text(text, encoding="utf-8")
         written.append(path)

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from zoo.errors import UserError
+from zoo.paths import inside, inside_uri
 
 NETWORK_FS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "ceph", "glusterfs", "beegfs",
               "fuse.s3fs", "fuse.gcsfuse", "fuse.sshfs", "fuse.juicefs", "9p", "wekafs", "panfs")
@@ -38,14 +39,20 @@ class Storage:
             self.local = Path(path).expanduser().resolve()
             self.root = str(self.local)
         self.store_path = self.local / "zoo.db"
+        # where trials write on the node that runs them: the storage itself, or for a URI a local copy
+        self.scratch_root = Path.home() / ".cache" / "zoo" / "runs" if self.uri else self.local
 
+    # Names were checked at validation (zoo.paths.SAFE_NAME); these checks make sure anyway that a run
+    # folder lies inside the storage before anything writes or deletes there.
     def run_dir(self, stem: str, variant: str, profile: str) -> str:
-        return f"{self.root}/{stem}/{variant}-{profile}"
+        if self.uri:
+            return inside_uri(self.root, stem, f"{variant}-{profile}")
+        return str(inside(self.local, stem, f"{variant}-{profile}"))
 
     def scratch_dir(self, stem: str, variant: str, profile: str) -> str:
         """The trial's working directory on the node that runs it."""
         if self.uri:  # a node-local copy, mirrored to the URI (runner.trial.Mirror)
-            return str(Path.home() / ".cache" / "zoo" / "runs" / stem / f"{variant}-{profile}")
+            return str(inside(self.scratch_root, stem, f"{variant}-{profile}"))
         return self.run_dir(stem, variant, profile)
 
 
@@ -108,6 +115,7 @@ def _sweep(spec, spec_key, profile, cfgs, todo, st: Storage, store, rerun, max_c
     from runner import progress, trial
     from zoo.spec import profile_description
     stem = Path(spec).stem
+    profile = cfgs[0].profile  # the profile's name (a profile file's stem), as it names folders
     plan = json.dumps([[c.variant, c.config_hash(), c.resources.model_dump(),
                         st.scratch_dir(stem, c.variant, profile)] for c in cfgs] + [data_dir], sort_keys=True)
     name = f"{stem}-{profile}-{hashlib.sha256(plan.encode()).hexdigest()[:8]}"
@@ -119,7 +127,7 @@ def _sweep(spec, spec_key, profile, cfgs, todo, st: Storage, store, rerun, max_c
     for c in todo:
         scratch = st.scratch_dir(stem, c.variant, profile)
         if rerun or _stale(store.get(spec_key, c.variant, profile), scratch, c):
-            _wipe(scratch, run_dirs[c.variant] if st.uri else None)
+            _wipe(scratch, st.scratch_root, run_dirs[c.variant] if st.uri else None, st.root)
             store.clear_points(spec_key, c.variant, profile)
             store.upsert(spec_key, c.variant, profile, **dict.fromkeys(FRESH))
         store.upsert(spec_key, c.variant, profile, config_hash=c.config_hash(), config=c.model_dump(mode="json"),
@@ -137,7 +145,7 @@ def _sweep(spec, spec_key, profile, cfgs, todo, st: Storage, store, rerun, max_c
             print(f"cannot restore {exp_path} ({type(e).__name__}: {e}); starting it afresh", file=stream)
     if tuner is None:
         if not st.uri and Path(exp_path).exists():
-            shutil.rmtree(exp_path)  # a finished or --rerun experiment: Tune bookkeeping only
+            shutil.rmtree(inside(st.local, "tune", name))  # a finished or --rerun experiment: Tune bookkeeping only
         trials = [{"variant": c.variant, "config": c.model_dump(mode="json"), "data_dir": data_dir,
                    "out_dir": st.scratch_dir(stem, c.variant, profile),
                    "mirror": run_dirs[c.variant] if st.uri else None,
@@ -322,9 +330,14 @@ def _stale(row: dict | None, scratch: str, cfg) -> bool:
         return True
 
 
-def _wipe(out_dir: str, mirror: str | None) -> None:
-    """--rerun: start the trial from scratch (its checkpoints and summary go; the folder stays)."""
-    out = Path(out_dir)
+def _wipe(out_dir: str, root: str | Path, mirror: str | None = None, mirror_root: str | None = None) -> None:
+    """--rerun: start the trial from scratch (its checkpoints and summary go; the folder stays).
+    Refuses, before deleting anything, a folder outside `root` (or a mirror outside `mirror_root`)."""
+    out = inside(root, out_dir)
+    if out == Path(os.path.realpath(root)):
+        raise UserError(f"refusing to wipe the storage folder {root} itself; a trial folder lies inside it")
+    if mirror and not mirror.startswith(str(mirror_root).rstrip("/") + "/"):
+        raise UserError(f"refusing to delete {mirror}: it is outside the storage {mirror_root}")
     shutil.rmtree(out / "checkpoints", ignore_errors=True)
     for f in ("summary.json", "metrics.jsonl"):
         (out / f).unlink(missing_ok=True)

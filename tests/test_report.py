@@ -258,3 +258,87 @@ def test_device_peak_from_the_hardware_column(hardware, device, flops):
     from reports.peaks import peak
     got = peak(hardware, device)
     assert (got and got[0]) == flops
+
+
+# -- hostile strings (issue 10): everything from specs, the store and the environment is escaped ---------
+
+SVG = "<svg onload=alert(1)>"
+HOSTILE = {  # what a shared store could hold: each would be markup if it reached a page raw
+    "spec": f"specs/{SVG}.yaml",
+    "hardware": "<img src=x onerror=alert(2)>",
+    "variant": "<script>alert(3)</script>",
+    "error": "<iframe src=javascript:alert(4)></iframe> a | b | c\nRuntimeError: <b onmouseover=alert(5)>x</b>",
+    "profile": "<i onclick=alert(6)>p</i>",
+}
+
+
+def hostile_store(path: Path) -> Path:
+    """The synthetic store plus SYNTHETIC rows whose strings are HTML and markdown injections."""
+    synthetic_store(path)
+    st = Store(path)
+    cfg = resolve(REPO / "specs" / "table3_A.yaml", "A1", "cpu")[0]
+    m = _synthetic_metrics(cfg, 20.0, 9.0) | {"device": HOSTILE["hardware"],
+                                               "bleu_signature": "nrefs:1|<script>alert(7)</script>"}
+    common = dict(config_hash=cfg.config_hash(), config=cfg.model_dump(mode="json"), paper_table=3,
+                  paper_group="A", steps=cfg.train.steps, created_at=time.time())
+    st.upsert(HOSTILE["spec"], "A1", "cpu", **common, paper_row="A1", status="finished", step=cfg.train.steps,
+              metrics=m, hardware=HOSTILE["hardware"], attention=_synthetic_attention(1, ["<svg>", "|", "x"]),
+              finished_at=time.time() + 100)
+    st.add_points(HOSTILE["spec"], "A1", "cpu", _curve(cfg.train.steps, 9.0))
+    st.upsert("specs/table3_B.yaml", HOSTILE["variant"], "cpu", **common, paper_row="B2", status="failed",
+              step=3, error=HOSTILE["error"])
+    st.upsert("specs/table3_E.yaml", "E", HOSTILE["profile"], **common, paper_row="E", status="running", step=5)
+    return path
+
+
+class Tags(__import__("html.parser").parser.HTMLParser):
+    """Every element and attribute the browser would build from a page."""
+
+    def __init__(self, html: str):
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+def assert_no_injected_markup(html: str):
+    tags = Tags(html).tags
+    names = [t for t, _ in tags]
+    assert not {"svg", "iframe", "b", "i"} & set(names), sorted(set(names))
+    assert names.count("script") == 1  # the page's own image-check script, nothing else
+    handlers = [(t, a) for t, a in tags for a in a if a.startswith("on")]
+    assert not handlers, handlers
+    assert all(a.get("src", "").startswith("img/") for t, a in tags if t == "img"), \
+        [a for t, a in tags if t == "img"]
+
+
+def test_hostile_strings_are_escaped_in_html_and_markdown(tmp_path, capsys):
+    store = hostile_store(tmp_path / "zoo.db")
+    code, _, err = run("report", "--runs", store, "--out", tmp_path / "o", capsys=capsys)
+    assert code == 0, err
+    pages = {p.name: p.read_text() for p in (tmp_path / "o").glob("*.*")}
+    for name in ("index.html", "table2.html", "table3.html", "table4.html"):
+        assert_no_injected_markup(pages[name])
+    t3 = pages["table3.html"]
+    for text in (SVG, HOSTILE["hardware"], HOSTILE["variant"], "<iframe src=javascript:alert(4)>"):
+        assert html_escape(text) in t3, text  # shown, as text
+    for name in ("index.md", "table2.md", "table3.md", "table4.md"):
+        md = pages[name]
+        for raw in ("<svg", "<img", "<script", "<iframe", "<b ", "<i "):
+            assert raw not in md, (name, raw)
+    md = pages["table3.md"]
+    assert "&lt;svg onload=alert(1)&gt;" in md and "&lt;iframe src=javascript:alert(4)&gt;" in md
+    header = md[md.index("\n|") + 1:].splitlines()[0]
+    width = len(header.strip("|").split(" | "))
+    rows = table_rows(md)
+    assert all(len(r) == width for r in rows), [r for r in rows if len(r) != width]  # no | broke a cell
+    by = {r[0]: r for r in rows}
+    assert by["B2"][-3].startswith("failed: RuntimeError: &lt;b onmouseover=alert(5)&gt;x&lt;/b&gt;")
+    assert by["E"][-2] == "&lt;i onclick=alert(6)&gt;p&lt;/i&gt;"
+
+
+def html_escape(s: str) -> str:
+    import html
+    return html.escape(s, quote=False)

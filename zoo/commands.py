@@ -95,6 +95,7 @@ class Progress:
 
 
 def cmd_train(args) -> int:
+    from zoo.paths import inside
     from zoo.spec import profile_description, resolve
     profile = _auto_profile(args.profile)
     cfgs = resolve(args.spec, args.variant, profile, args.set)
@@ -103,7 +104,10 @@ def cmd_train(args) -> int:
         raise UserError(f"{args.spec} has several variants ({names}); choose one with --variant "
                         "(or use `zoo run` to run them all)")
     cfg = cfgs[0]
-    out = Path(args.out or Path("runs") / "train" / Path(args.spec).stem / f"{cfg.variant}-{cfg.profile}")
+    # --out is the run folder itself; by default it is named after the spec, variant and profile,
+    # and must stay inside runs/train/ (zoo.paths.inside refuses a name that leads elsewhere)
+    out = Path(args.out) if args.out else inside(Path("runs") / "train", Path(args.spec).stem,
+                                                 f"{cfg.variant}-{cfg.profile}")
     print(f"zoo train {cfg.variant} from {args.spec}\nprofile {profile_description(profile, Path(args.spec))}\n"
           f"output {out}", file=sys.stderr)
     from zoo.train import train

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from zoo import data as zdata
 from zoo.errors import UserError
 from zoo.model import PAD, Transformer, build_model
+from zoo.paths import inside
 from zoo.spec import Config
 
 BOS, EOS = 2, 3
@@ -323,7 +324,7 @@ def evaluate(cfg: Config, out: Path, model: Transformer, p: Prepared, device) ->
             b, tok = metrics.bleu(hyps, refs), metrics.tokenized_bleu(hyps, refs)
             res |= {"bleu": b["bleu"], "bleu_signature": b["signature"], "bleu_tokenized": tok["bleu"],
                     "bleu_tokenized_label": tok.get("label", "")}
-        atomic_write_text(out / f"hyps.{split}.txt", "\n".join(hyps) + "\n")
+        atomic_write_text(inside(out, f"hyps.{split}.txt"), "\n".join(hyps) + "\n")  # split: a safe name
         per_split[split] = res
     return per_split[cfg.eval.split] | {"splits": per_split, "attention": attention_map(model, sp, p, device)}
 
