@@ -1,7 +1,7 @@
 """The spec language: YAML files -> validated, fully resolved configs, one per variant.
 
 A spec file holds the sections `model`, `data`, `train`, `eval`, `resources` (field names follow the
-paper), may `extends:` another file (relative path, chains allowed) and may list `variants:`
+paper), may `extends:` another file (relative to it, or absolute; chains allowed) and may list `variants:`
 (name -> overrides). Resolution order, later wins:
 
     extends chain (root first) -> this file -> variant overrides -> profile -> --set overrides
@@ -278,9 +278,12 @@ def _read_text(path: Path) -> str:
     """The file's text: a regular file of at most MAX_BYTES, UTF-8 (a BOM is fine)."""
     where = f"{path}"
     try:
+        mode = os.stat(path).st_mode  # before opening: opening a pipe would wait for a writer
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(mode):
+            raise SpecError(f"{where}:1", "", "is not a regular file (a device, pipe or socket); expected a .yaml file")
         with open(path, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise SpecError(f"{where}:1", "", "is not a regular file (a device, pipe or socket); expected a .yaml file")
             raw = f.read(MAX_BYTES + 1)
     except FileNotFoundError:
         raise SpecError(where, "", "file not found") from None
