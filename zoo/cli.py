@@ -108,6 +108,12 @@ def cmd_flops(args) -> int:
     return 0
 
 
+def cmd_schema(args) -> int:
+    from zoo.schema import profile_schema, spec_schema
+    print(json.dumps(profile_schema() if args.profile_file else spec_schema(), indent=2))
+    return 0
+
+
 # -- argument parsing -------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -135,6 +141,11 @@ def build_parser() -> argparse.ArgumentParser:
     spec_cmd("show", "print the fully resolved config of each variant", cmd_show)
     spec_cmd("params", "compiled and analytic parameter counts beside the paper's", cmd_params)
     spec_cmd("flops", "analytic FLOPs per token, per training step and per run", cmd_flops)
+    s = sub.add_parser("schema", help="print the JSON Schema of spec files (for an editor's YAML language server)",
+                       description="Print the JSON Schema of spec files (or, with --profile-file, of profile "
+                       "files), derived from the validator's own models.")
+    s.add_argument("--profile-file", action="store_true", help="the schema of specs/profiles/*.yaml instead")
+    s.set_defaults(fn=cmd_schema)
 
     _more_commands(sub)
     return p
