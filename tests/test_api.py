@@ -3,6 +3,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import zoo
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -14,6 +16,7 @@ def test_import_zoo_does_not_import_torch_or_ray():
     assert out.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_load_build_fit_results(tmp_path):
     cfg = zoo.load(ROOT / "specs/table3_A.yaml", variant="A1", profile="smoke",
                    sets=["train.steps=4", "eval.max_sentences=2", "train.checkpoint_every=2"])[0]
