@@ -16,6 +16,7 @@ import markupsafe
 import pandas as pd
 
 from reports.tables import Table, state_key
+from zoo.paths import atomic_write_text
 
 TEMPLATES = Path(__file__).parent / "templates"
 PAGES = {"table2": "Table 2", "table3": "Table 3", "table4": "Table 4"}
@@ -167,9 +168,7 @@ def _write(out: Path, name: str, formats: list[str], ctx: dict, template: str) -
     for fmt in formats:
         css = markupsafe.Markup((TEMPLATES / "style.css").read_text())  # ours: inlined as written
         text = _env.get_template(f"{template}.{fmt}.j2").render(**ctx, fmt=fmt, css=css)
-        path = out / f"{name}.{fmt}"
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
+        written.append(atomic_write_text(out / f"{name}.{fmt}", text))
     return written
 
 

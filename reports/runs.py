@@ -17,6 +17,7 @@ SPECS = Path(__file__).resolve().parents[1] / "specs"
 TABLE3_SPECS = ("base", "table3_A", "table3_B", "table3_C", "table3_D", "table3_E", "big")
 TABLE2_SPECS = ("table2_en_de_base", "table2_en_de_big", "table2_en_fr_base", "table2_en_fr_big")
 TABLE4_SPECS = ("table4_wsj", "table4_semi")
+CSV_SCORES = ("bleu", "bleu_tokenized", "f1", "f1_len40", "eval_sentences")  # per scored split
 
 
 @dataclass
@@ -36,6 +37,25 @@ class Runs:
         if done:
             return max(done, key=lambda t: t.get("finished_at") or t.get("updated_at") or 0)
         return max(mine, key=lambda t: t.get("updated_at") or 0, default=None)
+
+    def csv(self) -> str:
+        """Every trial as one CSV row, sorted and rounded so two reports diff line by line (as timm
+        keeps its results tables): what ran, how far, and each scored split's headline figures."""
+        import pandas as pd
+        rows = []
+        for t in sorted(self.trials, key=lambda t: (Path(t["spec"]).stem, t["variant"], t["profile"])):
+            m = t.get("metrics") or {}
+            row = {"spec": Path(t["spec"]).stem, "variant": t["variant"], "profile": t["profile"],
+                   "status": t["status"], "steps_done": m.get("steps_done", t.get("step")), "steps": t.get("steps"),
+                   "dev_ppl": m.get("dev_ppl"), "tokens_seen": t.get("tokens_seen"),
+                   "train_seconds": t.get("train_seconds"), "config_hash": t.get("config_hash")}
+            splits = m.get("splits") or ({m["eval_split"]: m} if m.get("eval_split") else {})  # older rows
+            for split, scores in sorted(splits.items()):
+                for k in CSV_SCORES:
+                    if scores.get(k) is not None:
+                        row[f"{split}_{k}"] = scores[k]
+            rows.append(row)
+        return pd.DataFrame(rows).convert_dtypes().round(3).to_csv(index=False, lineterminator="\n")
 
     def points(self, t: dict) -> list[dict]:
         return self.store.points(t["spec"], t["variant"], t["profile"]) if self.store else []

@@ -342,3 +342,16 @@ def test_hostile_strings_are_escaped_in_html_and_markdown(tmp_path, capsys):
 def html_escape(s: str) -> str:
     import html
     return html.escape(s, quote=False)
+
+
+def test_results_csv_is_sorted_and_diffable(site):
+    out, _ = site
+    import pandas as pd
+    frame = pd.read_csv(out / "results.csv")
+    keys = list(zip(frame["spec"], frame["variant"], frame["profile"]))
+    assert keys == sorted(keys) and len(keys) == len(set(keys)) >= 15
+    assert {"status", "steps_done", "dev_ppl", "config_hash"} <= set(frame.columns)
+    wsj = frame[frame["spec"] == "table4_wsj"].iloc[0]
+    assert wsj["test_f1"] == pytest.approx(71.25)
+    text = (out / "results.csv").read_text()
+    assert "\r" not in text and all(len(f.split(".")[-1]) <= 3 for f in re.findall(r"\d+\.\d+", text))

@@ -57,3 +57,15 @@ def inside_uri(root: str, *parts: str) -> str:
             raise UserError(f"refusing to write or delete {shorten(root + '/' + '/'.join(parts), 200)}: "
                             f"'{shorten(p)}' is not one folder name inside the storage {root}")
     return "/".join((root.rstrip("/"), *parts))
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """Write text so a reader (or a crash) sees the old file or the new one, never half of one."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
