@@ -70,6 +70,8 @@ def register(sub) -> None:
     s.add_argument("--max-concurrent", type=int, metavar="K", help="at most K trials at once (default: as many "
                    "as the resources allow)")
     s.add_argument("--data-dir", help="data directory (default $ZOO_DATA_DIR or the user cache)")
+    s.add_argument("--no-download", action="store_true",
+                   help="never fetch a missing corpus on first use (also: ZOO_DOWNLOAD=0)")
     s.set_defaults(fn=cmd_run)
 
     s = sub.add_parser("status", help="trials in the results store: state, progress, metrics, errors",

@@ -7,6 +7,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("ZOO_DATA_DIR", REPO.parent / "shared" / "data")).resolve()
 os.environ.setdefault("ZOO_DATA_DIR", str(DATA))
+# Tests never reach the internet: a corpus missing from a test's data dir is an error, unless the test
+# turns fetching on against its loopback mirror (ZOO_DOWNLOAD=1, ZOO_DATA_MIRROR=http://127.0.0.1:...).
+os.environ["ZOO_DOWNLOAD"] = "0"
 
 
 @pytest.fixture(scope="session")

@@ -163,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "fn", None):
         parser.print_help()
         return 0
+    if getattr(args, "no_download", False):
+        os.environ["ZOO_DOWNLOAD"] = "0"  # an environment variable: `zoo run` passes ZOO_* on to every trial
     try:
         return int(args.fn(args) or 0)
     except UserError as e:

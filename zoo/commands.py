@@ -179,6 +179,8 @@ def register_train(sub) -> None:
     s.add_argument("--set", action="append", metavar="FIELD=VALUE")
     s.add_argument("--out", help="run directory (default runs/train/SPEC/VARIANT-PROFILE)")
     s.add_argument("--data-dir", help="data directory (default $ZOO_DATA_DIR or the user cache)")
+    s.add_argument("--no-download", action="store_true",
+                   help="never fetch a missing corpus on first use (also: ZOO_DOWNLOAD=0)")
     s.set_defaults(fn=cmd_train)
     s = sub.add_parser("translate", help="translate stdin to stdout with beam search",
                        description="Translate stdin to stdout with a trained run (or one checkpoint).")
