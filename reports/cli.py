@@ -13,7 +13,7 @@ DEFAULT_RUNS = Path("runs") / "zoo.db"
 
 def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], profile: str | None = None) -> list[Path]:
     """Write the chosen tables (and, for all of them, the index); return the files written."""
-    from reports import plots, render, runs as runs_mod, tables as tables_mod
+    from zoo.reports import plots, render, runs as runs_mod, tables as tables_mod
     from zoo.paths import atomic_write_text
     runs = runs_mod.load(runs_path, profile)
     img = out / "img"

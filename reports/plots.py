@@ -18,8 +18,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from reports.runs import TABLE3_SPECS, paper_configs
-from reports.tables import Table
+from zoo.reports.runs import TABLE3_SPECS, paper_configs
+from zoo.reports.tables import Table
 from zoo import costs, paper
 
 _SI = mticker.FuncFormatter(lambda x, _: f"{x / 1e6:.3g}M" if x >= 1e6 else f"{x / 1e3:.3g}k")

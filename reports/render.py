@@ -15,7 +15,7 @@ import jinja2
 import markupsafe
 import pandas as pd
 
-from reports.tables import Table, state_key
+from zoo.reports.tables import Table, state_key
 from zoo.paths import atomic_write_text
 
 TEMPLATES = Path(__file__).parent / "templates"

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.store import Store, open_store
-from zoo.spec import Config, resolve
+from zoo.runner.store import Store, open_store
+from zoo.spec import Config, resolve, specs_dir
 
-SPECS = Path(__file__).resolve().parents[1] / "specs"
+SPECS = specs_dir()
 TABLE3_SPECS = ("base", "table3_A", "table3_B", "table3_C", "table3_D", "table3_E", "big")
 TABLE2_SPECS = ("table2_en_de_base", "table2_en_de_big", "table2_en_fr_base", "table2_en_fr_big")
 TABLE4_SPECS = ("table4_wsj", "table4_semi")

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 from scipy.stats import spearmanr
 
-from reports import peaks
-from reports.runs import (TABLE2_SPECS, TABLE3_SPECS, TABLE4_SPECS, Runs, config_of, paper_configs)
+from zoo.reports import peaks
+from zoo.reports.runs import (TABLE2_SPECS, TABLE3_SPECS, TABLE4_SPECS, Runs, config_of, paper_configs)
 from zoo import costs, paper
 from zoo.errors import UserError
 from zoo.spec import Config, profile_description

@@ -8,7 +8,7 @@ from zoo.errors import UserError
 
 
 def cmd_run(args) -> int:
-    from runner import sweep
+    from zoo.runner import sweep
     if args.max_concurrent is not None and args.max_concurrent < 1:
         raise UserError("--max-concurrent must be 1 or more")
     return sweep.run(args.spec, profile=args.profile, variants=args.variant, sets=args.set, address=args.address,
@@ -17,7 +17,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from runner.store import open_store
+    from zoo.runner.store import open_store
     path = Path(args.runs or "runs/zoo.db")
     if path.is_dir():
         path = path / "zoo.db"

@@ -60,7 +60,7 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
         address: str | None = None, storage: str | None = None, rerun: bool = False,
         max_concurrent: int | None = None, data_dir: str | None = None, stream=sys.stdout) -> int:
     """Run the spec's variants; return the exit code (0 all finished, 1 some failed, 130 interrupted)."""
-    from runner.store import open_store
+    from zoo.runner.store import open_store
     spec_key = _spec_key(spec)
     # Trials run in their own folders, maybe on other nodes: hand them absolute data paths.
     data_dir = os.path.abspath(os.path.expanduser(data_dir)) if data_dir else None
@@ -83,7 +83,7 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
         if address is None:
             _check_data(cfgs, data_dir)
 
-    from runner import local
+    from zoo.runner import local
     local_ray = None
     try:
         if address is None:
@@ -112,7 +112,7 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
 def _sweep(spec, spec_key, profile, cfgs, todo, st: Storage, store, rerun, max_concurrent, data_dir,
            local_ray, stream) -> int:
     from ray import tune
-    from runner import progress, trial
+    from zoo.runner import progress, trial
     from zoo.spec import profile_description
     stem = Path(spec).stem
     profile = cfgs[0].profile  # the profile's name (a profile file's stem), as it names folders
@@ -176,7 +176,7 @@ def _sweep(spec, spec_key, profile, cfgs, todo, st: Storage, store, rerun, max_c
 def check_fits(cfgs, nodes: list[dict], spec: str) -> None:
     """Ray Tune only warns, then waits forever, when no node can hold a trial: refuse it up front.
     nodes: the live nodes' total resources ({"CPU": 2.0, "GPU": 1.0, ...})."""
-    from runner.trial import data_parallel_workers
+    from zoo.runner.trial import data_parallel_workers
     for c in cfgs:
         n = data_parallel_workers(c)
         gpus = (1.0 if c.resources.gpus > 0 else 0.0) if n > 1 else c.resources.gpus
@@ -297,7 +297,7 @@ def _check_shared(st: Storage, address: str) -> None:
 
 
 def _hosts() -> set[str]:
-    from runner.local import node_hosts
+    from zoo.runner.local import node_hosts
     return node_hosts()
 
 

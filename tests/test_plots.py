@@ -7,7 +7,7 @@ def test_importing_and_drawing_leaves_global_matplotlib_state_alone(tmp_path):
     code = f"""
 import matplotlib
 before = (matplotlib.get_backend(), dict(matplotlib.rcParams))
-from reports import plots
+from zoo.reports import plots
 t = {{"spec": "specs/x.yaml", "variant": "v", "profile": "smoke"}}
 name = plots.curves(t, [{{"step": 1, "loss": 3.0, "dev_ppl": 20.0}}, {{"step": 2, "loss": 2.0}}], __import__("pathlib").Path({str(tmp_path)!r}))
 after = (matplotlib.get_backend(), dict(matplotlib.rcParams))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.store import Store
+from zoo.runner.store import Store
 from zoo.cli import main
 from zoo.paper import TABLE3
 from zoo.spec import resolve
@@ -255,7 +255,7 @@ def test_report_never_imports_ray(tmp_path):
     ("GPU 0 on host (node 1, pid 2)", "cuda", None),  # GPU model unknown: no peak to divide by
 ])
 def test_device_peak_from_the_hardware_column(hardware, device, flops):
-    from reports.peaks import peak
+    from zoo.reports.peaks import peak
     got = peak(hardware, device)
     assert (got and got[0]) == flops
 

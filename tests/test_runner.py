@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from runner import local, sweep
-from runner.store import Store
+from zoo.runner import local, sweep
+from zoo.runner.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
 ZOO = [sys.executable, "-m", "zoo.cli"]
@@ -235,7 +235,7 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(tmp_path, data_root):
 
 def test_mirror_round_trip_through_a_storage_uri(tmp_path):
     """Trial folders reach object storage and come back on another node (a file:// URI stands in)."""
-    from runner.trial import Mirror
+    from zoo.runner.trial import Mirror
     a = tmp_path / "node_a"
     (a / "checkpoints").mkdir(parents=True)
     for step in (10, 20):
@@ -249,7 +249,7 @@ def test_mirror_round_trip_through_a_storage_uri(tmp_path):
 
 
 def test_short_error_picks_the_trial_exception():
-    from runner.progress import short_error
+    from zoo.runner.progress import short_error
     tb = ("Failure # 1\nray.exceptions.RayTaskError(NonFiniteLoss): ray::ImplicitFunc.train() (pid=1)\n"
           "  File \"zoo/train.py\", line 230, in train\n"
           "zoo.train.NonFiniteLoss: non-finite loss at step 3 (lr 1e+05); lower train.schedule.lr_scale\n")

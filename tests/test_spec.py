@@ -158,3 +158,15 @@ def test_cli_start_up_imports_no_torch_or_ray(repo):
     assert r.returncode == 0, r.stderr
     r = subprocess.run([sys.executable, "-m", "zoo.cli", "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "validate" in r.stdout
+
+
+def test_builtin_specs_by_name_from_any_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # no specs/ here
+    code, out, _ = run("show", "table3_A", "--variant", "A1", "--profile", "smoke", capsys=capsys)
+    assert code == 0 and "variant A1" in out
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("extends: base\nmodel: {h: 4}\n")  # a user's spec on top of the built-in base
+    c = resolve(mine)[0]
+    assert c.model.h == 4 and c.model.d_model == 512
+    code, _, err = run("show", "tabel3_A", capsys=capsys)
+    assert code == 2 and "no built-in spec of that name" in err and "table3_A" in err and "Traceback" not in err

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.sweep import Storage, _wipe
+from zoo.runner.sweep import Storage, _wipe
 from zoo.cli import main
 from zoo.errors import UserError
 from zoo.paths import inside
@@ -362,7 +362,7 @@ CORPUS = {  # name: file bytes (or a function of tmp_path that sets the scene an
 @pytest.fixture(autouse=True)
 def _no_ray_here(monkeypatch):
     """`zoo run` on a malformed spec must stop before Ray: make starting one an obvious failure."""
-    import runner.local as local
+    import zoo.runner.local as local
     monkeypatch.setattr(local.LocalRay, "start", lambda self: pytest.fail("zoo run started Ray for a bad spec"))
 
 

@@ -19,7 +19,7 @@ _API = {  # public name -> (module, attribute): one home per fact, these are re-
     "load": ("zoo.spec", "resolve"),
     "build_model": ("zoo.model", "build_model"),
     "fit": ("zoo.train", "train"),  # not `train`: that is the submodule zoo.train
-    "results": ("reports.runs", "load"),
+    "results": ("zoo.reports.runs", "load"),
 }
 __all__ = sorted(_API)
 

@@ -123,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def spec_cmd(name, help, fn, variant=True, profile_default="paper"):
         s = sub.add_parser(name, help=help, description=help)
-        s.add_argument("spec", help="spec file, e.g. specs/table3_A.yaml")
+        s.add_argument("spec", help="spec file (specs/table3_A.yaml) or built-in spec name (table3_A)")
         if variant:
             s.add_argument("--variant", help="only this variant (a paper row name such as A1)")
         s.add_argument("--profile", default=profile_default,
@@ -166,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "no_download", False):
         os.environ["ZOO_DOWNLOAD"] = "0"  # an environment variable: `zoo run` passes ZOO_* on to every trial
     try:
+        if getattr(args, "spec", None):  # a file, or a built-in spec by name (`zoo run table3_A`)
+            from zoo.spec import spec_path
+            args.spec = str(spec_path(args.spec))
         return int(args.fn(args) or 0)
     except UserError as e:
         print(f"zoo: error: {e}", file=sys.stderr)

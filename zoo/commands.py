@@ -57,8 +57,8 @@ def register(sub) -> None:
     s.add_argument("--params", help="EVALB parameter file (default: COLLINS.prm rules)")
     s.set_defaults(fn=cmd_evalb)
     register_train(sub)
-    __import__("reports.cli", fromlist=["register"]).register(sub)  # zoo report, in reports/cli.py
-    __import__("runner.cli", fromlist=["register"]).register(sub)  # zoo run / status, in runner/cli.py
+    __import__("zoo.reports.cli", fromlist=["register"]).register(sub)  # zoo report, in reports/cli.py
+    __import__("zoo.runner.cli", fromlist=["register"]).register(sub)  # zoo run / status, in runner/cli.py
 
 
 # -- training and translation -----------------------------------------------------------------

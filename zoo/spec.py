@@ -26,7 +26,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, ValidationError, field_validator, model_validator
 
 from zoo.errors import UserError
-from zoo.paths import name_problem, shorten
+from zoo.paths import SAFE_NAME, name_problem, shorten
 
 # ----------------------------------------------------------------------------------------------
 # The typed config. Defaults are the paper's base model (section 3, 5 and Table 3 row "base").
@@ -422,7 +422,7 @@ def load_file(path: Path, _stack: tuple = ()) -> Doc:
     """One spec file with its `extends:` chain merged in (variants are not inherited).
 
     `extends:` names another spec file, relative to this file's folder or absolute (a spec shared
-    from a group folder). It only ever reads, and what it reads must itself be a valid spec, so an
+    from a group folder), or a built-in spec by name (`extends: base`). It only ever reads, and what it reads must itself be a valid spec, so an
     absolute path gives a spec author no more reach than the user running zoo already has; it must
     be a regular .yaml/.yml file, and a chain holds at most MAX_EXTENDS files and no cycle."""
     path = Path(path)
@@ -448,6 +448,8 @@ def load_file(path: Path, _stack: tuple = ()) -> Doc:
             raise SpecError(where, "extends", f"must be the path of a .yaml spec file, relative to this "
                             f"file or absolute (got {_kind(parent)})")
         ppath = key.parent / parent
+        if not ppath.exists() and SAFE_NAME.fullmatch(parent) and (specs_dir() / f"{parent}.yaml").is_file():
+            ppath = specs_dir() / f"{parent}.yaml"  # `extends: base`: the built-in spec of that name
         if len(_stack) >= MAX_EXTENDS:
             raise SpecError(where, "extends", f"the extends chain is longer than {MAX_EXTENDS} files")
         if ppath.is_dir():
@@ -508,8 +510,29 @@ def _variants(doc: Doc, path: Path) -> dict[str, dict]:
 # Profiles: overlays that scale a paper spec to a budget
 
 
+def specs_dir() -> Path:
+    """The built-in specs: zoo/specs in an installed package, the repository's specs/ in a checkout."""
+    here = Path(__file__).resolve().parent
+    return here / "specs" if (here / "specs" / "base.yaml").is_file() else here.parent / "specs"
+
+
+def builtin_specs() -> list[str]:
+    return sorted(p.stem for p in specs_dir().glob("*.yaml"))
+
+
+def spec_path(arg: str | Path) -> Path:
+    """A spec argument as a file: a path as given, or a built-in spec's name (`table3_A`, `big`)."""
+    p = Path(arg)
+    if p.exists() or p.suffix in (".yaml", ".yml") or len(p.parts) != 1:
+        return p
+    if SAFE_NAME.fullmatch(str(arg)) and (specs_dir() / f"{arg}.yaml").is_file():
+        return specs_dir() / f"{arg}.yaml"
+    raise SpecError(str(arg), "", f"no spec file '{shorten(arg)}' here and no built-in spec of that name"
+                    f"{_did_you_mean(str(arg), builtin_specs())}; built-in: {', '.join(builtin_specs())}")
+
+
 def profiles_dir() -> Path:
-    return Path(__file__).resolve().parents[1] / "specs" / "profiles"
+    return specs_dir() / "profiles"
 
 
 def profile_name(name: str | None) -> str:
@@ -666,8 +689,8 @@ def _validate(doc: Doc, header: dict) -> Config:
 
 def resolve(path: str | Path, variant: str | None = None, profile: str = "paper",
             sets: list[str] | None = None) -> list[Config]:
-    """All variants of a spec file (or just `variant`), fully resolved and validated."""
-    path = Path(path)
+    """All variants of a spec file or built-in spec name (or just `variant`), resolved and validated."""
+    path = spec_path(path)
     doc = load_file(path)
     problem = name_problem(path.stem)
     if problem:  # STORAGE/<spec stem>/... is a folder
@@ -717,5 +740,8 @@ def spec_files(paths: list[str | Path]) -> list[Path]:
         if p.is_dir():
             files += sorted(f for f in p.rglob("*.y*ml") if "profiles" not in f.relative_to(p).parts)
         else:
-            files.append(p)
+            try:
+                files.append(spec_path(p))
+            except SpecError:
+                files.append(p)  # validate reports it as a missing file
     return files
