@@ -76,7 +76,7 @@ def cell(section: str, label: str, v) -> str:
         return _sci(v)
     if section == "paper" and label in PAPER_FORMATS:
         return PAPER_FORMATS[label].format(v)
-    if section == "paper" or label in ("EN-DE", "EN-FR"):
+    if (section == "paper" and label != "Δ params") or label in ("EN-DE", "EN-FR"):
         return f"{v:g}"  # the published figures, as printed
     f = FORMATS.get(label)
     if f is None:

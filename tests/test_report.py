@@ -133,8 +133,8 @@ def test_table3_markdown_has_every_paper_row_in_order(site):
     assert [r[0] for r in rows] == [r[0] for r in TABLE3]
     header = md[md.index("\n|") + 1:].splitlines()[0]
     for col in ("N", "d_model", "d_ff", "h", "d_k", "d_v", "P_drop", "eps_ls", "steps", "PE", "paper PPL",
-                "paper BLEU", "paper params (M)", "measured PPL", "measured BLEU", "measured params (M)",
-                "measured Δ params", "train FLOPs", "state", "profile", "data / split"):
+                "paper BLEU", "paper params (M)", "paper Δ params", "measured PPL", "measured BLEU", "measured params (M)",
+                "train FLOPs", "state", "profile", "data / split"):
         assert f" {col} |" in header, col
     for group in ("(A) attention heads", "(C) model size", "big model"):
         assert f"| **{group}** |" in md
@@ -151,7 +151,9 @@ def test_table3_markdown_has_every_paper_row_in_order(site):
     assert at("C3", "state") == "failed: RuntimeError: synthetic: out of memory"
     assert at("C5", "state") == "pending"
     assert at("A1", "measured BLEU") not in ("", None) and at("A1", "measured PPL") not in ("", None)
-    assert at("C1", "measured Δ params").endswith("%")
+    # Δ params: the paper spec at paper scale against the printed count, also for a row that has not run
+    assert at("C1", "paper Δ params") == "-6.5%" and at("C5", "paper Δ params") == "-2.5%"
+    assert at("A1", "paper Δ params") == ""  # no printed count
     assert "sacreBLEU signature: nrefs:1|case:mixed" in md.replace("\\|", "|")
     assert "Counting rules" in md and "3 x forward" in md and "not comparable in absolute terms" in md
 

@@ -86,7 +86,7 @@ def cmd_params(args) -> int:
             n = count_params(build_model(c.model, c.data.vocab_size))
         ref = paper.table3_row(c.paper.row) if c.paper.table == 3 else None
         pm = ref["params_m"] if ref else None
-        if pm is None and c.paper.table == 2:
+        if pm is None and c.paper.table == 2 and c.data.dataset == "wmt14_en_de":  # Table 3 counts are EN-DE
             ref3 = paper.table3_row(c.paper.row)
             pm = ref3["params_m"] if ref3 else None
         rows.append({"variant": c.variant, "params": n, "params_analytic": params_analytic(c.model, c.data.vocab_size),
