@@ -15,7 +15,7 @@ import jinja2
 import markupsafe
 import pandas as pd
 
-from zoo.reports.tables import Table, state_key
+from zoo.reports.tables import Table, state
 from zoo.paths import atomic_write_text
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -102,15 +102,15 @@ def grid(frame: pd.DataFrame) -> dict:
             rows.append({"group": group})
             last = group
         cells = []
-        state = ""
+        row_state = ""
         for (sec, label), v in zip(cols, r.tolist()):
             text = cell(sec, label, v)
             kind = "num" if isinstance(v, (int, float)) and not isinstance(v, bool) else "text"
             if label == "state":
-                state = state_key(text)
-                kind = f"state {state}"
+                row_state = getattr(v, "key", "")
+                kind = f"state {row_state}"
             cells.append({"text": text, "cls": kind, "section": sec})
-        rows.append({"name": name, "cells": cells, "state": state})
+        rows.append({"name": name, "cells": cells, "state": row_state})
     # markdown has one header row: name the section where the label alone would be ambiguous
     shared = {label for _, label in cols if sum(l == label for _, l in cols) > 1}
     md_labels = [f"{sec} {label}" if sec and (label in shared or sec in ("paper", "measured")) else label
@@ -141,7 +141,7 @@ def trial_view(label: str, t: dict, files: dict) -> dict:
              ("error", t.get("error") or "")]
     return {"label": label, "facts": [(k, v) for k, v in facts if v], "curves": files.get("curves"),
             "attention": files.get("attention"), "sentence": (t.get("attention") or {}).get("sentence"),
-            "state": state_key(t["status"].replace("finished", "done"))}
+            "state": state(t).key}
 
 
 def _context(table: Table | None, meta: dict, nav: list) -> dict:

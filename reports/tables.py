@@ -41,28 +41,45 @@ class Table:
 
 # -- shared cell helpers --------------------------------------------------------------------------
 
-def state(t: dict | None) -> str:
+class State(str):
+    """A row's state as shown ("done", "failed: ...") that also carries its one-word key (for CSS
+    classes and counts), so nothing parses the display text back."""
+    key: str
+
+    def __new__(cls, key: str, text: str | None = None):
+        self = super().__new__(cls, text or key)
+        self.key = key
+        return self
+
+
+CITED = State("cited", "cited, not re-run")
+
+
+def state(t: dict | None) -> State:
     if t is None:
-        return "not run"
+        return State("not-run", "not run")
     s = t["status"]
     if s == "running":
-        return f"running: step {t.get('step') or 0} of {t.get('steps') or '?'}"
+        return State("running", f"running: step {t.get('step') or 0} of {t.get('steps') or '?'}")
     if s == "failed":
         reason = (t.get("error") or "no reason recorded").strip().splitlines()
         reason = reason[-1] if reason else "no reason recorded"  # a traceback's last line is the error
-        return "failed: " + (reason if len(reason) <= 120 else reason[:117] + "...")
+        return State("failed", "failed: " + (reason if len(reason) <= 120 else reason[:117] + "..."))
     if s == "finished":
-        done, planned = (t.get("metrics") or {}).get("steps_done"), t.get("steps")
-        if done and planned and done < planned:  # a time-limited profile stops early: say so
+        if truncated(t):  # a wall-clock cap cut it short: shown, but kept out of every comparison
+            done, planned = t["metrics"]["steps_done"], t["steps"]
             limit = ((t.get("config") or {}).get("train") or {}).get("time_limit_minutes")
-            return f"done (stopped at step {done} of {planned}" + (f": {limit:g}-minute limit)" if limit else ")")
-        return "done"
-    return s  # pending
+            return State("truncated", f"truncated: step {done} of {planned}" + (f", {limit:g}-minute limit" if limit else ""))
+        return State("done")
+    return State(s)  # pending
 
 
-def state_key(text: str) -> str:
-    """The state's one word (for CSS classes and counts): done, running, pending, failed, not-run, cited."""
-    return "not-run" if text.startswith("not run") else re.split(r"[:, (]", text)[0]
+def truncated(t: dict | None) -> bool:
+    """A finished run that stopped before its planned steps (a time limit): not comparable to its group."""
+    if not t or t["status"] != "finished":
+        return False
+    done, planned = (t.get("metrics") or {}).get("steps_done"), t.get("steps")
+    return bool(done and planned and done < planned)
 
 
 def _metrics(t: dict | None) -> dict:
@@ -98,10 +115,10 @@ def _frame(rows: list[list], index: list, columns: list[tuple], names=("group", 
     return pd.DataFrame(rows, index=idx, columns=pd.MultiIndex.from_tuples(columns), dtype=object)
 
 
-def _count(labels: list[str]) -> dict:
+def _count(labels: list[State]) -> dict:
     out: dict = {}
     for s in labels:
-        out[state_key(s)] = out.get(state_key(s), 0) + 1
+        out[s.key] = out.get(s.key, 0) + 1
     return out
 
 
@@ -182,7 +199,7 @@ def table3(runs: Runs) -> Table:
         states.append(st)
         if t:
             shown.append((row, t))
-        if m.get("bleu") is not None or m.get("dev_ppl") is not None:
+        if (m.get("bleu") is not None or m.get("dev_ppl") is not None) and not truncated(t):
             measured.append((group, bleu, m.get("bleu"), ppl, m.get("dev_ppl")))
     frame = _frame(rows, index, T3_COLUMNS)
     sigs = sorted({s for _, t in shown if (s := _metrics(t).get("bleu_signature"))})
@@ -203,7 +220,8 @@ def table3(runs: Runs) -> Table:
     if runs.note:
         notes.insert(0, runs.note + ".")
     rank = Section("Rank agreement (Spearman) between measured and paper", spearman_frame(measured), [
-        "Spearman's rho between our values and the paper's, across the rows that ran, per group of the "
+        "Spearman's rho between our values and the paper's, across the rows that ran to their planned "
+        "steps (a truncated row is shown above but compared with nothing), per group of the "
         "paper and overall; computed where at least 3 rows ran. PPL: lower is better in both, so a "
         "positive rho means the same order. With few rows the p-values are weak evidence."])
     return Table("table3", "Table 3: variations on the Transformer architecture",
@@ -338,7 +356,7 @@ def table4(runs: Runs) -> Table:
         t = runs.pick(4, ours) if ours else None
         cfg = config_of(t) or specs.get(ours)
         m = _metrics(t)
-        st = state(t) if ours else "cited, not re-run"
+        st = state(t) if ours else CITED
         if ours:
             states.append(st)
         rows.append([f1, m.get("f1"), st, t and t["profile"], data_split(t, cfg)])

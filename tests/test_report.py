@@ -357,3 +357,21 @@ def test_results_csv_is_sorted_and_diffable(site):
     assert wsj["test_f1"] == pytest.approx(71.25)
     text = (out / "results.csv").read_text()
     assert "\r" not in text and all(len(f.split(".")[-1]) <= 3 for f in re.findall(r"\d+\.\d+", text))
+
+
+def test_a_time_limited_row_is_truncated_and_compared_with_nothing(tmp_path, capsys):
+    store = synthetic_store(tmp_path / "zoo.db")
+    st = Store(store)
+    row = next(t for t in st.trials() if t["variant"] == "A2")
+    m = {**row["metrics"], "steps_done": row["steps"] // 2}  # a 5-minute cap stopped it halfway
+    st.upsert(row["spec"], "A2", row["profile"], metrics=m)
+    assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
+    md = (tmp_path / "out" / "table3.md").read_text()
+    rows = {r[0]: r for r in table_rows(md)}
+    assert f"truncated: step {row['steps'] // 2} of {row['steps']}" in " ".join(rows["A2"])
+    html = (tmp_path / "out" / "table3.html").read_text()
+    assert re.search(r'class="state truncated"', html)
+    # group A's Spearman now counts A1, A3, A4 (A2 is out), as does the overall row
+    spearman = md[md.index("Rank agreement"):]
+    line = next(l for l in spearman.splitlines() if l.startswith("| (A)") or l.startswith("| A "))
+    assert "| 3 |" in line, line
