@@ -170,3 +170,15 @@ def test_builtin_specs_by_name_from_any_folder(tmp_path, monkeypatch, capsys):
     assert c.model.h == 4 and c.model.d_model == 512
     code, _, err = run("show", "tabel3_A", capsys=capsys)
     assert code == 2 and "no built-in spec of that name" in err and "table3_A" in err and "Traceback" not in err
+
+
+def test_profiles_scale_the_checkpoint_cadence_with_the_steps():
+    """The paper checkpoints every 10 minutes (base 1500 steps of 100K, big 600 of 300K) and averages
+    the last 5 / 20: a scaled run keeps those shares, so averaging spans the same late part of training."""
+    for stem, every, k in (("table2_en_de_base", 1500, 5), ("table2_en_de_big", 600, 20)):
+        paper_cfg = resolve(f"specs/{stem}.yaml")[0]
+        assert paper_cfg.train.checkpoint_every == every and paper_cfg.eval.average_checkpoints == k
+        for profile in ("quick", "cpu"):
+            c = resolve(f"specs/{stem}.yaml", profile=profile)[0]
+            share = c.train.checkpoint_every * k / c.train.steps
+            assert share == pytest.approx(every * k / paper_cfg.train.steps, rel=0.25), (stem, profile)

@@ -596,8 +596,10 @@ def apply_profile(doc: Doc, profile_path: Path | None) -> Doc:
             m[k] = sc(m.get(k, getattr(base_m, k)), w, even)
     if d != 1:
         m["N"] = sc(m.get("N", base_m.N), d)
-    if s != 1:
+    if s != 1:  # the checkpoint cadence keeps its share of the run, so averaging the last k spans the
+        # same late part of training as in the paper (10-minute checkpoints of a 12-hour or 3.5-day run)
         t["steps"] = sc(t.get("steps", base_t.steps), s)
+        t["checkpoint_every"] = sc(t.get("checkpoint_every", base_t.checkpoint_every), s)
     out = Doc(data, doc.locs, doc.origin)
     sets = prof.data.get("set") or {}
     if not isinstance(sets, dict):
