@@ -7,6 +7,7 @@ most recently updated one, so a running or failed row says so instead of vanishi
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +39,25 @@ class Runs:
             return max(done, key=lambda t: t.get("finished_at") or t.get("updated_at") or 0)
         return max(mine, key=lambda t: t.get("updated_at") or 0, default=None)
 
+    def seeds(self, t: dict | None) -> list[dict]:
+        """The finished trials that differ from `t` only in their seed (a seeds axis), `t` included."""
+        if not t or t["status"] != "finished":
+            return []
+
+        def unseeded(x):
+            c = json.loads(json.dumps(x.get("config") or {}))
+            c.get("train", {}).pop("seed", None)
+            c.pop("trial", None)
+            return c
+        key = (t["spec"], t["profile"], unseeded(t))
+        by_seed: dict = {}  # one per seed: the most recent (a run before the seeds axis may repeat seed 1)
+        for x in self.trials:
+            if x["status"] == "finished" and (x["spec"], x["profile"], unseeded(x)) == key:
+                seed = (x["config"].get("train") or {}).get("seed")
+                if seed not in by_seed or (x.get("finished_at") or 0) > (by_seed[seed].get("finished_at") or 0):
+                    by_seed[seed] = x
+        return list(by_seed.values())
+
     def csv(self) -> str:
         """Every trial as one CSV row, sorted and rounded so two reports diff line by line (as timm
         keeps its results tables): what ran, how far, and each scored split's headline figures."""
@@ -46,6 +66,7 @@ class Runs:
         for t in sorted(self.trials, key=lambda t: (Path(t["spec"]).stem, t["variant"], t["profile"])):
             m = t.get("metrics") or {}
             row = {"spec": Path(t["spec"]).stem, "variant": t["variant"], "profile": t["profile"],
+                   "seed": ((t.get("config") or {}).get("train") or {}).get("seed"),
                    "status": t["status"], "steps_done": m.get("steps_done", t.get("step")), "steps": t.get("steps"),
                    "dev_ppl": m.get("dev_ppl"), "tokens_seen": t.get("tokens_seen"),
                    "train_seconds": t.get("train_seconds"), "config_hash": t.get("config_hash")}

@@ -91,6 +91,16 @@ def _vocab(t: dict | None, cfg: Config) -> int:
     return _metrics(t).get("vocab_size_actual") or cfg.data.vocab_size
 
 
+def over_seeds(trials: list[dict], key: str) -> tuple[float | None, float | None, int]:
+    """Mean, sample standard deviation (None for one seed) and count of a finished figure over seeds."""
+    vals = [v for x in trials if (v := (x.get("metrics") or {}).get(key)) is not None]
+    if not vals:
+        return None, None, 0
+    mean = sum(vals) / len(vals)
+    sd = (sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) ** 0.5 if len(vals) > 1 else None
+    return mean, sd, len(vals)
+
+
 def flops_done(t: dict | None, cfg: Config | None) -> float | None:
     """Analytic training FLOPs of the steps actually done (per step x steps done, so far if running)."""
     if t is None or cfg is None:
@@ -169,7 +179,8 @@ COUNTING = (f"Counting rules. Parameters: numel of the compiled model, each tens
 
 T3_COLUMNS = [("spec", c) for c in ("N", "d_model", "d_ff", "h", "d_k", "d_v", "P_drop", "eps_ls", "steps", "PE")] + [
     ("paper", "PPL"), ("paper", "BLEU"), ("paper", "params (M)"), ("paper", "Δ params"),
-    ("measured", "PPL"), ("measured", "BLEU"), ("measured", "params (M)"),
+    ("measured", "PPL"), ("measured", "BLEU"), ("measured", "BLEU sd"), ("measured", "seeds"),
+    ("measured", "params (M)"),
     ("cost", "train FLOPs"),
     ("run", "state"), ("run", "profile"), ("run", "data / split")]
 
@@ -181,6 +192,9 @@ def table3(runs: Runs) -> Table:
         t = runs.pick(3, row)
         cfg = config_of(t) or specs.get(row)
         m = _metrics(t)
+        seeds = runs.seeds(t)  # with a seeds axis: mean and spread over the seeds that finished
+        our_bleu, bleu_sd, n_seeds = over_seeds(seeds, "bleu")
+        our_ppl, _, _ = over_seeds(seeds, "dev_ppl")
         ours_params = costs.params_analytic(cfg.model, _vocab(t, cfg)) / 1e6 if m and cfg else None
         # Δ compares like with like: the paper spec at paper scale (its vocabulary) against the printed
         # count; a scaled run's own count has no Δ (it would measure the profile, not a discrepancy)
@@ -193,14 +207,14 @@ def table3(runs: Runs) -> Table:
         st = state(t)
         rows.append(spec + [
             ppl, bleu, params_m, 100 * (spec_params - params_m) / params_m if spec_params and params_m else None,
-            m.get("dev_ppl"), m.get("bleu"), ours_params,
+            our_ppl, our_bleu, bleu_sd, n_seeds or None, ours_params,
             flops_done(t, cfg), st, t and t["profile"], data_split(t, cfg)])
         index.append((paper.TABLE3_GROUPS[group], row))
         states.append(st)
         if t:
             shown.append((row, t))
-        if (m.get("bleu") is not None or m.get("dev_ppl") is not None) and not truncated(t):
-            measured.append((group, bleu, m.get("bleu"), ppl, m.get("dev_ppl")))
+        if (our_bleu is not None or our_ppl is not None) and not truncated(t):
+            measured.append((group, bleu, our_bleu, ppl, our_ppl))
     frame = _frame(rows, index, T3_COLUMNS)
     sigs = sorted({s for _, t in shown if (s := _metrics(t).get("bleu_signature"))})
     notes = [
@@ -208,7 +222,8 @@ def table3(runs: Runs) -> Table:
         "BLEU, parameters x 1e6 (blank where the paper prints none). Spec columns: the configuration as "
         "run for rows that ran (their profile applied), else the paper spec as written.",
         "Measured: dev perplexity per word-piece (no label smoothing) and sacreBLEU on the eval split "
-        "with the final weights (no checkpoint averaging). " + _decoding_note(shown) + " "
+        "with the final weights (no checkpoint averaging); with several seeds, their mean, the BLEU "
+        "standard deviation over seeds (sd) and the number of seeds. " + _decoding_note(shown) + " "
         + ("sacreBLEU signature: " + "; ".join(sigs) if sigs else "No BLEU measured yet."),
         "Measured params: the compiled count of the model as run (a scaled profile's own size). Δ params: "
         "our compile of the paper spec at paper scale with its vocabulary (37000) against the paper's printed "

@@ -58,7 +58,8 @@ class Storage:
 
 def run(spec: str, profile: str = "auto", variants: list[str] | None = None, sets: list[str] | None = None,
         address: str | None = None, storage: str | None = None, rerun: bool = False,
-        max_concurrent: int | None = None, data_dir: str | None = None, stream=sys.stdout) -> int:
+        max_concurrent: int | None = None, data_dir: str | None = None, seeds: list[int] | None = None,
+        stream=sys.stdout) -> int:
     """Run the spec's variants; return the exit code (0 all finished, 1 some failed, 130 interrupted)."""
     from zoo.runner.store import open_store
     spec_key = _spec_key(spec)
@@ -66,7 +67,7 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
     data_dir = os.path.abspath(os.path.expanduser(data_dir)) if data_dir else None
     if os.environ.get("ZOO_DATA_DIR"):
         os.environ["ZOO_DATA_DIR"] = os.path.abspath(os.path.expanduser(os.environ["ZOO_DATA_DIR"]))
-    _resolve(spec, variants, "paper" if profile == "auto" else profile, sets)  # spec mistakes first
+    _resolve(spec, variants, "paper" if profile == "auto" else profile, sets, seeds)  # spec mistakes first
     if address is not None and storage is None:
         raise UserError("--address joins a cluster whose nodes all write results, so --storage must say where: "
                         "a path that every node mounts at the same place (NFS, Lustre, ...) or a cloud URI "
@@ -76,7 +77,7 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
     if profile == "auto" and address is None:
         profile = _local_profile()
     if profile != "auto":
-        cfgs = _resolve(spec, variants, profile, sets)
+        cfgs = _resolve(spec, variants, profile, sets, seeds)
         todo = _todo(store, spec_key, cfgs, rerun)
         if not todo:
             return _nothing_to_do(cfgs, st, stream)
@@ -94,7 +95,7 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
             _check_shared(st, address)
         if profile == "auto":
             profile = "gpu" if local.cluster_gpus() else "cpu"
-            cfgs = _resolve(spec, variants, profile, sets)
+            cfgs = _resolve(spec, variants, profile, sets, seeds)
             todo = _todo(store, spec_key, cfgs, rerun)
             if not todo:
                 return _nothing_to_do(cfgs, st, stream)
@@ -116,23 +117,23 @@ def _sweep(spec, spec_key, profile, cfgs, todo, st: Storage, store, rerun, max_c
     from zoo.spec import profile_description
     stem = Path(spec).stem
     profile = cfgs[0].profile  # the profile's name (a profile file's stem), as it names folders
-    plan = json.dumps([[c.variant, c.config_hash(), c.resources.model_dump(),
-                        st.scratch_dir(stem, c.variant, profile)] for c in cfgs] + [data_dir], sort_keys=True)
+    plan = json.dumps([[c.trial, c.config_hash(), c.resources.model_dump(),
+                        st.scratch_dir(stem, c.trial, profile)] for c in cfgs] + [data_dir], sort_keys=True)
     name = f"{stem}-{profile}-{hashlib.sha256(plan.encode()).hexdigest()[:8]}"
     exp_path = f"{st.root}/tune/{name}"
-    run_dirs = {c.variant: st.run_dir(stem, c.variant, profile) for c in todo}
-    print(f"zoo run {spec}: {len(todo)} of {len(cfgs)} variants to run ({', '.join(run_dirs)})\n"
+    run_dirs = {c.trial: st.run_dir(stem, c.trial, profile) for c in todo}
+    print(f"zoo run {spec}: {len(todo)} of {len(cfgs)} trials to run ({', '.join(run_dirs)})\n"
           f"profile {profile_description(profile, Path(spec))}\n"
           f"results {st.store_path}  trials {st.root}/{stem}/", file=stream, flush=True)
     for c in todo:
-        scratch = st.scratch_dir(stem, c.variant, profile)
-        if rerun or _stale(store.get(spec_key, c.variant, profile), scratch, c):
-            _wipe(scratch, st.scratch_root, run_dirs[c.variant] if st.uri else None, st.root)
-            store.clear_points(spec_key, c.variant, profile)
-            store.upsert(spec_key, c.variant, profile, **dict.fromkeys(FRESH))
-        store.upsert(spec_key, c.variant, profile, config_hash=c.config_hash(), config=c.model_dump(mode="json"),
+        scratch = st.scratch_dir(stem, c.trial, profile)
+        if rerun or _stale(store.get(spec_key, c.trial, profile), scratch, c):
+            _wipe(scratch, st.scratch_root, run_dirs[c.trial] if st.uri else None, st.root)
+            store.clear_points(spec_key, c.trial, profile)
+            store.upsert(spec_key, c.trial, profile, **dict.fromkeys(FRESH))
+        store.upsert(spec_key, c.trial, profile, config_hash=c.config_hash(), config=c.model_dump(mode="json"),
                      paper_table=c.paper.table, paper_group=c.paper.group, paper_row=c.paper.row,
-                     status="pending", steps=c.train.steps, run_dir=run_dirs[c.variant], experiment=exp_path,
+                     status="pending", steps=c.train.steps, run_dir=run_dirs[c.trial], experiment=exp_path,
                      error=None, resumed_from=None)
 
     trainable = tune.with_resources(trial.trainable, trial.resources)
@@ -146,9 +147,9 @@ def _sweep(spec, spec_key, profile, cfgs, todo, st: Storage, store, rerun, max_c
     if tuner is None:
         if not st.uri and Path(exp_path).exists():
             shutil.rmtree(inside(st.local, "tune", name))  # a finished or --rerun experiment: Tune bookkeeping only
-        trials = [{"variant": c.variant, "config": c.model_dump(mode="json"), "data_dir": data_dir,
-                   "out_dir": st.scratch_dir(stem, c.variant, profile),
-                   "mirror": run_dirs[c.variant] if st.uri else None,
+        trials = [{"variant": c.trial, "config": c.model_dump(mode="json"), "data_dir": data_dir,
+                   "out_dir": st.scratch_dir(stem, c.trial, profile),
+                   "mirror": run_dirs[c.trial] if st.uri else None,
                    "train_storage": f"{st.root}/tune/{name}-train"} for c in todo]
         tuner = tune.Tuner(
             trainable, param_space={"trial": tune.grid_search(trials)},
@@ -216,7 +217,7 @@ def _summary(live, store, spec_key, profile, st: Storage, stream) -> int:
 
 def _nothing_to_do(cfgs, st: Storage, stream) -> int:
     runs = "" if st.store_path == Path("runs/zoo.db").resolve() else f" --runs {st.store_path}"
-    print(f"nothing to run: all {len(cfgs)} variants ({', '.join(c.variant for c in cfgs)}) already finished "
+    print(f"nothing to run: all {len(cfgs)} trials ({', '.join(c.trial for c in cfgs)}) already finished "
           f"with this config (--rerun runs them again)\nresults: {st.store_path}\n"
           f"see them: zoo status{runs}   tables: zoo report{runs}", file=stream)
     return 0
@@ -224,14 +225,14 @@ def _nothing_to_do(cfgs, st: Storage, stream) -> int:
 
 # -- checks before anything starts ----------------------------------------------------------------
 
-def _resolve(spec, variants, profile, sets):
+def _resolve(spec, variants, profile, sets, seeds):
     from zoo.spec import resolve
     if not Path(spec).is_file():
         raise UserError(f"{spec}: no such spec file (see specs/ for the paper's, or `zoo validate PATH`)")
-    cfgs = resolve(spec, None, profile, sets)
+    cfgs = resolve(spec, None, profile, sets, seeds)
     for v in variants or []:
         if v not in {c.variant for c in cfgs}:
-            resolve(spec, v, profile, sets)  # raises the spec module's error, with a did-you-mean
+            resolve(spec, v, profile, sets, seeds)  # raises the spec module's error, with a did-you-mean
     return [c for c in cfgs if not variants or c.variant in variants]
 
 
@@ -248,7 +249,7 @@ def _todo(store, spec_key, cfgs, rerun):
         return cfgs
     out = []
     for c in cfgs:
-        row = store.get(spec_key, c.variant, c.profile)
+        row = store.get(spec_key, c.trial, c.profile)
         if not (row and row["status"] == "finished" and row["config_hash"] == c.config_hash()):
             out.append(c)
     return out

@@ -375,3 +375,23 @@ def test_a_time_limited_row_is_truncated_and_compared_with_nothing(tmp_path, cap
     spearman = md[md.index("Rank agreement"):]
     line = next(l for l in spearman.splitlines() if l.startswith("| (A)") or l.startswith("| A "))
     assert "| 3 |" in line, line
+
+
+def test_seeds_show_as_mean_spread_and_count(tmp_path):
+    store = synthetic_store(tmp_path / "zoo.db")
+    st = Store(store)
+    a1 = next(t for t in st.trials() if t["variant"] == "A1")
+    for seed, bleu in ((2, a1["metrics"]["bleu"] + 1.0), (3, a1["metrics"]["bleu"] + 2.0)):
+        cfg = {**a1["config"], "trial": f"A1-seed{seed}", "train": {**a1["config"]["train"], "seed": seed}}
+        st.upsert(a1["spec"], f"A1-seed{seed}", a1["profile"], **{k: a1[k] for k in (
+            "config_hash", "paper_table", "paper_group", "paper_row", "status", "step", "steps")},
+            config=cfg, metrics={**a1["metrics"], "bleu": bleu}, finished_at=(a1["finished_at"] or 0) + seed)
+    assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
+    md = (tmp_path / "out" / "table3.md").read_text()
+    header = md[md.index("\n|") + 1:].splitlines()[0]
+    cols = [c.strip() for c in header.strip("|").split(" | ")]
+    row = {r[0]: r for r in table_rows(md)}["A1"]
+    assert row[cols.index("measured seeds")] == "3"
+    assert float(row[cols.index("measured BLEU")]) == pytest.approx(a1["metrics"]["bleu"] + 1.0, abs=0.01)
+    assert row[cols.index("measured BLEU sd")] == "1.00"
+    assert {r[0]: r for r in table_rows(md)}["A2"][cols.index("measured BLEU sd")] == ""  # one seed

@@ -266,3 +266,17 @@ def test_a_local_folder_is_refused_for_a_cluster_on_other_hosts(tmp_path, monkey
     with pytest.raises(UserError, match="cannot see it"):
         sweep._check_shared(sweep.Storage(str(tmp_path)), "auto")
     sweep._check_shared(sweep.Storage("s3://bucket/zoo-runs"), "auto")  # a cloud URI is shared
+
+
+def test_seeds_axis_runs_each_variant_once_per_seed_and_skips_finished(cluster, tmp_path, data_root):
+    cl, _ = cluster
+    rc, out, r = _run(cl, tmp_path, "seeds", ["A1"], seeds=[1, 2])
+    assert rc == 0, out
+    assert sorted(r) == ["A1-seed1", "A1-seed2"]
+    assert {x["config"]["train"]["seed"] for x in r.values()} == {1, 2}
+    assert {x["paper_row"] for x in r.values()} == {"A1"} and len({x["config_hash"] for x in r.values()}) == 2
+    rc, out, r2 = _run(cl, tmp_path, "seeds", ["A1"], seeds=[1, 2, 3])  # one more seed: only it runs
+    assert rc == 0 and "1 of 3 trials to run (A1-seed3)" in out, out
+    assert r2["A1-seed1"]["finished_at"] == r["A1-seed1"]["finished_at"]
+    st = json.loads(zoo("status", "--json", "--runs", str(tmp_path / "seeds")).stdout)
+    assert sorted(x["seed"] for x in st) == [1, 2, 3]

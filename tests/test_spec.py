@@ -182,3 +182,18 @@ def test_profiles_scale_the_checkpoint_cadence_with_the_steps():
             c = resolve(f"specs/{stem}.yaml", profile=profile)[0]
             share = c.train.checkpoint_every * k / c.train.steps
             assert share == pytest.approx(every * k / paper_cfg.train.steps, rel=0.25), (stem, profile)
+
+
+def test_seeds_axis_expands_variants_into_trials(tmp_path, capsys):
+    f = tmp_path / "s.yaml"
+    f.write_text("extends: base\nseeds: [1, 2]\nvariants:\n  a: {model: {h: 4}}\n  b: {}\n")
+    cfgs = resolve(f)
+    assert [(c.variant, c.trial, c.train.seed) for c in cfgs] == [
+        ("a", "a-seed1", 1), ("a", "a-seed2", 2), ("b", "b-seed1", 1), ("b", "b-seed2", 2)]
+    assert len({c.config_hash() for c in cfgs}) == 4
+    assert [c.trial for c in resolve(f, "b", seeds=[7])] == ["b-seed7"]  # --seeds wins over the file
+    assert [c.trial for c in resolve("specs/big.yaml")] == ["big"]  # no axis: the trial is the variant
+    for bad in ("[]", "[1, 1]", "[true]", "[-1]", "3", "[1.5]"):
+        f.write_text(f"extends: base\nname: x\nseeds: {bad}\n")
+        with pytest.raises(SpecError, match=r"s\.yaml:3: seeds: must be a list of 1 to 100 different integers"):
+            resolve(f)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pydantic.json_schema import models_json_schema
 
 from zoo.paths import SAFE_NAME
-from zoo.spec import (SCALE_KEYS, SECTIONS, DataSpec, EvalSpec, ModelSpec, PaperRef, ResourcesSpec,
+from zoo.spec import (MAX_SEEDS, SCALE_KEYS, SECTIONS, DataSpec, EvalSpec, ModelSpec, PaperRef, ResourcesSpec,
                       TrainSpec)
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -19,6 +19,9 @@ SECTION_MODELS = {"model": ModelSpec, "data": DataSpec, "train": TrainSpec, "eva
                   "resources": ResourcesSpec}
 assert set(SECTION_MODELS) == set(SECTIONS)  # one list of sections: zoo.spec's
 NAME = {"type": "string", "pattern": f"^{SAFE_NAME.pattern}$", "description": "becomes a folder name"}
+SEEDS = {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 2**32 - 1}, "minItems": 1,
+         "maxItems": MAX_SEEDS, "uniqueItems": True,
+         "description": "run every variant once per seed, as trials named VARIANT-seedN"}
 
 
 def _partial(node):
@@ -54,6 +57,7 @@ def spec_schema() -> dict:
             "description": {"type": "string"},
             "paper": {"$ref": "#/$defs/PaperRef"},
             **_sections(),
+            "seeds": SEEDS,
             "variants": {"type": "object", "minProperties": 1, "propertyNames": NAME,
                          "additionalProperties": overrides,
                          "description": "variant name -> overrides of this file's sections"},
@@ -73,6 +77,7 @@ def profile_schema() -> dict:
             "scale": {"type": "object", "additionalProperties": False,
                       "properties": {k: factor for k in sorted(SCALE_KEYS)}},
             "set": {**sections, "description": "fields set on every spec run under this profile"},
+            "seeds": SEEDS,
             "datasets": {"type": "object", "propertyNames": NAME,
                          "additionalProperties": {"$ref": "#/$defs/DataSpec"},
                          "description": "corpus named by a spec -> data settings used instead"},

@@ -155,6 +155,7 @@ class PaperRef(_Strict):
 class Config(_Strict):
     """One fully resolved variant: what a trial trains."""
     variant: str
+    trial: str = Field("", description="the trial's unique name: the variant, plus -seedN on a seeds axis")
     spec: str = ""
     profile: str = "paper"
     description: str = Field("", max_length=10_000)
@@ -165,9 +166,16 @@ class Config(_Strict):
     eval: EvalSpec = EvalSpec()
     resources: ResourcesSpec = ResourcesSpec()
 
-    @field_validator("variant", "profile")
+    @model_validator(mode="before")
     @classmethod
-    def _path_safe(cls, v):  # STORAGE/<spec stem>/<variant>-<profile>/ is a folder
+    def _trial_defaults_to_variant(cls, data):
+        if isinstance(data, dict) and not data.get("trial"):
+            data = {**data, "trial": data.get("variant")}
+        return data
+
+    @field_validator("variant", "trial", "profile")
+    @classmethod
+    def _path_safe(cls, v):  # STORAGE/<spec stem>/<trial>-<profile>/ is a folder
         return _safe(v)
 
     @model_validator(mode="after")
@@ -184,8 +192,9 @@ class Config(_Strict):
 
 
 SECTIONS = ("model", "data", "train", "eval", "resources")
-FILE_KEYS = {"extends", "name", "description", "paper", "variants", *SECTIONS}
-PROFILE_KEYS = {"description", "scale", "set", "datasets"}
+FILE_KEYS = {"extends", "name", "description", "paper", "variants", "seeds", *SECTIONS}
+PROFILE_KEYS = {"description", "scale", "set", "datasets", "seeds"}
+MAX_SEEDS = 100
 SCALE_KEYS = {"width", "depth", "steps"}
 
 
@@ -689,9 +698,29 @@ def _validate(doc: Doc, header: dict) -> Config:
         raise SpecError(where, field, msg) from None
 
 
+def _seeds(doc: Doc, prof_path: Path | None, cli: list[int] | None) -> list[int] | None:
+    """The seeds axis: `--seeds` > the profile's `seeds:` > the spec's (inherited through extends)."""
+    if cli is not None:
+        where, value = "--seeds", cli
+    else:
+        prof = read_yaml(prof_path) if prof_path else None
+        src = prof if prof is not None and "seeds" in prof.data else doc if "seeds" in doc.data else None
+        if src is None:
+            return None
+        where, value = src.where(("seeds",)), src.data["seeds"]
+    ok = (isinstance(value, list) and 1 <= len(value) <= MAX_SEEDS and len(set(map(str, value))) == len(value)
+          and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**32 for x in value))
+    if not ok:
+        raise SpecError(where, "seeds", f"must be a list of 1 to {MAX_SEEDS} different integers in [0, 2^32), "
+                        f"e.g. [1, 2, 3] (got {shorten(repr(value))})")
+    return value
+
+
 def resolve(path: str | Path, variant: str | None = None, profile: str = "paper",
-            sets: list[str] | None = None) -> list[Config]:
-    """All variants of a spec file or built-in spec name (or just `variant`), resolved and validated."""
+            sets: list[str] | None = None, seeds: list[int] | None = None) -> list[Config]:
+    """All trials of a spec file or built-in spec name (or of one `variant`), resolved and validated:
+    one per variant, or, with a seeds axis (`seeds:` in the spec or profile, or `seeds`), one per
+    variant and seed, named VARIANT-seedN."""
     path = spec_path(path)
     doc = load_file(path)
     problem = name_problem(path.stem)
@@ -702,6 +731,7 @@ def resolve(path: str | Path, variant: str | None = None, profile: str = "paper"
         raise SpecError(f"{path}", "--variant", f"no variant '{shorten(variant)}'{_did_you_mean(variant, variants)}")
     prof_path = find_profile(profile, path)
     set_data, set_locs = parse_set(sets)
+    axis = _seeds(doc, prof_path, seeds)
     out = []
     for name, over in variants.items():
         if variant is not None and name != variant:
@@ -710,13 +740,16 @@ def resolve(path: str | Path, variant: str | None = None, profile: str = "paper"
         d = deep_merge(doc, over, vlocs)
         d = apply_profile(d, prof_path)
         d = deep_merge(d, set_data, set_locs)
-        header = {"variant": name, "spec": str(path), "profile": profile_name(profile)}
         paper = d.data.get("paper")
         if isinstance(paper, dict) and paper.get("table") and "row" not in paper:
             d.data["paper"] = {**paper, "row": name}
-        cfg = _validate(d, header)
-        _check_corpus(d, cfg)
-        out.append(cfg)
+        for seed in axis or [None]:
+            ds = d if seed is None else deep_merge(d, {"train": {"seed": seed}}, {})
+            header = {"variant": name, "trial": name if seed is None else f"{name}-seed{seed}",
+                      "spec": str(path), "profile": profile_name(profile)}
+            cfg = _validate(ds, header)
+            _check_corpus(ds, cfg)
+            out.append(cfg)
     return out
 
 
