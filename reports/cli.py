@@ -22,7 +22,7 @@ def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], pro
     nav = [name for name in render.PAGES if name in {t.name for t in built} or (out / f"{name}.html").exists()]
     written, index_figures = [], []
     for t in built:
-        figures = plots.table3_scatters(t, img) if t.name == "table3" else []
+        figures = plots.table3_scatters(t, img) + plots.claims(t, img) if t.name == "table3" else []
         if t.name == "table3":
             index_figures = figures[:1]
         cards = []

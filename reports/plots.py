@@ -131,6 +131,32 @@ def table3_scatters(t3: Table, img: Path) -> list[tuple[str, str]]:
     return out
 
 
+VERDICT_COLORS = {"held": "#1f8a3d", "within noise": "#8a919b", "flipped": "#c62828"}
+
+
+@_styled
+def claims(t3: Table, img: Path) -> list[tuple[str, str]]:
+    """Our difference against the paper's for each claim with a verdict, with its 95% interval."""
+    section = next((s for s in t3.sections if s.heading == "Claims"), None)
+    if section is None:
+        return []
+    fig = Figure(figsize=(6, 4))
+    ax = fig.subplots()
+    ax.axhline(0, color="#555", lw=0.8)
+    for c, ours, verdict in section.data:
+        ax.errorbar(c.paper_delta, ours.delta, yerr=[[ours.delta - ours.lo], [ours.hi - ours.delta]], fmt="o",
+                    ms=4, capsize=3, color=VERDICT_COLORS[verdict])
+        ax.annotate(c.id, (c.paper_delta, ours.delta), fontsize=6, xytext=(4, 2), textcoords="offset points")
+    if not section.data:
+        ax.text(0.5, 0.5, "no claim has a verdict yet", ha="center", va="center", transform=ax.transAxes, color="#777")
+    ax.set(xlabel="paper's difference (BLEU or PPL, positive: the paper's claim)", ylabel="our difference, 95% interval",
+           title="Table 3 claims: ours against the paper's")
+    ax.legend(handles=[Line2D([], [], marker="o", ls="", color=col, label=v) for v, col in VERDICT_COLORS.items()],
+              frameon=False, fontsize=7, loc="best")
+    ax.grid(alpha=0.3)
+    return [("Claims: our difference against the paper's, coloured by verdict", _save(fig, img / "table3_claims.png"))]
+
+
 @_styled
 def curves(t: dict, points: list[dict], img: Path) -> str | None:
     """Training loss and dev perplexity against step; None when the trial logged nothing."""

@@ -26,6 +26,7 @@ class Section:
     heading: str
     frame: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    data: list = field(default_factory=list)  # typed rows behind the frame, for figures
 
 
 @dataclass
@@ -188,6 +189,7 @@ T3_COLUMNS = [("spec", c) for c in ("N", "d_model", "d_ff", "h", "d_k", "d_v", "
 def table3(runs: Runs) -> Table:
     specs = {row: c for (_, row), c in paper_configs(TABLE3_SPECS).items()}
     rows, index, shown, states, measured = [], [], [], [], []
+    per_seed = {"bleu": [], "dev_ppl": []}  # (paper figure, our figure per seed) per row, for Kendall tau
     for row, group, ppl, bleu, params_m in paper.TABLE3:
         t = runs.pick(3, row)
         cfg = config_of(t) or specs.get(row)
@@ -215,6 +217,10 @@ def table3(runs: Runs) -> Table:
             shown.append((row, t))
         if (our_bleu is not None or our_ppl is not None) and not truncated(t):
             measured.append((group, bleu, our_bleu, ppl, our_ppl))
+            for key, ref, out in (("bleu", bleu, per_seed["bleu"]), ("dev_ppl", ppl, per_seed["dev_ppl"])):
+                vals = [x["metrics"][key] for x in seeds if x["metrics"].get(key) is not None]
+                if vals:
+                    out.append((ref, vals))
     frame = _frame(rows, index, T3_COLUMNS)
     sigs = sorted({s for _, t in shown if (s := _metrics(t).get("bleu_signature"))})
     notes = [
@@ -234,14 +240,92 @@ def table3(runs: Runs) -> Table:
     ]
     if runs.note:
         notes.insert(0, runs.note + ".")
+    claims = claims_section(runs)
     rank = Section("Rank agreement (Spearman) between measured and paper", spearman_frame(measured), [
         "Spearman's rho between our values and the paper's, across the rows that ran to their planned "
         "steps (a truncated row is shown above but compared with nothing), per group of the "
         "paper and overall; computed where at least 3 rows ran. PPL: lower is better in both, so a "
-        "positive rho means the same order. With few rows the p-values are weak evidence."])
+        "positive rho means the same order. With few rows the p-values are weak evidence.",
+        *_kendall_notes(per_seed)])
     return Table("table3", "Table 3: variations on the Transformer architecture",
                  "Each row of the paper's ablation table: the paper's figures beside ours, what it cost, "
-                 "and where the run stands.", [Section("", frame), rank], notes, shown, _count(states))
+                 "and where the run stands.", [Section("", frame), claims, rank], notes, shown, _count(states))
+
+
+CLAIM_COLUMNS = [("claim", "group"), ("claim", "the paper says"), ("claim", "metric"), ("claim", "rows"),
+                 ("paper", "Δ"), ("measured", "Δ"), ("measured", "95% interval"), ("measured", "seeds"),
+                 ("verdict", "verdict")]
+
+
+def claims_section(runs: Runs) -> Section:
+    """Each of the paper's Table 3 claims (zoo.claims) with our difference, its interval and a verdict."""
+    from zoo import claims as C
+    rows, index, verdicts, data = [], [], [], []
+    for c in C.CLAIMS:
+        ours, why = _claim_interval(runs, c)
+        v = C.verdict(c, ours) if ours else why
+        verdicts.append(v)
+        if ours:
+            data.append((c, ours, v))
+        rows.append([c.group, c.text, c.metric.upper() if c.metric == "ppl" else "BLEU",
+                     f"{c.better} {'=' if c.tie else '>'} {c.worse}", round(c.paper_delta, 2),
+                     ours and ours.delta, ours and f"[{ours.lo:+.2f}, {ours.hi:+.2f}]",
+                     ours and "{} / {}".format(*ours.seeds), v])
+        index.append(c.id)
+    frame = _frame(rows, index, CLAIM_COLUMNS, names=("claim",))
+    n = {k: verdicts.count(k) for k in C.VERDICTS}
+    undecided = len(verdicts) - sum(n.values())
+    return Section("Claims", frame, [
+        f"claims: {n['held']} held, {n['within noise']} within noise, {n['flipped']} flipped"
+        + (f" ({undecided} without a verdict, for the reason given)" if undecided else ""),
+        "Each claim compares two rows on one metric, written from the paper's text (section 6.2, 5.4) and "
+        "its Table 3, never from our results. Δ: how much better the first row is (BLEU higher, PPL "
+        "lower). 95% interval: a bootstrap over dev sentences, paired (both rows resampled on the same "
+        "sentences, as sacreBLEU's paired bootstrap) and over seeds; PPL intervals come from the spread "
+        "over seeds alone (2+ seeds needed). Verdict: held (the interval lies on the paper's side of 0; a "
+        "tie: it covers 0), within noise (it covers 0), flipped (the other side; a tie: it excludes 0). "
+        "Rows stopped early by a time limit (truncated) are excluded."], data)
+
+
+def _claim_interval(runs: Runs, c) -> tuple:
+    from zoo import claims as C
+    picked = [runs.pick(3, row) for row in (c.better, c.worse)]
+    if not all(t and t["status"] == "finished" for t in picked):
+        return None, "not run"
+    if any(truncated(t) for t in picked):
+        return None, "excluded: truncated"
+    if picked[0]["profile"] != picked[1]["profile"]:
+        return None, "rows ran under different profiles"
+    sides = [runs.seeds(t) for t in picked]
+    if c.metric == "ppl":
+        values = [[x["metrics"]["dev_ppl"] for x in side if x["metrics"].get("dev_ppl")] for side in sides]
+        ours = C.scalar_interval("ppl", *values)
+        return (ours, None) if ours else (None, "needs 2+ seeds")
+    stats = [[_bleu_stats(x) for x in side] for side in sides]
+    if any(s is None for side in stats for s in side):
+        return None, "no per-sentence scores (run before they were kept)"
+    if len({len(s) for side in stats for s in side}) != 1:
+        return None, "rows scored on different sentences"
+    return C.bleu_interval(*stats), None
+
+
+def _kendall_notes(per_seed: dict) -> list[str]:
+    from zoo import claims as C
+    out = []
+    for key, label in (("bleu", "BLEU"), ("dev_ppl", "PPL")):
+        pairs = per_seed[key]
+        if len(pairs) >= 4:
+            tau, lo, hi = C.kendall_tau([p for p, _ in pairs], [v for _, v in pairs])
+            out.append(f"Kendall tau ({label}, {len(pairs)} rows): {tau:+.2f}, 95% interval [{lo:+.2f}, {hi:+.2f}] "
+                       "(bootstrap over rows and seeds); an interval covering 0 is no evidence of agreement.")
+    return out
+
+
+def _bleu_stats(t: dict):
+    import numpy as np
+    m = t.get("metrics") or {}
+    stats = ((m.get("splits") or {}).get(m.get("eval_split")) or {}).get("bleu_stats")
+    return np.asarray(stats, dtype="float32") if stats else None
 
 
 def spearman_frame(measured: list[tuple]) -> pd.DataFrame:

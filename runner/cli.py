@@ -34,6 +34,9 @@ def cmd_status(args) -> int:
     if args.spec:
         rows = [r for r in rows if Path(r["spec"]).stem == Path(args.spec).stem]
     if args.json:
+        for r in rows:  # per-sentence BLEU statistics are for the report's bootstrap, not for reading
+            for split in ((r.get("metrics") or {}).get("splits") or {}).values():
+                split.pop("bleu_stats", None)
         print(json.dumps(rows, indent=2, default=str))
         return 0
     if not rows:

@@ -395,3 +395,31 @@ def test_seeds_show_as_mean_spread_and_count(tmp_path):
     assert float(row[cols.index("measured BLEU")]) == pytest.approx(a1["metrics"]["bleu"] + 1.0, abs=0.01)
     assert row[cols.index("measured BLEU sd")] == "1.00"
     assert {r[0]: r for r in table_rows(md)}["A2"][cols.index("measured BLEU sd")] == ""  # one seed
+
+
+def test_claims_section_gives_verdicts_from_stored_sentence_scores(tmp_path, data_root):
+    import random
+    from zoo import claims as C, data as D
+    refs = [t for _, t in D.load_pairs("multi30k", "dev", data_root)][:300]
+
+    def stats(p, seed):  # a system that drops each word with probability p
+        rng = random.Random(seed)
+        hyps = [" ".join(w for w in r.split() if rng.random() > p) or r for r in refs]
+        return C.sentence_stats(hyps, refs).astype(int).tolist()
+
+    store = synthetic_store(tmp_path / "zoo.db")
+    st = Store(store)
+    by = {t["variant"]: t for t in st.trials() if t["paper_table"] == 3}
+    for row, p in (("base", 0.05), ("A1", 0.4), ("A3", 0.2), ("A4", 0.2)):  # base >> A1; A3 ~ A4
+        m = by[row]["metrics"]
+        split = {**m["splits"][m["eval_split"]], "bleu_stats": stats(p, hash(row) % 100)}
+        st.upsert(by[row]["spec"], row, by[row]["profile"], metrics={**m, "splits": {m["eval_split"]: split}})
+    assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
+    md = (tmp_path / "out" / "table3.md").read_text()
+    claims = md[md.index("## Claims"):md.index("## Rank agreement")]
+    assert claims.index("## Claims") < md.index("## Rank agreement")
+    line = lambda cid: next(l for l in claims.splitlines() if l.startswith(f"| {cid} |"))
+    assert line("A-one-head-bleu").endswith("| held |")
+    assert line("A-too-many-heads-bleu").endswith("| within noise |")
+    assert line("A-too-many-heads-ppl").endswith("| needs 2+ seeds |")
+    assert re.search(r"claims: 1 held, 1 within noise, 0 flipped \(\d+ without a verdict", claims)

@@ -97,9 +97,9 @@ def verdict(claim: Claim, ours: Interval) -> str:
 
 
 def sentence_stats(hyps: Sequence[str], refs: Sequence[str]) -> np.ndarray:
-    """sacreBLEU's per-sentence sufficient statistics (n-gram matches and totals, lengths)."""
-    from sacrebleu.metrics import BLEU
-    return np.asarray(BLEU()._extract_corpus_statistics(list(hyps), [list(refs)]), dtype="float32")
+    """sacreBLEU's per-sentence sufficient statistics, as a run stores them (zoo.metrics.bleu_stats)."""
+    from zoo.metrics import bleu_stats
+    return np.asarray(bleu_stats(list(hyps), list(refs)), dtype="float32")
 
 
 def _bleu(summed: np.ndarray) -> np.ndarray:
