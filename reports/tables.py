@@ -137,11 +137,14 @@ def _profile_notes(trials: list[dict]) -> list[str]:
     """Say what each profile in use means, and its schedule (warmup, peak learning rate)."""
     notes = []
     for prof in sorted({t["profile"] for t in trials if t}):
-        try:
-            text = profile_description(prof)
-        except (UserError, OSError):  # a profile file that is gone: say so rather than fail the report
-            text = f"{prof}: (profile description not found)"
         cfg = next((c for t in trials if t and t["profile"] == prof and (c := config_of(t))), None)
+        if cfg is not None and cfg.profile_description:  # what the profile said when the run started
+            text = f"{prof}: {cfg.profile_description}"
+        else:  # a run from before descriptions were kept: today's profile file, if it is still there
+            try:
+                text = profile_description(prof)
+            except (UserError, OSError):
+                text = f"{prof}: (profile description not found)"
         if cfg is not None:
             s = cfg.train.schedule
             lr = s.lr_scale * cfg.model.d_model ** -0.5 * s.warmup_steps ** -0.5

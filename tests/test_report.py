@@ -423,3 +423,14 @@ def test_claims_section_gives_verdicts_from_stored_sentence_scores(tmp_path, dat
     assert line("A-too-many-heads-bleu").endswith("| within noise |")
     assert line("A-too-many-heads-ppl").endswith("| needs 2+ seeds |")
     assert re.search(r"claims: 1 held, 1 within noise, 0 flipped \(\d+ without a verdict", claims)
+
+
+def test_profile_note_is_the_one_the_run_used(tmp_path):
+    store = synthetic_store(tmp_path / "zoo.db")
+    st = Store(store)
+    for t in st.trials():
+        if t["paper_table"] == 3:
+            st.upsert(t["spec"], t["variant"], t["profile"], config={**t["config"], "profile_description": "as it was then"})
+    assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
+    md = (tmp_path / "out" / "table3.md").read_text()
+    assert "Profile cpu: as it was then" in md and "one 2-core CPU" not in md.split("Profile cpu:")[1][:60]

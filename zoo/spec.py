@@ -158,6 +158,7 @@ class Config(_Strict):
     trial: str = Field("", description="the trial's unique name: the variant, plus -seedN on a seeds axis")
     spec: str = ""
     profile: str = "paper"
+    profile_description: str = Field("", max_length=10_000, description="what the profile meant when this ran")
     description: str = Field("", max_length=10_000)
     paper: PaperRef = PaperRef()
     model: ModelSpec = ModelSpec()
@@ -635,10 +636,13 @@ def apply_profile(doc: Doc, profile_path: Path | None) -> Doc:
 
 
 def profile_description(name: str, spec_path: Path | None = None) -> str:
-    p = find_profile(name, spec_path)
-    if p is None:
-        return "paper: the spec exactly as written"
-    return f"{name}: {str(read_yaml(p).data.get('description') or '').strip()}"
+    return f"{profile_name(name)}: {_description(find_profile(name, spec_path))}"
+
+
+def _description(profile_path: Path | None) -> str:
+    if profile_path is None:
+        return "the spec exactly as written"
+    return str(read_yaml(profile_path).data.get("description") or "").strip()[:10_000]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -732,6 +736,7 @@ def resolve(path: str | Path, variant: str | None = None, profile: str = "paper"
     prof_path = find_profile(profile, path)
     set_data, set_locs = parse_set(sets)
     axis = _seeds(doc, prof_path, seeds)
+    prof_text = _description(prof_path)
     out = []
     for name, over in variants.items():
         if variant is not None and name != variant:
@@ -746,7 +751,7 @@ def resolve(path: str | Path, variant: str | None = None, profile: str = "paper"
         for seed in axis or [None]:
             ds = d if seed is None else deep_merge(d, {"train": {"seed": seed}}, {})
             header = {"variant": name, "trial": name if seed is None else f"{name}-seed{seed}",
-                      "spec": str(path), "profile": profile_name(profile)}
+                      "spec": str(path), "profile": profile_name(profile), "profile_description": prof_text}
             cfg = _validate(ds, header)
             _check_corpus(ds, cfg)
             out.append(cfg)
