@@ -382,14 +382,14 @@ def table2(runs: Runs) -> Table:
             m = _metrics(t)
             test = (m.get("splits") or {}).get("test") or (m if m.get("eval_split") == "test" else {})
             spent = flops_done(t, cfg)
-            pk = peaks.peak(t.get("hardware"), m.get("device_name") or m.get("device"), m.get("workers")) if m else None
+            pk = peaks.peak(t.get("placement"), m.get("device_name") or m.get("device")) if m else None
             secs = m.get("train_seconds")
             util = spent / (secs * pk[0]) if spent and secs and pk else None
             if pk:
                 peak_notes.add(pk[1])
             elif m:
                 peak_notes.add(f"{group} {row}: no peak known for '{t.get('hardware') or m.get('device')}' "
-                               "(the store does not name the device model), so no utilization")
+                               "(the store does not name the device model or its threads), so no utilization")
             st = state(t)
             rows.append([
                 paper_bleu[(row, group)], test.get("bleu"), test.get("eval_weights"),

@@ -61,7 +61,8 @@ def synthetic_store(path: Path, profile: str = "cpu") -> Path:
         cfg = resolve(REPO / "specs" / f"{stem}.yaml", row if stem.startswith("table3") else None, profile)[0]
         key = (f"specs/{stem}.yaml", row, profile)
         common = dict(config_hash=cfg.config_hash(), config=cfg.model_dump(mode="json"), paper_table=3,
-                      paper_group=group, paper_row=row, steps=cfg.train.steps, hardware="cpu x2 threads",
+                      paper_group=group, paper_row=row, steps=cfg.train.steps, hardware="cpu, 2 threads on vm (node n1, pid 1)",
+                      placement={"threads": 2, "workers": 1, "gpu_ids": [], "hostname": "vm", "node_id": "n1", "pid": 1},
                       created_at=t0)
         if row in FINISHED:  # made-up figures loosely following the paper's order
             m = _synthetic_metrics(cfg, round(bleu - 12 + sum(map(ord, row)) % 7 / 10, 2), round(ppl * 2.1, 2))
@@ -82,7 +83,8 @@ def synthetic_store(path: Path, profile: str = "cpu") -> Path:
         key = (f"specs/{stem}.yaml", cfg.variant, profile)
         common = dict(config_hash=cfg.config_hash(), config=cfg.model_dump(mode="json"), paper_table=2,
                       paper_group="EN-DE", paper_row=cfg.variant, steps=cfg.train.steps,
-                      hardware="cpu x2 threads", created_at=t0)
+                      hardware="cpu, 2 threads on vm (node n1, pid 1)", created_at=t0,
+                      placement={"threads": 2, "workers": 1, "gpu_ids": [], "hostname": "vm", "node_id": "n1", "pid": 1})
         if status == "finished":
             test = {"eval_split": "test", "eval_sentences": 1000, "bleu": 17.31, "eval_weights":
                     "average of the last 5 checkpoints", "bleu_signature": "nrefs:1|case:mixed|eff:no|tok:13a|"
@@ -249,16 +251,16 @@ def test_report_never_imports_ray(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
-@pytest.mark.parametrize("hardware, device, flops", [
-    ("cpu, 1 thread on vm (node 521d6c85, pid 1)", "cpu", 90e9),  # the runner's format
-    ("cpu, 2 threads, 3 workers on vm (node 1, pid 2)", "cpu", 6 * 90e9),
-    ("cpu x2 threads", "cpu", 180e9),  # older stores
-    ("GPU 0,1 on h100host (node 1, pid 2)", "NVIDIA H100 80GB HBM3", 2 * 989e12),
-    ("GPU 0 on host (node 1, pid 2)", "cuda", None),  # GPU model unknown: no peak to divide by
+@pytest.mark.parametrize("placement, device, flops", [
+    ({"threads": 1, "workers": 1, "gpu_ids": []}, "cpu", 90e9),  # what the runner records
+    ({"threads": 2, "workers": 3, "gpu_ids": []}, "cpu", 6 * 90e9),
+    ({"threads": 1, "workers": 2, "gpu_ids": ["0", "1"]}, "NVIDIA H100 80GB HBM3", 2 * 989e12),
+    ({"threads": 8, "workers": 1, "gpu_ids": ["0"]}, "cuda", None),  # GPU model unknown: no peak to divide by
+    (None, "cpu", None),  # an old row without a placement: threads unknown, nothing guessed from text
 ])
-def test_device_peak_from_the_hardware_column(hardware, device, flops):
+def test_device_peak_from_the_placement(placement, device, flops):
     from zoo.reports.peaks import peak
-    got = peak(hardware, device)
+    got = peak(placement, device)
     assert (got and got[0]) == flops
 
 
