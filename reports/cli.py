@@ -13,7 +13,8 @@ DEFAULT_RUNS = Path("runs") / "zoo.db"
 
 def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], profile: str | None = None) -> list[Path]:
     """Write the chosen tables (and, for all of them, the index); return the files written."""
-    from reports import plots, render, runs as runs_mod, tables as tables_mod
+    from zoo.reports import plots, render, runs as runs_mod, tables as tables_mod
+    from zoo.paths import atomic_write_text
     runs = runs_mod.load(runs_path, profile)
     img = out / "img"
     meta = render.meta(runs_path, profile, len(runs.trials), runs.note)
@@ -21,7 +22,7 @@ def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], pro
     nav = [name for name in render.PAGES if name in {t.name for t in built} or (out / f"{name}.html").exists()]
     written, index_figures = [], []
     for t in built:
-        figures = plots.table3_scatters(t, img) if t.name == "table3" else []
+        figures = plots.table3_scatters(t, img) + plots.claims(t, img) if t.name == "table3" else []
         if t.name == "table3":
             index_figures = figures[:1]
         cards = []
@@ -35,6 +36,8 @@ def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], pro
         written += render.write_table(t, out, formats, meta, figures, cards, nav)
     if len(tables) == len(tables_mod.BUILDERS):
         written += render.write_index(built, out, formats, meta, index_figures, nav)
+        if runs.trials:
+            written.append(atomic_write_text(out / "results.csv", runs.csv()))
     return written
 
 

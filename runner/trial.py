@@ -98,7 +98,7 @@ def _fit_data_parallel(setup: dict, cfg, n: int) -> None:
         _worker_loop, train_loop_config=setup,
         scaling_config=ScalingConfig(num_workers=n, use_gpu=gpu, resources_per_worker=per_worker),
         torch_config=TorchConfig(backend="nccl" if gpu else "gloo"),
-        run_config=RunConfig(name=f"{cfg.variant}-{tune.get_context().get_trial_id()}-{int(time.time())}",
+        run_config=RunConfig(name=f"{cfg.trial}-{tune.get_context().get_trial_id()}-{int(time.time())}",
                              storage_path=setup["train_storage"], callbacks=[TuneReportCallback()]))
     trainer.fit()  # raises when a worker fails: Tune records the trial as errored
 

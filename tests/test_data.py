@@ -135,6 +135,39 @@ def test_missing_data_dir_says_how_to_fetch(tmp_path):
     assert str(tmp_path / "nowhere") in msg and "multi30k/train.en.gz" in msg
 
 
+def test_missing_corpus_is_fetched_on_first_use_from_the_mirror(data_root, tmp_path, serve, monkeypatch):
+    monkeypatch.setenv("ZOO_DOWNLOAD", "1")
+    monkeypatch.setenv("ZOO_DATA_MIRROR", serve(data_root))
+    root = tmp_path / "fresh"  # nothing there yet, not even the folder
+    assert D.load_pairs("multi30k", "dev", root) == D.load_pairs("multi30k", "dev", data_root)
+    assert all(ok for rel, ok, _ in D.verify("multi30k", root))  # every registered file, sha256 checked
+    before = {p: p.stat().st_mtime_ns for p in (root / "multi30k").iterdir()}
+    D.load_pairs("multi30k", "test", root)  # present now: nothing downloaded again
+    assert before == {p: p.stat().st_mtime_ns for p in (root / "multi30k").iterdir()}
+    assert D.load_pairs("wsj_sample", "dev", root)  # the parsing corpus too
+
+
+def test_downloads_forbidden_leave_the_missing_error(data_root, tmp_path, serve, monkeypatch):
+    monkeypatch.setenv("ZOO_DATA_MIRROR", serve(data_root))  # reachable, but the user said no
+    with pytest.raises(D.DataError, match="ZOO_DOWNLOAD=0") as e:
+        D.load_pairs("multi30k", "dev", tmp_path / "empty")
+    assert "zoo data fetch multi30k" in str(e.value) and not (tmp_path / "empty" / "multi30k").exists()
+
+
+@pytest.mark.slow
+def test_zoo_train_fetches_on_first_use_and_no_download_refuses(data_root, tmp_path, serve, repo):
+    env = {**os.environ, "ZOO_DOWNLOAD": "1", "ZOO_DATA_MIRROR": serve(data_root)}
+    cmd = [sys.executable, "-m", "zoo.cli", "train", str(repo / "specs/table3_A.yaml"), "--variant", "A1",
+           "--profile", "smoke", "--set", "train.steps=2", "--set", "eval.max_sentences=2",
+           "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "run")]
+    r = subprocess.run([*cmd, "--no-download"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert r.returncode == 2 and "ZOO_DOWNLOAD=0" in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "fetching it on first use" in r.stderr and (tmp_path / "run" / "summary.json").exists()
+    assert all(ok for rel, ok, _ in D.verify("multi30k", tmp_path / "data"))
+
+
 def test_unequal_sides_rejected(tmp_path, data_root):
     (tmp_path / "multi30k").mkdir()
     for f in ("val.en.gz", "val.de.gz"):

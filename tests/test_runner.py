@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from runner import local, sweep
-from runner.store import Store
+from zoo.runner import local, sweep
+from zoo.runner.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
 ZOO = [sys.executable, "-m", "zoo.cli"]
@@ -238,7 +238,7 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(tmp_path, data_root):
 
 def test_mirror_round_trip_through_a_storage_uri(tmp_path):
     """Trial folders reach object storage and come back on another node (a file:// URI stands in)."""
-    from runner.trial import Mirror
+    from zoo.runner.trial import Mirror
     a = tmp_path / "node_a"
     (a / "checkpoints").mkdir(parents=True)
     for step in (10, 20):
@@ -252,7 +252,7 @@ def test_mirror_round_trip_through_a_storage_uri(tmp_path):
 
 
 def test_short_error_picks_the_trial_exception():
-    from runner.progress import short_error
+    from zoo.runner.progress import short_error
     tb = ("Failure # 1\nray.exceptions.RayTaskError(NonFiniteLoss): ray::ImplicitFunc.train() (pid=1)\n"
           "  File \"zoo/train.py\", line 230, in train\n"
           "zoo.train.NonFiniteLoss: non-finite loss at step 3 (lr 1e+05); lower train.schedule.lr_scale\n")
@@ -269,3 +269,17 @@ def test_a_local_folder_is_refused_for_a_cluster_on_other_hosts(tmp_path, monkey
     with pytest.raises(UserError, match="cannot see it"):
         sweep._check_shared(sweep.Storage(str(tmp_path)), "auto")
     sweep._check_shared(sweep.Storage("s3://bucket/zoo-runs"), "auto")  # a cloud URI is shared
+
+
+def test_seeds_axis_runs_each_variant_once_per_seed_and_skips_finished(cluster, tmp_path, data_root):
+    cl, _ = cluster
+    rc, out, r = _run(cl, tmp_path, "seeds", ["A1"], seeds=[1, 2])
+    assert rc == 0, out
+    assert sorted(r) == ["A1-seed1", "A1-seed2"]
+    assert {x["config"]["train"]["seed"] for x in r.values()} == {1, 2}
+    assert {x["paper_row"] for x in r.values()} == {"A1"} and len({x["config_hash"] for x in r.values()}) == 2
+    rc, out, r2 = _run(cl, tmp_path, "seeds", ["A1"], seeds=[1, 2, 3])  # one more seed: only it runs
+    assert rc == 0 and "1 of 3 trials to run (A1-seed3)" in out, out
+    assert r2["A1-seed1"]["finished_at"] == r["A1-seed1"]["finished_at"]
+    st = json.loads(zoo("status", "--json", "--runs", str(tmp_path / "seeds")).stdout)
+    assert sorted(x["seed"] for x in st) == [1, 2, 3]

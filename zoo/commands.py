@@ -57,8 +57,8 @@ def register(sub) -> None:
     s.add_argument("--params", help="EVALB parameter file (default: COLLINS.prm rules)")
     s.set_defaults(fn=cmd_evalb)
     register_train(sub)
-    __import__("reports.cli", fromlist=["register"]).register(sub)  # zoo report, in reports/cli.py
-    __import__("runner.cli", fromlist=["register"]).register(sub)  # zoo run / status, in runner/cli.py
+    __import__("zoo.reports.cli", fromlist=["register"]).register(sub)  # zoo report, in reports/cli.py
+    __import__("zoo.runner.cli", fromlist=["register"]).register(sub)  # zoo run / status, in runner/cli.py
 
 
 # -- training and translation -----------------------------------------------------------------
@@ -99,6 +99,7 @@ class Progress:
 
 
 def cmd_train(args) -> int:
+    from zoo.paths import inside
     from zoo.spec import profile_description, resolve
     profile = _auto_profile(args.profile)
     cfgs = resolve(args.spec, args.variant, profile, args.set)
@@ -107,7 +108,10 @@ def cmd_train(args) -> int:
         raise UserError(f"{args.spec} has several variants ({names}); choose one with --variant "
                         "(or use `zoo run` to run them all)")
     cfg = cfgs[0]
-    out = Path(args.out or Path("runs") / "train" / Path(args.spec).stem / f"{cfg.variant}-{cfg.profile}")
+    # --out is the run folder itself; by default it is named after the spec, variant and profile,
+    # and must stay inside runs/train/ (zoo.paths.inside refuses a name that leads elsewhere)
+    out = Path(args.out) if args.out else inside(Path("runs") / "train", Path(args.spec).stem,
+                                                 f"{cfg.variant}-{cfg.profile}")
     print(f"zoo train {cfg.variant} from {args.spec}\nprofile {profile_description(profile, Path(args.spec))}\n"
           f"output {out}", file=sys.stderr)
     from zoo.train import train
@@ -203,6 +207,8 @@ def register_train(sub) -> None:
     s.add_argument("--set", action="append", metavar="FIELD=VALUE")
     s.add_argument("--out", help="run directory (default runs/train/SPEC/VARIANT-PROFILE)")
     s.add_argument("--data-dir", help="data directory (default $ZOO_DATA_DIR or the user cache)")
+    s.add_argument("--no-download", action="store_true",
+                   help="never fetch a missing corpus on first use (also: ZOO_DOWNLOAD=0)")
     s.set_defaults(fn=cmd_train)
     s = sub.add_parser("translate", help="translate stdin to stdout with beam search",
                        description="Translate stdin to stdout with a trained run (or one checkpoint).")

@@ -23,6 +23,7 @@ import logging
 import os
 import random
 import re
+import sys
 import tempfile
 import time
 import urllib.parse
@@ -306,6 +307,40 @@ def corpus(name: str) -> Corpus:
 
 
 # --------------------------------------------------------------------------- reading
+# A public corpus missing from the data directory is fetched the first time a run needs it (as
+# torchvision's download=True), with the sha256 checks of `zoo data fetch`, unless the user
+# forbids downloads. A mirror of the data folder (an intranet copy; the tests' loopback server)
+# replaces the public origins.
+DOWNLOAD_ENV = "ZOO_DOWNLOAD"   # "0" (or no/false/off): never download; a missing corpus is an error
+MIRROR_ENV = "ZOO_DATA_MIRROR"  # base URL of a mirror of the data folder, as `zoo data fetch --base-url`
+
+
+def downloads_allowed() -> bool:
+    return os.environ.get(DOWNLOAD_ENV, "1").strip().lower() not in ("0", "no", "false", "off")
+
+
+def fetch_on_first_use(c: Corpus, base: Path, missing: list[str], explicit) -> None:
+    """Fetch corpus `c` into `base` when a file a run needs is missing and the registry can fetch it.
+    Several trials may ask at once: a lock per corpus lets one download while the others wait."""
+    registered = {f.path for f in c.files if f.url or f.member or os.environ.get(MIRROR_ENV)}
+    if not downloads_allowed() or not any(m in registered or m.removesuffix(".gz") in registered
+                                          or m + ".gz" in registered for m in missing):
+        return
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        lock_path = base / f".zoo-fetch-{c.name}.lock"
+        lock = open(lock_path, "a")
+    except OSError as e:
+        raise DataError(f"Corpus '{c.name}' is missing {', '.join(missing)} in the data directory {base} "
+                        f"({_where(explicit)}), and it cannot be fetched there: {e}. Point $ZOO_DATA_DIR / "
+                        f"--data-dir at a writable folder, or at one that already holds the corpus.") from None
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if we crash
+        log.warning("corpus %s is not in %s: fetching it on first use (set %s=0 to forbid downloads)",
+                    c.name, base, DOWNLOAD_ENV)
+        fetch(c.name, base, base_url=os.environ.get(MIRROR_ENV) or None)
+
+
 def _find(root: Path, rel: str) -> Path | None:
     """The file for `rel` under root; a path without .gz may also exist gzipped."""
     for cand in (rel,) if rel.endswith(".gz") else (rel, rel + ".gz"):
@@ -327,7 +362,8 @@ def _missing_error(c: Corpus, split: str, root: Path, missing: list[str], explic
     manual = [m for m in missing if m not in {f.path for f in c.files}]
     how = (c.manual if manual else
            f"Download it with `zoo data fetch {c.name}` (from its public origin, checking sha256), "
-           f"or point $ZOO_DATA_DIR / --data-dir at a folder that already holds it.")
+           f"or point $ZOO_DATA_DIR / --data-dir at a folder that already holds it."
+           + ("" if downloads_allowed() else f" (It was not fetched on first use: {DOWNLOAD_ENV}=0.)"))
     return DataError(f"Corpus '{c.name}' split '{split}' is not available: missing "
                      f"{', '.join(missing)} in the data directory {root} ({_where(explicit)}). {how}")
 
@@ -337,6 +373,9 @@ def _split_files(c: Corpus, split: str, root: Path, explicit) -> tuple[list[Path
         raise DataError(f"Corpus '{c.name}' has no split '{split}'; choose one of: "
                         f"{', '.join(c.split_choices())}.")
     srcs, tgts = c.splits[split]
+    missing = [rel for rel in (*srcs, *tgts) if _find(root, rel) is None]
+    if missing:
+        fetch_on_first_use(c, root, missing, explicit)
     found = {rel: _find(root, rel) for rel in (*srcs, *tgts)}
     missing = [rel for rel, p in found.items() if p is None]
     if missing:
@@ -353,6 +392,9 @@ def load_pairs(name: str, split: str, root: str | Path | None = None) -> list[tu
             raise DataError(f"Corpus 'wsj_sample' has no split '{split}'; choose one of: "
                             f"{', '.join(c.split_choices())}.")
         need = [f.path for f in c.files if not f.optional and not (base / f.path).is_file()]
+        if need:
+            fetch_on_first_use(c, base, need, root)
+            need = [f.path for f in c.files if not f.optional and not (base / f.path).is_file()]
         if need:
             raise _missing_error(c, split, base, need, root)
         from zoo import trees  # lazy: parsing lives in its own module
@@ -403,8 +445,29 @@ def _atomic_write(dest: Path, chunks: Iterator[bytes], sha256: str, source: str)
 
 def _http_chunks(url: str) -> Iterator[bytes]:
     with urllib.request.urlopen(url, timeout=60) as r:
+        total, done, shown = int(r.headers.get("Content-Length") or 0), 0, -1
+        name = url.rsplit("/", 1)[-1]
         while chunk := r.read(1 << 20):
+            done += len(chunk)
+            shown = _progress(name, done, total, shown)
             yield chunk
+        if shown >= 0 and sys.stderr.isatty():
+            sys.stderr.write("\n")
+
+
+def _progress(name: str, done: int, total: int, shown: int) -> int:
+    """A progress bar on a terminal (redrawn in place), a log line per quarter otherwise (Ray logs)."""
+    pct = int(100 * done / total) if total else -1
+    if sys.stderr.isatty():
+        bar = "#" * (pct // 5) if pct >= 0 else ""
+        sys.stderr.write(f"\r  {name}: [{bar:<20}] {done / 1e6:.1f}/{total / 1e6:.1f} MB" if total else
+                         f"\r  {name}: {done / 1e6:.1f} MB")
+        sys.stderr.flush()
+        return max(pct, 0)
+    if total and pct // 25 > shown // 25 and pct // 25 > 0:
+        log.info("%s: %d%% of %.1f MB", name, pct, total / 1e6)
+        return pct
+    return shown
 
 
 def _zip_member(path: Path, member: str) -> Iterator[bytes]:

@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from zoo import data as zdata
 from zoo.errors import UserError, disk_full
 from zoo.model import PAD, Transformer, build_model
+from zoo.paths import inside
 from zoo.spec import Config
 
 BOS, EOS = 2, 3
@@ -405,10 +406,11 @@ def evaluate(cfg: Config, out: Path, model: Transformer, p: Prepared, device) ->
         else:
             b, tok = metrics.bleu(hyps, refs), metrics.tokenized_bleu(hyps, refs)
             res |= {"bleu": b["bleu"], "bleu_signature": b["signature"], "bleu_tokenized": tok["bleu"],
-                    "bleu_tokenized_label": tok.get("label", "")}
-        atomic_write_text(out / f"hyps.{split}.txt", "\n".join(hyps) + "\n")
+                    "bleu_tokenized_label": tok.get("label", ""), "bleu_stats": metrics.bleu_stats(hyps, refs)}
+        atomic_write_text(inside(out, f"hyps.{split}.txt"), "\n".join(hyps) + "\n")  # split: a safe name
         per_split[split] = res
-    return per_split[cfg.eval.split] | {"splits": per_split, "attention": attention_map(model, sp, p, device)}
+    top = {k: v for k, v in per_split[cfg.eval.split].items() if k != "bleu_stats"}  # kept once, per split
+    return top | {"splits": per_split, "attention": attention_map(model, sp, p, device)}
 
 
 def attention_map(model: Transformer, sp, p: Prepared, device, max_tokens: int = 24) -> dict:
