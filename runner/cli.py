@@ -73,7 +73,7 @@ def cmd_status(args) -> int:
 def _dead_driver(storage: Path) -> tuple[int | None, list[int]]:
     """The pid of a `zoo run` on storage that died without cleaning up (None when it ended cleanly or
     still runs), and the Ray processes it left alive. Read-only: reads the lock and pidfile."""
-    from runner import local
+    from zoo.runner import local
     pid, holding = local.run_driver(storage)
     info = local.read_pidfile(storage)
     if info and not holding and (pid is None or pid == info.get("driver")):

@@ -88,16 +88,16 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
                         "such as s3://bucket/zoo-runs")
     st = Storage(storage)
     st.make()
-    from runner.local import RunLock
+    from zoo.runner.local import RunLock
     lock = RunLock(st.local).acquire()  # one run per storage, for the whole run
     store = open_store(st.store_path, write=True)
     try:
         return _run(spec, spec_key, profile, variants, sets, address, st, store, rerun, max_concurrent,
-                    data_dir, stream)
-    except (OSError, sqlite3.OperationalError) as e:
+                    data_dir, seeds, stream)
+    except Exception as e:  # Tune wraps what its callbacks raise (the store's writes) in a TuneError
         if not disk_full(e):
             raise
-        why = f"no space left on device ({e}) under {st.local}"
+        why = f"no space left on device under {st.local}"
         _fail_unfinished(store, spec_key, why)
         raise UserError(f"{why}: the run stopped and its unfinished trials are marked failed. Free some "
                         "space (old checkpoints under the trial folders, or another --storage) and run the "
@@ -107,7 +107,7 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
 
 
 def _run(spec, spec_key, profile, variants, sets, address, st: Storage, store, rerun, max_concurrent,
-         data_dir, stream) -> int:
+         data_dir, seeds, stream) -> int:
     if profile == "auto" and address is None:
         profile = _local_profile()
     if profile != "auto":
@@ -209,9 +209,10 @@ def _sweep(spec, spec_key, profile, cfgs, todo, st: Storage, store, rerun, max_c
 
 
 def disk_full(e: BaseException) -> bool:
-    """ENOSPC from the OS, or SQLite's own word for it."""
-    return getattr(e, "errno", None) == errno.ENOSPC or (
-        isinstance(e, sqlite3.OperationalError) and "disk is full" in str(e)) or "No space left" in str(e)
+    """ENOSPC from the OS, or SQLite's word for it, also inside the TuneError that wraps a callback's."""
+    text = str(e)
+    return getattr(e, "errno", None) == errno.ENOSPC or "database or disk is full" in text \
+        or "No space left on device" in text
 
 
 def _fail_unfinished(store, spec_key: str, why: str) -> None:
