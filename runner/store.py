@@ -173,6 +173,9 @@ def open_store(path: str | Path, write: bool = False) -> Store:
     try:
         return Store(path, readonly=not write)
     except (sqlite3.DatabaseError, OSError) as e:
+        if write and ("disk is full" in str(e) or getattr(e, "errno", None) == 28):  # ENOSPC
+            raise UserError(f"no space left on device for the results store {path}: free some space there "
+                            "or give the run another --storage") from None
         if write and not _writable(path):
             raise UserError(f"{path} is read-only ({e}): `zoo run` records every trial there; make it "
                             "writable or give the run another --storage") from None
