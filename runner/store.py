@@ -170,6 +170,9 @@ def open_store(path: str | Path, write: bool = False) -> Store:
     (created when missing). A file that is not a store, or one a run cannot write, is a user error."""
     from zoo.errors import UserError
     path = Path(path)
+    if write and not _writable(path):  # opening an existing store writes nothing: the first result would fail
+        raise UserError(f"{path} is read-only: `zoo run` records every trial there; make it (and its folder) "
+                        "writable or give the run another --storage") from None
     try:
         return Store(path, readonly=not write)
     except (sqlite3.DatabaseError, OSError) as e:

@@ -311,18 +311,29 @@ def test_status_on_an_empty_file_writes_nothing(tmp_path):
     assert "no trials in" in out
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root may write read-only files")
-def test_a_read_only_store_is_read_and_reported_as_read_only(tmp_path, data_root):
-    db = _store_with_a_running_row(tmp_path / "ro")
-    for p in (db, db.parent):
-        p.chmod(0o555 if p.is_dir() else 0o444)
+def as_nobody(*args):
+    """`zoo ARGS` as an unprivileged user: root may write any file, read-only or not."""
+    drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
+    r = subprocess.run([*drop, *ZOO, *map(str, args)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    return r.returncode, r.stdout, r.stderr
+
+
+def test_a_read_only_store_is_read_and_reported_as_read_only(data_root):
+    import shutil
+    import tempfile
+    folder = Path(tempfile.mkdtemp(prefix="zoo-ro-"))  # not under pytest's root-only folder
     try:
-        code, out, err = zoo("status", "--runs", db)
-        assert code == 0 and "A1" in out, err
-        clean_exit_2(*zoo("run", SPEC, "--profile", "smoke", "--variant", "A1", "--storage", db.parent,
-                          *sets(*TINY)), "read-only")
+        folder.chmod(0o755)
+        db = _store_with_a_running_row(folder)
+        db.chmod(0o444)
+        folder.chmod(0o555)
+        code, out, err = as_nobody("status", "--runs", db)
+        assert code == 0 and "A1" in out and "running" in out, out + err  # read, not "not a results store"
+        folder.chmod(0o777)  # a folder it may write, a store file it may not
+        clean_exit_2(*as_nobody("run", SPEC, "--profile", "smoke", "--variant", "A1", "--storage", folder,
+                                *sets(*TINY)), f"{db} is read-only")
     finally:
-        db.parent.chmod(0o755)
+        shutil.rmtree(folder)
 
 
 def test_a_diverged_dev_loss_is_non_finite_not_an_overflow(data_root):
