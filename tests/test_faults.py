@@ -424,3 +424,20 @@ def test_a_store_on_a_full_disk_is_refused_before_the_run(tmp_path, data_root, n
     (tmp_path / "zoo.db").symlink_to("/dev/full")  # SQLite's first write: ENOSPC
     with pytest.raises(UserError, match="no space left on device for the results store"):
         run(str(SPEC), "smoke", ["A1"], TINY, storage=str(tmp_path), stream=io.StringIO())
+
+
+def test_an_unreadable_data_folder_is_a_clear_error(tmp_path, data_root):
+    import shutil
+    import tempfile
+    folder = Path(tempfile.mkdtemp(prefix="zoo-data-"))
+    try:
+        (folder / "multi30k").mkdir()
+        (folder / "multi30k").chmod(0o700)  # someone else's corpus folder
+        (folder / "out").mkdir(mode=0o777)
+        (folder / "out").chmod(0o777)
+        folder.chmod(0o755)
+        clean_exit_2(*as_nobody("train", SPEC, "--variant", "A1", "--profile", "smoke", "--data-dir", folder,
+                                "--no-download", "--out", folder / "out" / "run"),
+                     f"permission denied: {folder / 'multi30k'}")
+    finally:
+        shutil.rmtree(folder)

@@ -173,6 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as e:
         print(f"zoo: error: {e}", file=sys.stderr)
         return 2
+    except PermissionError as e:  # a file or folder of the user's this user may not read or write
+        print(f"zoo: error: permission denied: {e.filename or e}; make it readable (and writable, for "
+              "output folders) by this user, or point zoo at another path", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("zoo: interrupted", file=sys.stderr)
         return 130
