@@ -61,6 +61,9 @@ def cmd_status(args) -> int:
     for row in table:
         print("  ".join(str(x).ljust(w) for x, w in zip(row, widths)) + "  " + str(row[-1]))
     print(f"\n{len(rows)} trials in {path}")
+    for r in rows:
+        if r.get("warning"):  # worked around, e.g. an unloadable checkpoint set aside
+            print(f"{Path(r['spec']).stem} {r['variant']}: {r['warning']}")
     if gone:
         print(f"the `zoo run` that last used {path.parent} (pid {gone}) was killed: its running trials are not "
               f"running; the same `zoo run` command resumes them from their last checkpoints")

@@ -164,6 +164,8 @@ def test_the_skipped_checkpoint_is_named_in_the_store(tmp_path):
     row = store.get("t.yaml", "A1", "smoke")
     assert "step_00000006.pt cannot be loaded (RuntimeError: zip)" in row["warning"]
     assert "step_00000006.pt" in live.stream.getvalue()
+    code, out, err = zoo("status", "--runs", tmp_path / "zoo.db")
+    assert code == 0 and "t A1: checkpoint /r/A1/checkpoints/step_00000006.pt cannot be loaded" in out, out + err
 
 
 def test_zoo_train_prints_the_bad_checkpoint(trained, tmp_path, data_root):
