@@ -129,11 +129,42 @@ def test_memory_estimate_counts_the_real_parameters():
     n = sum(p.numel() for p in build_model(cfg.model, cfg.data.vocab_size).parameters())
     est = train_memory(cfg)
     assert est["weights"] == 4 * n and est["adam"] == 8 * n
-    assert est["activations"] > 0 and est["total"] == sum(est[k] for k in ("weights", "gradients", "adam", "activations"))
+    assert est["activations"] > 0
+    assert est["total"] == sum(est[k] for k in ("weights", "gradients", "adam", "activations", "runtime"))
     # more tokens per micro-batch, more activations; gradient accumulation splits them
     more = train_memory(smoke_cfg("train.batch_tokens=6000"))
     split = train_memory(smoke_cfg("train.batch_tokens=6000", "train.max_tokens_per_device=600"))
     assert more["activations"] > 5 * est["activations"] and split["activations"] == est["activations"]
+
+
+@pytest.mark.parametrize("variant, h, L, B, V", [("A1", 1, 64, 8, 1000), ("A4", 32, 128, 4, 1000),
+                                                  ("A3", 16, 32, 16, 8000)])
+def test_activation_estimate_bounds_what_autograd_keeps(variant, h, L, B, V):
+    """What autograd saves for the backward pass of one batch (measured with saved-tensor hooks) is at
+    most the estimate, and the estimate at most 2.5x that: the rest is the backward pass's transient
+    gradients (the logits' above all). Many heads do not multiply it: SDPA keeps no L x L scores."""
+    from zoo.costs import FLOAT, activation_floats_per_token
+    from zoo.model import build_model
+    from zoo.train import smoothed_loss
+    cfg = resolve(SPEC, variant, "quick")[0]
+    assert cfg.model.h == h
+    torch.manual_seed(0)
+    model = build_model(cfg.model, V).train()
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    saved = {}
+
+    def pack(t):
+        s = t.untyped_storage()
+        if s.data_ptr() not in params:
+            saved[s.data_ptr()] = max(saved.get(s.data_ptr(), 0), s.nbytes())
+        return t
+
+    src, tgt = torch.randint(4, V, (B, L)), torch.randint(4, V, (B, L))
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        smoothed_loss(model(src, tgt), tgt, 0.1)
+    kept = sum(saved.values())
+    est = FLOAT * B * L * activation_floats_per_token(cfg.model, V, L)
+    assert kept <= est <= 2.5 * kept, (kept, est)
 
 
 # -- 6. checkpoint fallback ---------------------------------------------------------------------------

@@ -89,13 +89,16 @@ def costs(cfg: Config) -> dict:
 # pass of one micro-batch (batch_tokens / accumulation / workers tokens on each side).
 
 FLOAT = 4
+RUNTIME = 2**29  # the process itself: torch, the corpus, sentencepiece (a smoke trial peaks at 0.25 GiB RSS)
 
 
 def activation_floats_per_token(m: ModelSpec, vocab_size: int, seq_len: int) -> int:
     """Floats autograd keeps per target token (one source token alongside), sentences of seq_len."""
     d, h = m.d_model, m.h
     heads = h * (2 * m.d_k + m.d_v) + h * m.d_v       # Q, K, V and the concatenated heads
-    attn = lambda L: heads + 3 * h * L + 2 * d          # scores, softmax, dropout; W^O out, its dropout
+    # scaled_dot_product_attention's fused kernels keep no L x L scores for the backward pass, only
+    # a per-head log-sum-exp; seq_len stays a parameter for callers that count the scores themselves
+    attn = lambda L: heads + 2 * h + 2 * d              # heads' statistics; W^O out, its dropout
     ffn = 3 * m.d_ff + 2 * d                            # hidden before/after ReLU, dropout; out, dropout
     norm = 3 * d                                        # LayerNorm in, residual sum, statistics
     enc = attn(seq_len) + ffn + 2 * norm
@@ -121,7 +124,8 @@ def train_memory(cfg: Config, workers: int = 1, vocab_size: int | None = None) -
     seq = min(cfg.data.max_len, cfg.model.max_len) + 1
     tokens = micro_batch_tokens(cfg, workers)
     parts = {"weights": FLOAT * P, "gradients": FLOAT * P, "adam": 2 * FLOAT * P,
-             "activations": FLOAT * tokens * activation_floats_per_token(cfg.model, v, seq)}
+             "activations": FLOAT * tokens * activation_floats_per_token(cfg.model, v, seq),
+             "runtime": RUNTIME}
     return parts | {"total": sum(parts.values()), "params": P, "tokens": tokens, "seq_len": seq}
 
 
@@ -131,6 +135,6 @@ def gib(n: float) -> str:
 
 def memory_text(est: dict) -> str:
     """One line: the total and its parts."""
-    parts = ", ".join(f"{k} {gib(est[k])}" for k in ("weights", "gradients", "adam", "activations"))
+    parts = ", ".join(f"{k} {gib(est[k])}" for k in ("weights", "gradients", "adam", "activations", "runtime"))
     return (f"{gib(est['total'])} ({parts}; {est['params'] / 1e6:.0f}M parameters, micro-batches of "
             f"{est['tokens']} tokens in sentences of up to {est['seq_len']})")
