@@ -219,7 +219,13 @@ def test_single_table_and_profile_filter(tmp_path, capsys):
     assert states == ["not run"] * 20  # no smoke runs in this store
 
 
-@pytest.mark.parametrize("kind", ["missing", "empty-file", "empty-store"])
+def test_a_named_missing_store_exits_2(tmp_path, capsys):
+    """As `zoo status`: a store named with --runs that is not there is a mistake (issue 10)."""
+    code, out, err = run("report", "--runs", tmp_path / "zoo.db", "--out", tmp_path / "o", capsys=capsys)
+    assert code == 2 and "no results store at" in err and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("kind", ["empty-file", "empty-store"])
 def test_missing_or_empty_store_gives_not_run_rows(tmp_path, capsys, kind):
     store = tmp_path / "zoo.db"
     if kind == "empty-file":
@@ -246,6 +252,7 @@ def test_report_never_imports_ray(tmp_path):
     import sys
     code = ("import sys; from zoo.cli import main; rc = main(['report', '--runs', sys.argv[1], '--out', sys.argv[2]]);"
             "assert 'ray' not in sys.modules and 'torch' not in sys.modules, 'heavy import'; sys.exit(rc)")
+    (tmp_path / "none.db").touch()  # an empty store: the report has only "not run" rows
     r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "none.db"), str(tmp_path / "o")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
