@@ -498,3 +498,26 @@ def test_wmt14_mismatched_member_lengths_are_an_error(wmt14_mirror, serve, tmp_p
     with pytest.raises(D.DataError, match="differ in length .* line 2"):
         D.fetch("wmt14_en_de", tmp_path / "d", base_url=serve(mirror))
     assert not (tmp_path / "d/wmt14/train/en-de/train.en").exists()
+
+
+def test_gpu_profile_prefers_the_wmt14_training_data_when_present(wmt14_mirror, serve, tmp_path, monkeypatch, repo):
+    """specs/profiles/gpu.yaml maps the paper's EN-DE specs to the news pool unless `zoo data fetch
+    wmt14_en_de` has built the real training data; each run's profile description says which."""
+    from zoo.spec import resolve
+
+    spec = repo / "specs/table2_en_de_base.yaml"
+    (before,) = resolve(spec, profile="gpu", data_dir=tmp_path / "data")
+    assert (before.data.dataset, before.data.vocab_size) == ("wmt_news_ende", 16000)
+    assert "Training data: wmt_news_ende" in before.profile_description
+    assert "zoo data fetch wmt14_en_de" in before.profile_description
+    mirror, sha, _ = wmt14_mirror
+    for name, h in sha.items():
+        monkeypatch.setitem(D.ARCHIVE_SHA256, name, h)
+    D.fetch("wmt14_en_de", tmp_path / "data", base_url=serve(mirror))
+    (after,) = resolve(spec, profile="gpu", data_dir=tmp_path / "data")
+    assert (after.data.dataset, after.data.vocab_size) == ("wmt14_en_de", 37000)
+    assert f"Training data: wmt14_en_de (its training data is present in {tmp_path / 'data'})" \
+        in after.profile_description
+    assert after.model == before.model and after.train == before.train  # only the data changed
+    (fr,) = resolve(repo / "specs/table2_en_fr_base.yaml", profile="gpu", data_dir=tmp_path / "data")
+    assert fr.data.dataset == "wmt14_en_fr" and "Training data" not in fr.profile_description

@@ -386,6 +386,14 @@ def fetch_on_first_use(c: Corpus, base: Path, missing: list[str], explicit) -> N
               build=any(m in built for m in missing))  # the GB archives only when a run needs them
 
 
+def split_present(name: str, split: str, root: str | Path | None = None) -> bool:
+    """Whether a split's files are all in the data directory (nothing downloaded, no hash checked)."""
+    c = CORPORA.get(name)
+    if c is None or split not in c.splits:
+        return False
+    return all(_find(data_dir(root), rel) for rel in (*c.splits[split][0], *c.splits[split][1]))
+
+
 def _find(root: Path, rel: str) -> Path | None:
     """The file for `rel` under root; a path without .gz may also exist gzipped."""
     for cand in (rel,) if rel.endswith(".gz") else (rel, rel + ".gz"):
