@@ -608,10 +608,13 @@ def _build_split(c: Corpus, split: str, base: Path, base_url: str | None, explic
         return [_find(base, src_rel), _find(base, tgt_rel)]
     archives = [_download_archive(a, base, base_url, c.name, explicit) for a in c.built[split]]
     held_out: tuple[set[str], set[str]] = (set(), set())  # dev and test sentences, per side
-    for other in ("dev", "test"):
-        srcs, tgts = _split_files(c, other, base, explicit)
-        for side, files in zip(held_out, (srcs, tgts)):
-            side.update(_norm(line) for p in files for line in _lines(p))
+    for other in ("dev", "test"):  # fetched above with the corpus's files
+        for side, rels in zip(held_out, c.splits[other]):
+            for rel in rels:
+                if (p := _find(base, rel)) is None:
+                    raise DataError(f"Cannot build {c.name} {split} without {rel} (its overlap is removed): "
+                                    f"it is missing from {base} ({_where(explicit)}).")
+                side.update(_norm(line) for line in _lines(p))
     dest_src, dest_tgt = base / src_rel, base / tgt_rel
     dest_src.parent.mkdir(parents=True, exist_ok=True)
     stamp = {"rule": "dropped: a side equal (whitespace collapsed) to a dev/test sentence of that "
