@@ -3,14 +3,16 @@
 Read top to bottom:
 1. where the data lives (`data_dir`) and the user-facing `DataError`;
 2. the corpus registry (`CORPORA`): files, sha256 checksums, public origins, splits, terms;
-3. reading (`load_pairs`), downloading (`fetch`) and checking (`verify`, `list_corpora`);
+3. reading (`load_pairs`), downloading (`fetch`; it also builds WMT14 EN-DE's training split from
+   the public archives) and checking (`verify`, `list_corpora`);
 4. one shared sentencepiece BPE model per (corpus, vocabulary size) (`bpe_model`, `load_sp`);
 5. batching as in the paper, section 5.1: pairs grouped by approximate length, each batch holding
    about `batch_tokens` source and `batch_tokens` target tokens (`encode_pairs`, `make_batches`,
    `shard`, `collate`).
 
-Checksums are embedded here (copied from the shared data folder's MANIFEST.tsv) so that a machine
-with only this package and internet access can download and verify every file.
+Checksums are embedded here (copied from the shared data folder's MANIFEST.tsv; the WMT14 training
+archives' from TensorFlow Datasets' published table) so that a machine with only this package and
+internet access can download and verify every file.
 """
 from __future__ import annotations
 
