@@ -81,7 +81,7 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
     data_dir = os.path.abspath(os.path.expanduser(data_dir)) if data_dir else None
     if os.environ.get("ZOO_DATA_DIR"):
         os.environ["ZOO_DATA_DIR"] = os.path.abspath(os.path.expanduser(os.environ["ZOO_DATA_DIR"]))
-    _resolve(spec, variants, "paper" if profile == "auto" else profile, sets, seeds)  # spec mistakes first
+    _resolve(spec, variants, "paper" if profile == "auto" else profile, sets, seeds, data_dir)  # spec mistakes first
     if address is not None and storage is None:
         raise UserError("--address joins a cluster whose nodes all write results, so --storage must say where: "
                         "a path that every node mounts at the same place (NFS, Lustre, ...) or a cloud URI "
@@ -111,7 +111,7 @@ def _run(spec, spec_key, profile, variants, sets, address, st: Storage, store, r
     if profile == "auto" and address is None:
         profile = _local_profile()
     if profile != "auto":
-        cfgs = _resolve(spec, variants, profile, sets, seeds)
+        cfgs = _resolve(spec, variants, profile, sets, seeds, data_dir)
         todo = _todo(store, spec_key, cfgs, rerun)
         if not todo:
             return _nothing_to_do(cfgs, st, stream)
@@ -129,7 +129,7 @@ def _run(spec, spec_key, profile, variants, sets, address, st: Storage, store, r
             _check_shared(st, address)
         if profile == "auto":
             profile = "gpu" if local.cluster_gpus() else "cpu"
-            cfgs = _resolve(spec, variants, profile, sets, seeds)
+            cfgs = _resolve(spec, variants, profile, sets, seeds, data_dir)
             todo = _todo(store, spec_key, cfgs, rerun)
             if not todo:
                 return _nothing_to_do(cfgs, st, stream)
@@ -294,14 +294,14 @@ def _nothing_to_do(cfgs, st: Storage, stream) -> int:
 
 # -- checks before anything starts ----------------------------------------------------------------
 
-def _resolve(spec, variants, profile, sets, seeds):
+def _resolve(spec, variants, profile, sets, seeds, data_dir=None):
     from zoo.spec import resolve
     if not Path(spec).is_file():
         raise UserError(f"{spec}: no such spec file (see specs/ for the paper's, or `zoo validate PATH`)")
-    cfgs = resolve(spec, None, profile, sets, seeds)
+    cfgs = resolve(spec, None, profile, sets, seeds, data_dir)  # data_dir: a profile's `prefer:` looks there
     for v in variants or []:
         if v not in {c.variant for c in cfgs}:
-            resolve(spec, v, profile, sets, seeds)  # raises the spec module's error, with a did-you-mean
+            resolve(spec, v, profile, sets, seeds, data_dir)  # raises the spec module's error, with a did-you-mean
     return [c for c in cfgs if not variants or c.variant in variants]
 
 

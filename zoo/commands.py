@@ -102,7 +102,7 @@ def cmd_train(args) -> int:
     from zoo.paths import inside
     from zoo.spec import profile_description, resolve
     profile = _auto_profile(args.profile)
-    cfgs = resolve(args.spec, args.variant, profile, args.set)
+    cfgs = resolve(args.spec, args.variant, profile, args.set, data_dir=args.data_dir)
     if len(cfgs) > 1:
         names = ", ".join(c.variant for c in cfgs)
         raise UserError(f"{args.spec} has several variants ({names}); choose one with --variant "

@@ -78,9 +78,17 @@ def profile_schema() -> dict:
                       "properties": {k: factor for k in sorted(SCALE_KEYS)}},
             "set": {**sections, "description": "fields set on every spec run under this profile"},
             "seeds": SEEDS,
-            "datasets": {"type": "object", "propertyNames": NAME,
-                         "additionalProperties": {"$ref": "#/$defs/DataSpec"},
+            "datasets": {"type": "object", "propertyNames": NAME, "additionalProperties": _dataset_entry(),
                          "description": "corpus named by a spec -> data settings used instead"},
         },
         "$defs": _defs(),
     }
+
+
+def _dataset_entry() -> dict:
+    """DataSpec's fields, plus `prefer`: settings used instead when their corpus's training data is present."""
+    data = _defs()["DataSpec"]
+    prefer = {"$ref": "#/$defs/DataSpec", "required": ["dataset"],
+              "description": "used instead of the other settings when this corpus's training split is in the "
+                             "data directory (e.g. after `zoo data fetch wmt14_en_de`)"}
+    return {**data, "properties": {**data["properties"], "prefer": prefer}}

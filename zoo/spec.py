@@ -15,7 +15,9 @@ from __future__ import annotations
 import copy
 import difflib
 import hashlib
+import functools
 import json
+import logging
 import os
 import re
 import stat
@@ -572,7 +574,11 @@ def find_profile(name: str, spec_path: Path | None = None) -> Path | None:
     raise SpecError("--profile", "", f"unknown profile '{name}'{_did_you_mean(name, known)}")
 
 
-def apply_profile(doc: Doc, profile_path: Path | None) -> Doc:
+def apply_profile(doc: Doc, profile_path: Path | None, data_dir: str | Path | None = None,
+                  notes: list[str] | None = None) -> Doc:
+    """The profile overlaid on a spec. A `datasets:` entry's `prefer:` settings replace the others when
+    their corpus's training split is present in `data_dir` (default $ZOO_DATA_DIR); the choice is
+    appended to `notes` (the run's profile description records it)."""
     if profile_path is None:
         return doc
     prof = read_yaml(profile_path)
@@ -630,9 +636,34 @@ def apply_profile(doc: Doc, profile_path: Path | None) -> Doc:
     data_sec = out.data.get("data")
     name = data_sec.get("dataset", DataSpec().dataset) if isinstance(data_sec, dict) else None
     if isinstance(name, str) and name in maps:
+        entry = dict(maps[name])
         m_locs = {("data",) + p[2:]: loc for p, loc in prof.locs.items() if p[:2] == ("datasets", name) and len(p) > 2}
-        out = deep_merge(out, {"data": maps[name]}, m_locs)
+        if "prefer" in entry:
+            entry = _prefer(prof, name, entry, m_locs, data_dir, notes)
+        out = deep_merge(out, {"data": entry}, m_locs)
     return out
+
+
+def _prefer(prof: Doc, name: str, entry: dict, m_locs: dict, data_dir, notes: list[str] | None) -> dict:
+    """`datasets: {X: {prefer: {dataset: P, ...}, dataset: F, ...}}`: P's settings when P's training
+    split is in the data directory (`zoo data fetch P` put it there), else F's. Never downloads."""
+    from zoo.data import data_dir as resolve_dir, split_present  # zoo.data imports no torch
+    pref = entry.pop("prefer")
+    if not isinstance(pref, dict) or not isinstance(pref.get("dataset"), str):
+        raise SpecError(prof.where(("datasets", name, "prefer")), f"datasets.{shorten(name)}.prefer",
+                        "must be data settings naming a corpus, e.g. {dataset: wmt14_en_de, vocab_size: 37000}")
+    root = resolve_dir(data_dir)
+    if split_present(pref["dataset"], "train", root):
+        chosen, why = {**entry, **pref}, f"its training data is present in {root}"
+        m_locs.update({("data",) + p[3:]: loc for p, loc in prof.locs.items()
+                       if p[:3] == ("datasets", name, "prefer") and len(p) > 3})
+    else:
+        chosen = entry
+        why = (f"{pref['dataset']}'s training data is not in {root}; `zoo data fetch {pref['dataset']}` "
+               f"builds it there")
+    if notes is not None:
+        notes.append(f"Training data: {chosen.get('dataset', name)} ({why}).")
+    return chosen
 
 
 def profile_description(name: str, spec_path: Path | None = None) -> str:
@@ -721,7 +752,8 @@ def _seeds(doc: Doc, prof_path: Path | None, cli: list[int] | None) -> list[int]
 
 
 def resolve(path: str | Path, variant: str | None = None, profile: str = "paper",
-            sets: list[str] | None = None, seeds: list[int] | None = None) -> list[Config]:
+            sets: list[str] | None = None, seeds: list[int] | None = None,
+            data_dir: str | Path | None = None) -> list[Config]:
     """All trials of a spec file or built-in spec name (or of one `variant`), resolved and validated:
     one per variant, or, with a seeds axis (`seeds:` in the spec or profile, or `seeds`), one per
     variant and seed, named VARIANT-seedN."""
@@ -743,19 +775,28 @@ def resolve(path: str | Path, variant: str | None = None, profile: str = "paper"
             continue
         vlocs = {p[2:]: l for p, l in doc.raw.locs.items() if p[:2] == ("variants", name) and len(p) > 2}
         d = deep_merge(doc, over, vlocs)
-        d = apply_profile(d, prof_path)
+        notes: list[str] = []
+        d = apply_profile(d, prof_path, data_dir, notes)
         d = deep_merge(d, set_data, set_locs)
+        if notes:  # which corpus a profile's `prefer:` picked: said once, and kept with each run
+            _say(" ".join(notes))
         paper = d.data.get("paper")
         if isinstance(paper, dict) and paper.get("table") and "row" not in paper:
             d.data["paper"] = {**paper, "row": name}
         for seed in axis or [None]:
             ds = d if seed is None else deep_merge(d, {"train": {"seed": seed}}, {})
             header = {"variant": name, "trial": name if seed is None else f"{name}-seed{seed}",
-                      "spec": str(path), "profile": profile_name(profile), "profile_description": prof_text}
+                      "spec": str(path), "profile": profile_name(profile),
+                      "profile_description": " ".join([prof_text, *notes]).strip()}
             cfg = _validate(ds, header)
             _check_corpus(ds, cfg)
             out.append(cfg)
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _say(note: str) -> None:
+    logging.getLogger(__name__).warning("profile: %s", note)
 
 
 def _check_corpus(doc: Doc, cfg: Config) -> None:
