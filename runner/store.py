@@ -80,12 +80,11 @@ class Store:
 
     @contextmanager
     def _conn(self):
-        if self.readonly:
+        if self.readonly and not _writable(self.path):
             # a store this process cannot write (read-only file or folder) cannot have a writer
             # either: read it as immutable, since SQLite's read-only mode still needs the WAL index
-            mode = "mode=ro" if _writable(self.path) else "immutable=1"
-            c = sqlite3.connect(f"{self.path.resolve().as_uri()}?{mode}", uri=True, timeout=30)
-        else:
+            c = sqlite3.connect(f"{self.path.resolve().as_uri()}?immutable=1", uri=True, timeout=30)
+        else:  # reads only SELECT; a plain connection (not mode=ro) removes its -wal/-shm files on close
             c = sqlite3.connect(self.path, timeout=30)
         c.row_factory = sqlite3.Row
         try:

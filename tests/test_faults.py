@@ -474,3 +474,13 @@ def test_an_unreadable_data_folder_is_a_clear_error(tmp_path, data_root):
                      f"permission denied: {folder / 'multi30k'}")
     finally:
         shutil.rmtree(folder)
+
+
+def test_reading_a_store_leaves_no_files_behind(tmp_path):
+    """`zoo status` and `zoo report` only read: no -wal/-shm files stay beside the store."""
+    db = _store_with_a_running_row(tmp_path / "s")
+    assert sorted(p.name for p in db.parent.iterdir()) == ["zoo.db"]
+    before = db.read_bytes()
+    assert zoo("status", "--runs", db)[0] == 0
+    assert zoo("report", "--runs", db, "--out", tmp_path / "rep", "--format", "md")[0] == 0
+    assert sorted(p.name for p in db.parent.iterdir()) == ["zoo.db"] and db.read_bytes() == before
