@@ -392,3 +392,11 @@ def test_pipes_and_devices_are_refused_without_reading(tmp_path, capsys):
     for f in (fifo, Path("/dev/zero")):  # reading this one would never end
         code, out, _ = run("validate", f, capsys=capsys)
         assert code == 2 and f"FAIL  {f}:1: is not a regular file" in out
+
+
+def test_a_bad_value_is_refused_even_where_a_profile_would_replace_it(tmp_path, capsys):
+    f = tmp_path / "inf.yaml"
+    f.write_text("extends: base\nvariants:\n  v:\n    train: {schedule: {lr_scale: .inf}}\n")
+    for profile in ("paper", "smoke"):
+        code, out, _ = run("validate", f, "--profile", profile, capsys=capsys)
+        assert code == 2 and f"{f}:4: train.schedule.lr_scale:" in out, out

@@ -775,6 +775,8 @@ def resolve(path: str | Path, variant: str | None = None, profile: str = "paper"
             continue
         vlocs = {p[2:]: l for p, l in doc.raw.locs.items() if p[:2] == ("variants", name) and len(p) > 2}
         d = deep_merge(doc, over, vlocs)
+        if prof_path is not None:  # the spec as written must be valid too, not only what a profile leaves of it
+            _validate(d, {"variant": name, "spec": str(path)})
         notes: list[str] = []
         d = apply_profile(d, prof_path, data_dir, notes)
         d = deep_merge(d, set_data, set_locs)
