@@ -240,6 +240,7 @@ def _signal(pid: int, sig: int) -> None:
 def connect(address: str) -> None:
     """Join an existing cluster (`auto`, `host:port` or `ray://host:port`); a bad address is a user error."""
     quiet()
+    token = _token_auth()
     import ray
     from ray._private import services
     hint = ("Start one with `ray start --head` on the head node (and `ray start --address HEAD:6379` on the "
@@ -263,7 +264,33 @@ def connect(address: str) -> None:
         ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR, runtime_env=_job_env())
     except (ConnectionError, ValueError, RuntimeError, TimeoutError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise UserError(f"cannot join the Ray cluster at --address {address}: {first}. {hint}") from None
+        auth = (f"Ray refused or ignored the token from {token}: check that it is the cluster's token "
+                "(`ray get-auth-token` on the head node prints it). " if token else
+                f"No Ray token found here (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or {TOKEN_FILE}): a cluster "
+                "started with RAY_AUTH_MODE=token refuses clients without its token; copy the head node's "
+                f"{TOKEN_FILE} here or export RAY_AUTH_TOKEN. ")
+        raise UserError(f"cannot join the Ray cluster at --address {address}: {first}. {auth}{hint}") from None
+
+
+TOKEN_FILE = "~/.ray/auth_token"
+
+
+def _token_auth() -> str | None:
+    """Where this client's Ray token comes from, if it has one; with one, send it.
+
+    `ray.init(address=...)` sends a token only under RAY_AUTH_MODE=token, even when the token sits in
+    ~/.ray/auth_token, so a user following `ray start`'s token setup would be refused: a token here
+    turns token mode on (an explicit RAY_AUTH_MODE is left as the user set it)."""
+    if os.environ.get("RAY_AUTH_TOKEN"):
+        where = "RAY_AUTH_TOKEN"
+    elif os.environ.get("RAY_AUTH_TOKEN_PATH"):
+        where = os.environ["RAY_AUTH_TOKEN_PATH"]
+    elif Path(TOKEN_FILE).expanduser().is_file():
+        where = TOKEN_FILE
+    else:
+        return None
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
+    return where
 
 
 def cluster_gpus() -> float:

@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS points (
 """
 # Columns added after the first schema: created on old databases too (add only, never rename).
 ADDED = {
-    "placement": "TEXT",         # JSON: where it ran: node_id, hostname, pid, gpu_ids, threads, workers
+    "placement": "TEXT",         # JSON: where it ran: node_id, node_ip, hostname, pid, gpu_ids, threads, workers
     "resumed_from": "INTEGER",   # the checkpoint step the latest attempt resumed from (NULL: fresh start)
     "warning": "TEXT",           # something the trial worked around, e.g. an unloadable checkpoint it skipped
 }

@@ -24,10 +24,6 @@ from pathlib import Path
 from zoo.errors import UserError
 from zoo.paths import inside, inside_uri
 
-NETWORK_FS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "ceph", "glusterfs", "beegfs",
-              "fuse.s3fs", "fuse.gcsfuse", "fuse.sshfs", "fuse.juicefs", "9p", "wekafs", "panfs")
-
-
 class Storage:
     """Where trials write (a filesystem path or a URI) and where the results store lives."""
 
@@ -348,7 +344,9 @@ def _check_train(name, data_dir) -> None:
 
 
 def _check_shared(st: Storage, address: str) -> None:
-    """With a cluster, every node must see the storage: a URI, or a path on a network filesystem."""
+    """With a cluster, every node must see the storage: a URI, or a path every node reads the same files
+    at. A filesystem's type cannot tell (a local disk may be bind-mounted into containers, an NFS
+    mount may exist on this machine only), so a file written here must be readable on every node."""
     if st.uri:
         return
     import ray
@@ -356,19 +354,45 @@ def _check_shared(st: Storage, address: str) -> None:
     others = {h for h in _hosts() if h not in (here, "127.0.0.1")}
     if not address.startswith("ray://") and not others:
         return  # every node runs on this machine: any local path is shared
-    fs = _fs_type(st.local)
-    if fs in NETWORK_FS:
+    blind = _blind_nodes(st.local)
+    if not blind:
         return
-    where = f"nodes on other hosts ({', '.join(sorted(others))})" if others else "a remote cluster (ray://)"
-    raise UserError(f"--storage {st.given or 'runs'} is a local folder ({st.local}, filesystem {fs}) but the "
-                    f"cluster at {address} has {where} that cannot see it, so their checkpoints and results "
-                    "would be lost. Pass --storage a path that every node mounts at the same place "
-                    "(NFS, Lustre, ...) or a cloud URI such as s3://bucket/zoo-runs.")
+    raise UserError(f"--storage {st.given or 'runs'} ({st.local}, filesystem {_fs_type(st.local)}) is not shared "
+                    f"with every node of the cluster at {address}: a file written there on this machine cannot "
+                    f"be read on {', '.join(sorted(blind))}, so their checkpoints and results would be lost. "
+                    "Pass --storage a path that every node mounts at the same place (NFS, Lustre, ...) or a "
+                    "cloud URI such as s3://bucket/zoo-runs.")
 
 
 def _hosts() -> set[str]:
     from zoo.runner.local import node_hosts
     return node_hosts()
+
+
+def _blind_nodes(folder: Path) -> set[str]:
+    """Addresses of the live nodes that do not read back a file just written in `folder`."""
+    import secrets
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+    folder.mkdir(parents=True, exist_ok=True)
+    probe, word = folder / f".zoo-probe-{secrets.token_hex(8)}", secrets.token_hex(16)
+    probe.write_text(word)
+    try:
+        read = ray.remote(num_cpus=0, max_retries=0)(_read_text)
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        refs = [read.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))
+                .remote(str(probe)) for n in nodes]
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=120)  # a node that never answers is blind
+        return {n["NodeManagerAddress"] for n, ref in zip(nodes, refs) if ref not in ready or ray.get(ref) != word}
+    finally:
+        probe.unlink(missing_ok=True)
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return None
 
 
 def _fs_type(path: Path) -> str:

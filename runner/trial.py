@@ -82,7 +82,9 @@ def _threads(cpus: float) -> None:
 def placement() -> dict:
     ctx = ray.get_runtime_context()
     import torch
-    return {"node_id": ctx.get_node_id(), "hostname": socket.gethostname(), "pid": os.getpid(),
+    # node_ip tells nodes apart where hostnames do not (containers, network namespaces)
+    return {"node_id": ctx.get_node_id(), "node_ip": ray.util.get_node_ip_address(),
+            "hostname": socket.gethostname(), "pid": os.getpid(),
             "gpu_ids": [str(g) for g in ray.get_gpu_ids()], "threads": torch.get_num_threads()}
 
 

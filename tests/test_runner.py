@@ -266,8 +266,11 @@ def test_a_local_folder_is_refused_for_a_cluster_on_other_hosts(tmp_path, monkey
     from zoo.errors import UserError
     monkeypatch.setattr(sweep, "_hosts", lambda: {"127.0.0.1", "10.1.2.3"})
     monkeypatch.setattr(ray.util, "get_node_ip_address", lambda: "127.0.0.1")
-    with pytest.raises(UserError, match="cannot see it"):
+    monkeypatch.setattr(sweep, "_blind_nodes", lambda folder: {"10.1.2.3"})  # the probe file was not there
+    with pytest.raises(UserError, match="cannot be read on 10.1.2.3"):
         sweep._check_shared(sweep.Storage(str(tmp_path)), "auto")
+    monkeypatch.setattr(sweep, "_blind_nodes", lambda folder: set())  # every node read it: shared
+    sweep._check_shared(sweep.Storage(str(tmp_path)), "auto")
     sweep._check_shared(sweep.Storage("s3://bucket/zoo-runs"), "auto")  # a cloud URI is shared
 
 
