@@ -140,7 +140,7 @@ def cmd_translate(args) -> int:
     from zoo import data as zdata, decode
     from zoo.model import build_model
     from zoo.spec import Config
-    from zoo.train import checkpoints, load_for_eval
+    from zoo.train import checkpoints, load_for_eval, target_vocab
     path = Path(args.checkpoint)
     run_dir = path if path.is_dir() else path.parent.parent
     cfg_file = run_dir / "config.json"
@@ -149,10 +149,11 @@ def cmd_translate(args) -> int:
         raise UserError(f"{path} is not a finished zoo run directory or checkpoint (need config.json and "
                         "checkpoints/step_*.pt, as written by `zoo train` or `zoo run`)")
     cfg = Config.model_validate_json(cfg_file.read_text())
+    tgt = target_vocab(cfg)
     sp_path = json.loads(summary.read_text())["bpe_model"] if summary.exists() else \
-        zdata.bpe_model(cfg.data.dataset, cfg.data.vocab_size, zdata.data_dir(None))
+        zdata.bpe_model(cfg.data.dataset, cfg.data.vocab_size, zdata.data_dir(None), source_only=tgt is not None)
     sp = zdata.load_sp(Path(sp_path))
-    model = build_model(cfg.model, sp.get_piece_size())
+    model = build_model(cfg.model, sp.get_piece_size(), tgt and tgt.get_piece_size())
     if path.is_file():
         model.load_state_dict(torch.load(path, map_location="cpu", weights_only=False)["model"])
     else:
@@ -161,7 +162,7 @@ def cmd_translate(args) -> int:
         load_for_eval(cfg, run_dir, model) if cfg.eval.average_checkpoints else \
             model.load_state_dict(torch.load(checkpoints(run_dir)[-1], map_location="cpu", weights_only=False)["model"])
     lines = [l.rstrip("\n") for l in sys.stdin]
-    for hyp in decode.translate(model.eval(), sp, lines, cfg.eval):
+    for hyp in decode.translate(model.eval(), sp, lines, cfg.eval, tgt=tgt):
         print(hyp)
     return 0
 
