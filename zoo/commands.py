@@ -124,7 +124,10 @@ def _summary_text(s: dict) -> str:
                       f"{r['eval_weights']})", f"  signature: {r['bleu_signature']}",
                       f"  {r.get('bleu_tokenized_label') or 'tokenized BLEU'}: {r['bleu_tokenized']:.2f}"]
         if "f1" in r:
-            lines.append(f"{r['eval_split']} bracketing F1 {r['f1']:.2f} (EVALB, {r['eval_sentences']} sentences)")
+            lines.append(f"{r['eval_split']} bracketing F1 {r['f1']:.2f} (EVALB, {r['eval_sentences']} sentences; "
+                         f"flat tree {r.get('f1_flat', float('nan')):.2f}, right-branching "
+                         f"{r.get('f1_right_branching', float('nan')):.2f}; malformed before repair "
+                         f"{r.get('malformed', '?')}, decoded in {r.get('decode_seconds', 0):.0f} s)")
     return "\n".join(x for x in lines if x)
 
 
