@@ -13,7 +13,8 @@ DEFAULT_RUNS = Path("runs") / "zoo.db"
 
 def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], profile: str | None = None) -> list[Path]:
     """Write the chosen tables (and, for all of them, the index); return the files written."""
-    from reports import plots, render, runs as runs_mod, tables as tables_mod
+    from zoo.reports import plots, render, runs as runs_mod, tables as tables_mod
+    from zoo.paths import atomic_write_text
     runs = runs_mod.load(runs_path, profile)
     img = out / "img"
     meta = render.meta(runs_path, profile, len(runs.trials), runs.note)
@@ -21,7 +22,7 @@ def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], pro
     nav = [name for name in render.PAGES if name in {t.name for t in built} or (out / f"{name}.html").exists()]
     written, index_figures = [], []
     for t in built:
-        figures = plots.table3_scatters(t, img) if t.name == "table3" else []
+        figures = plots.table3_scatters(t, img) + plots.claims(t, img) if t.name == "table3" else []
         if t.name == "table3":
             index_figures = figures[:1]
         cards = []
@@ -35,6 +36,8 @@ def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], pro
         written += render.write_table(t, out, formats, meta, figures, cards, nav)
     if len(tables) == len(tables_mod.BUILDERS):
         written += render.write_index(built, out, formats, meta, index_figures, nav)
+        if runs.trials:
+            written.append(atomic_write_text(out / "results.csv", runs.csv()))
     return written
 
 
@@ -43,7 +46,14 @@ def cmd_report(args) -> int:
     tables = [args.table] if args.table else [2, 3, 4]
     formats = ["md", "html"] if args.format == "all" else [args.format]
     out = Path(args.out)
-    written = build(Path(args.runs), out, tables, formats, args.profile)
+    runs = Path(args.runs or DEFAULT_RUNS)
+    if runs.is_dir():
+        runs = runs / "zoo.db"
+    if args.runs and not runs.exists():  # a store named but absent is a mistake, as for `zoo status`
+        from zoo.errors import UserError
+        raise UserError(f"--runs {args.runs}: no results store at {runs}: run `zoo run SPEC` first, or point "
+                        "--runs at the zoo.db inside the --storage folder a run used")
+    written = build(runs, out, tables, formats, args.profile)
     pages = [p for p in written if p.suffix != ".png"]
     print(f"report written to {out} ({len(pages)} pages, {len(written) - len(pages)} figures in "
           f"{out / 'img'}, {time.time() - t0:.1f} s)")
@@ -59,6 +69,6 @@ def register(sub) -> None:
     s.add_argument("--table", type=int, choices=[2, 3, 4], help="only this table (default: all three and the index)")
     s.add_argument("--format", choices=["md", "html", "all"], default="all", help="output format (default all)")
     s.add_argument("--out", default=str(DEFAULT_OUT), help=f"output folder (default {DEFAULT_OUT})")
-    s.add_argument("--runs", default=str(DEFAULT_RUNS), help=f"results store (default {DEFAULT_RUNS})")
+    s.add_argument("--runs", help=f"results store, or the --storage folder holding it (default {DEFAULT_RUNS})")
     s.add_argument("--profile", help="only runs of this profile (default: the most recent finished run per row)")
     s.set_defaults(fn=cmd_report)

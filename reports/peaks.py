@@ -5,8 +5,6 @@ fp32 on CPU. GPU numbers are NVIDIA's datasheet values; the CPU figure is an ass
 """
 from __future__ import annotations
 
-import re
-
 # (substring of the hardware/device name, peak FLOP/s per device, what it is and where it comes from)
 GPU_PEAKS = [
     ("h200", 989e12, "H200 bf16 dense, 989 TFLOPS (NVIDIA H200 datasheet)"),
@@ -22,25 +20,21 @@ CPU_PEAK_PER_THREAD = 90e9
 CPU_NOTE = "CPU fp32, assumed 90 GFLOP/s per thread (2.8 GHz x 32 FLOP/cycle, AVX2-class FMA)"
 
 
-def peak(hardware: str | None, device: str | None, workers: int | None = 1) -> tuple[float, str] | None:
+def peak(placement: dict | None, device: str | None) -> tuple[float, str] | None:
     """(peak FLOP/s of everything the trial ran on, how it was obtained), or None when unknown.
 
-    `hardware` is the store's column, e.g. "cpu, 1 thread on HOST (...)", "cpu, 2 threads, 3 workers on
-    HOST (...)" (older stores: "cpu x2 threads x3 workers"),
-    "GPU 0,1 on HOST (...)" or "NVIDIA H100 x1"; `device` the trial's torch device or its name."""
-    hw = (hardware or "").split(" on ")[0].lower()  # never match a host name
-    name = f"{hw} {(device or '').lower()}"
-    n_workers = int(m.group(1)) if (m := re.search(r"(\d+) workers", hw)) else (workers or 1)
-    if any(k in name for k in ("gpu", "cuda", "nvidia")):
-        ids = re.search(r"gpu ([\d,]+)", hw)
-        count = re.search(r"x\s*(\d+)(?! threads)", hw)
-        n = len(ids.group(1).split(",")) if ids else int(count.group(1)) if count else n_workers
+    `placement` is the store's structured record of where the trial ran (threads, workers, gpu_ids;
+    for several workers, each worker's threads); `device` the trial's torch device or GPU model name."""
+    p = placement or {}
+    n_workers = p.get("workers") or 1
+    name = (device or "").lower()
+    if p.get("gpu_ids") or any(k in name for k in ("gpu", "cuda", "nvidia")):
+        n = len(p.get("gpu_ids") or []) or n_workers
         for key, flops, note in GPU_PEAKS:
             if key in name:
                 return flops * n, f"{n} x {note}"
         return None  # the GPU model is not recorded: no honest peak to divide by
-    if "cpu" in name:
-        threads = int(m.group(1)) if (m := re.search(r"(\d+) threads?\b", hw)) else 2  # this 2-core machine
-        n = threads * n_workers
+    if p.get("threads"):
+        n = p["threads"] * n_workers
         return CPU_PEAK_PER_THREAD * n, f"{n} threads x {CPU_NOTE}"
-    return None
+    return None  # a store from before placements were kept: the threads are not known

@@ -5,6 +5,7 @@ numbers live at another scale. Per trial: training curves and one attention heat
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -12,15 +13,14 @@ import re
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker as mticker
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import matplotlib.ticker as mticker  # noqa: E402
-import numpy as np  # noqa: E402
-
-from reports.runs import TABLE3_SPECS, paper_configs  # noqa: E402
-from reports.tables import Table  # noqa: E402
-from zoo import costs, paper  # noqa: E402
+from zoo.reports.runs import TABLE3_SPECS, paper_configs
+from zoo.reports.tables import Table
+from zoo import costs, paper
 
 _SI = mticker.FuncFormatter(lambda x, _: f"{x / 1e6:.3g}M" if x >= 1e6 else f"{x / 1e3:.3g}k")
 
@@ -33,7 +33,17 @@ def _SCI(x, _):  # 2e+18 -> 2e18, the paper's style
 
 GROUP_COLORS = dict(zip(paper.TABLE3_GROUPS, ("#222222", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
                                              "#9467bd", "#8c564b")))
-plt.rcParams.update({"font.size": 9, "axes.spines.top": False, "axes.spines.right": False})
+# Figures are matplotlib.figure.Figure objects drawn straight to PNG (no pyplot, no backend switch) and
+# styled inside rc_context: importing this module changes nothing in a user's (or notebook's) matplotlib.
+STYLE = {"font.size": 9, "axes.spines.top": False, "axes.spines.right": False}
+
+
+def _styled(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with matplotlib.rc_context(STYLE):
+            return fn(*args, **kwargs)
+    return wrapper
 
 
 def slug(t: dict) -> str:
@@ -44,7 +54,6 @@ def slug(t: dict) -> str:
 def _save(fig, path: Path) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
     return path.name
 
 
@@ -63,6 +72,7 @@ def _cached(img: Path, kind: str, t: dict, payload, draw) -> str:
     return name
 
 
+@_styled
 def table3_scatters(t3: Table, img: Path) -> list[tuple[str, str]]:
     """BLEU against parameters and against training FLOPs: paper (left) and measured (right)."""
     frame = t3.sections[0].frame
@@ -82,7 +92,8 @@ def table3_scatters(t3: Table, img: Path) -> list[tuple[str, str]]:
                                      "where the paper prints none (hollow)."),
             ("flops", "training FLOPs (analytic)", "Paper panel: analytic FLOPs of the paper spec (100K "
                                                    "steps, 300K for big); measured: per step x steps done.")):
-        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+        fig = Figure(figsize=(10, 4))
+        axes = fig.subplots(1, 2)
         for ax, side, title in zip(axes, ("paper", "ours"), ("paper (Table 3)", "measured (this store)")):
             xk, yk = (f"paper_{name}", "paper_bleu") if side == "paper" else (name, "bleu")
             shown = sorted((p for p in pts if p[xk] and p[yk] is not None), key=lambda p: (p[xk], p[yk]))
@@ -109,9 +120,9 @@ def table3_scatters(t3: Table, img: Path) -> list[tuple[str, str]]:
             else:
                 ax.text(0.5, 0.5, "no finished runs yet", ha="center", va="center", transform=ax.transAxes,
                         color="#777")
-                ax.set_xticks([]), ax.set_yticks([])
+                ax.set(xticks=[], yticks=[])
             ax.set(title=title, xlabel=xlabel, ylabel="BLEU (dev)")
-        handles = [plt.Line2D([], [], marker="o", ls="", color=c, label=paper.TABLE3_GROUPS[g])
+        handles = [Line2D([], [], marker="o", ls="", color=c, label=paper.TABLE3_GROUPS[g])
                    for g, c in GROUP_COLORS.items()]
         fig.legend(handles=handles, loc="lower center", ncol=4, frameon=False, bbox_to_anchor=(0.5, -0.12))
         fig.text(0.01, -0.17, note, fontsize=7, color="#555")
@@ -120,6 +131,33 @@ def table3_scatters(t3: Table, img: Path) -> list[tuple[str, str]]:
     return out
 
 
+VERDICT_COLORS = {"held": "#1f8a3d", "within noise": "#8a919b", "flipped": "#c62828"}
+
+
+@_styled
+def claims(t3: Table, img: Path) -> list[tuple[str, str]]:
+    """Our difference against the paper's for each claim with a verdict, with its 95% interval."""
+    section = next((s for s in t3.sections if s.heading == "Claims"), None)
+    if section is None:
+        return []
+    fig = Figure(figsize=(6, 4))
+    ax = fig.subplots()
+    ax.axhline(0, color="#555", lw=0.8)
+    for c, ours, verdict in section.data:
+        ax.errorbar(c.paper_delta, ours.delta, yerr=[[ours.delta - ours.lo], [ours.hi - ours.delta]], fmt="o",
+                    ms=4, capsize=3, color=VERDICT_COLORS[verdict])
+        ax.annotate(c.id, (c.paper_delta, ours.delta), fontsize=6, xytext=(4, 2), textcoords="offset points")
+    if not section.data:
+        ax.text(0.5, 0.5, "no claim has a verdict yet", ha="center", va="center", transform=ax.transAxes, color="#777")
+    ax.set(xlabel="paper's difference (BLEU or PPL, positive: the paper's claim)", ylabel="our difference, 95% interval",
+           title="Table 3 claims: ours against the paper's")
+    ax.legend(handles=[Line2D([], [], marker="o", ls="", color=col, label=v) for v, col in VERDICT_COLORS.items()],
+              frameon=False, fontsize=7, loc="best")
+    ax.grid(alpha=0.3)
+    return [("Claims: our difference against the paper's, coloured by verdict", _save(fig, img / "table3_claims.png"))]
+
+
+@_styled
 def curves(t: dict, points: list[dict], img: Path) -> str | None:
     """Training loss and dev perplexity against step; None when the trial logged nothing."""
     loss = [(p["step"], p["loss"]) for p in points if p.get("loss") is not None]
@@ -130,7 +168,8 @@ def curves(t: dict, points: list[dict], img: Path) -> str | None:
 
 
 def _draw_curves(loss: list, ppl: list):
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3))
+    fig = Figure(figsize=(9, 3))
+    axes = fig.subplots(1, 2)
     for ax, data, label in ((axes[0], loss, "training loss (label-smoothed)"), (axes[1], ppl, "dev perplexity")):
         if data:
             ax.plot(*zip(*data), marker="o" if len(data) < 30 else None, ms=3, lw=1.2)
@@ -144,6 +183,7 @@ def _draw_curves(loss: list, ppl: list):
     return fig
 
 
+@_styled
 def attention(t: dict, img: Path) -> str | None:
     """Each head of the stored layer on one sentence, with its word-pieces; None without a map."""
     a = t.get("attention") or {}
@@ -164,7 +204,8 @@ def _draw_attention(t: dict, a: dict):
         r, c = divmod(i, cols)
         canvas[r * (n + gap): r * (n + gap) + n, c * (n + gap): c * (n + gap) + n] = heads[i]
     cell = 2.4 if h <= 8 else 1.5
-    fig, ax = plt.subplots(figsize=(cell * cols + 0.8, cell * rows + 0.9))
+    fig = Figure(figsize=(cell * cols + 0.8, cell * rows + 0.9))
+    ax = fig.subplots()
     im = ax.imshow(canvas, cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
     for i in range(h):
         r, c = divmod(i, cols)
@@ -177,7 +218,7 @@ def _draw_attention(t: dict, a: dict):
         ax.set_yticks([r * (n + gap) + j for r in range(rows) for j in range(n)], tokens * rows, fontsize=size)
         ax.tick_params(length=0)
     else:
-        ax.set_xticks([]), ax.set_yticks([])
+        ax.set(xticks=[], yticks=[])
     for side in ax.spines.values():
         side.set_visible(False)
     fig.colorbar(im, ax=ax, fraction=0.025, pad=0.02)

@@ -12,16 +12,31 @@ import re
 from pathlib import Path
 
 import jinja2
+import markupsafe
 import pandas as pd
 
-from reports.tables import Table, state_key
+from zoo.reports.tables import Table, state
+from zoo.paths import atomic_write_text
 
 TEMPLATES = Path(__file__).parent / "templates"
 PAGES = {"table2": "Table 2", "table3": "Table 3", "table4": "Table 4"}
 
-_env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=jinja2.select_autoescape(["html"]),
+# Everything on a page can come from someone else's spec, store or machine (a spec file named
+# `<svg onload=...>.yaml`, an error text, a host name): HTML pages escape every value (the templates
+# are *.html.j2, which select_autoescape(["html"]) does not match), and markdown pages pass every
+# value through `md`, which keeps it one table cell of plain text.
+_env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
+                          autoescape=lambda name: (name or "").endswith(".html.j2"),
                           trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-_env.filters["md"] = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def md(s) -> str:
+    """A value as markdown text: no HTML tag (< > as entities), no cell break (|), one line."""
+    return (str(s).replace("\\", "\\\\").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+            .replace("\r", " ").replace("\n", " "))
+
+
+_env.filters["md"] = md
 _env.filters["slug"] = lambda s: re.sub(r"[^a-z0-9]+", "-", str(s).lower()).strip("-")
 
 
@@ -43,8 +58,8 @@ def _duration(s: float) -> str:
 
 FLOPS = ("FLOPs", "estimate", "peak FLOP/s")
 FORMATS = {  # by column label; paper values print as published, ours to fixed decimals
-    "PPL": "{:.2f}", "BLEU": "{:.2f}", "BLEU (test)": "{:.2f}", "F1": "{:.2f}", "flat tree F1": "{:.2f}",
-    "right-branching F1": "{:.2f}", "params (M)": "{:.3g}",
+    "PPL": "{:.2f}", "BLEU": "{:.2f}", "BLEU sd": "{:.2f}", "seeds": "{:d}", "BLEU (test)": "{:.2f}", "F1": "{:.2f}",
+    "flat tree F1": "{:.2f}", "right-branching F1": "{:.2f}", "params (M)": "{:.3g}",
     "Δ params": "{:+.1f}%", "steps": "{:,}", "rho": "{:.2f}", "p": lambda v: "<1e-4" if v < 1e-4 else f"{v:.2g}",
     "utilization": _pct, "implied utilization": _pct, "wall time": _duration,
 }
@@ -62,7 +77,7 @@ def cell(section: str, label: str, v) -> str:
         return _sci(v)
     if section == "paper" and label in PAPER_FORMATS:
         return PAPER_FORMATS[label].format(v)
-    if section == "paper" or label in ("EN-DE", "EN-FR"):
+    if (section == "paper" and label != "Δ params") or label in ("EN-DE", "EN-FR"):
         return f"{v:g}"  # the published figures, as printed
     f = FORMATS.get(label)
     if f is None:
@@ -88,15 +103,15 @@ def grid(frame: pd.DataFrame) -> dict:
             rows.append({"group": group})
             last = group
         cells = []
-        state = ""
+        row_state = ""
         for (sec, label), v in zip(cols, r.tolist()):
             text = cell(sec, label, v)
             kind = "num" if isinstance(v, (int, float)) and not isinstance(v, bool) else "text"
             if label == "state":
-                state = state_key(text)
-                kind = f"state {state}"
+                row_state = getattr(v, "key", "")
+                kind = f"state {row_state}"
             cells.append({"text": text, "cls": kind, "section": sec})
-        rows.append({"name": name, "cells": cells, "state": state})
+        rows.append({"name": name, "cells": cells, "state": row_state})
     # markdown has one header row: name the section where the label alone would be ambiguous
     shared = {label for _, label in cols if sum(l == label for _, l in cols) > 1}
     md_labels = [f"{sec} {label}" if sec and (label in shared or sec in ("paper", "measured")) else label
@@ -127,7 +142,7 @@ def trial_view(label: str, t: dict, files: dict) -> dict:
              ("error", t.get("error") or "")]
     return {"label": label, "facts": [(k, v) for k, v in facts if v], "curves": files.get("curves"),
             "attention": files.get("attention"), "sentence": (t.get("attention") or {}).get("sentence"),
-            "state": state_key(t["status"].replace("finished", "done"))}
+            "state": state(t).key}
 
 
 def _context(table: Table | None, meta: dict, nav: list) -> dict:
@@ -152,11 +167,9 @@ def _write(out: Path, name: str, formats: list[str], ctx: dict, template: str) -
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for fmt in formats:
-        text = _env.get_template(f"{template}.{fmt}.j2").render(**ctx, fmt=fmt,
-                                                               css=(TEMPLATES / "style.css").read_text())
-        path = out / f"{name}.{fmt}"
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
+        css = markupsafe.Markup((TEMPLATES / "style.css").read_text())  # ours: inlined as written
+        text = _env.get_template(f"{template}.{fmt}.j2").render(**ctx, fmt=fmt, css=css)
+        written.append(atomic_write_text(out / f"{name}.{fmt}", text))
     return written
 
 

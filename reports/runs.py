@@ -7,16 +7,26 @@ most recently updated one, so a running or failed row says so instead of vanishi
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.store import Store, open_store
-from zoo.spec import Config, resolve
+from zoo.runner.store import Store, open_store
+from zoo.spec import Config, resolve, specs_dir
 
-SPECS = Path(__file__).resolve().parents[1] / "specs"
-TABLE3_SPECS = ("base", "table3_A", "table3_B", "table3_C", "table3_D", "table3_E", "big")
-TABLE2_SPECS = ("table2_en_de_base", "table2_en_de_big", "table2_en_fr_base", "table2_en_fr_big")
-TABLE4_SPECS = ("table4_wsj", "table4_semi")
+SPECS = specs_dir()
+
+
+def table_specs(table: int) -> tuple[str, ...]:
+    """The built-in specs of one paper table: each spec says so itself (`paper: {table: N}`, maybe
+    inherited through extends), so a new spec file joins its table without a code change."""
+    from zoo.spec import load_file
+    return tuple(p.stem for p in sorted(SPECS.glob("*.yaml"))
+                 if ((load_file(p).data.get("paper") or {}).get("table")) == table)
+
+
+TABLE2_SPECS, TABLE3_SPECS, TABLE4_SPECS = (table_specs(n) for n in (2, 3, 4))
+CSV_SCORES = ("bleu", "bleu_tokenized", "f1", "f1_len40", "eval_sentences")  # per scored split
 
 
 @dataclass
@@ -36,6 +46,45 @@ class Runs:
         if done:
             return max(done, key=lambda t: t.get("finished_at") or t.get("updated_at") or 0)
         return max(mine, key=lambda t: t.get("updated_at") or 0, default=None)
+
+    def seeds(self, t: dict | None) -> list[dict]:
+        """The finished trials that differ from `t` only in their seed (a seeds axis), `t` included."""
+        if not t or t["status"] != "finished":
+            return []
+
+        def unseeded(x):
+            c = json.loads(json.dumps(x.get("config") or {}))
+            c.get("train", {}).pop("seed", None)
+            c.pop("trial", None)
+            return c
+        key = (t["spec"], t["profile"], unseeded(t))
+        by_seed: dict = {}  # one per seed: the most recent (a run before the seeds axis may repeat seed 1)
+        for x in self.trials:
+            if x["status"] == "finished" and (x["spec"], x["profile"], unseeded(x)) == key:
+                seed = (x["config"].get("train") or {}).get("seed")
+                if seed not in by_seed or (x.get("finished_at") or 0) > (by_seed[seed].get("finished_at") or 0):
+                    by_seed[seed] = x
+        return list(by_seed.values())
+
+    def csv(self) -> str:
+        """Every trial as one CSV row, sorted and rounded so two reports diff line by line (as timm
+        keeps its results tables): what ran, how far, and each scored split's headline figures."""
+        import pandas as pd
+        rows = []
+        for t in sorted(self.trials, key=lambda t: (Path(t["spec"]).stem, t["variant"], t["profile"])):
+            m = t.get("metrics") or {}
+            row = {"spec": Path(t["spec"]).stem, "variant": t["variant"], "profile": t["profile"],
+                   "seed": ((t.get("config") or {}).get("train") or {}).get("seed"),
+                   "status": t["status"], "steps_done": m.get("steps_done", t.get("step")), "steps": t.get("steps"),
+                   "dev_ppl": m.get("dev_ppl"), "tokens_seen": t.get("tokens_seen"),
+                   "train_seconds": t.get("train_seconds"), "config_hash": t.get("config_hash")}
+            splits = m.get("splits") or ({m["eval_split"]: m} if m.get("eval_split") else {})  # older rows
+            for split, scores in sorted(splits.items()):
+                for k in CSV_SCORES:
+                    if scores.get(k) is not None:
+                        row[f"{split}_{k}"] = scores[k]
+            rows.append(row)
+        return pd.DataFrame(rows).convert_dtypes().round(3).to_csv(index=False, lineterminator="\n")
 
     def points(self, t: dict) -> list[dict]:
         return self.store.points(t["spec"], t["variant"], t["profile"]) if self.store else []

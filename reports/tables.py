@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 from scipy.stats import spearmanr
 
-from reports import peaks
-from reports.runs import (TABLE2_SPECS, TABLE3_SPECS, TABLE4_SPECS, Runs, config_of, paper_configs)
+from zoo.reports import peaks
+from zoo.reports.runs import (TABLE2_SPECS, TABLE3_SPECS, TABLE4_SPECS, Runs, config_of, paper_configs)
 from zoo import costs, paper
 from zoo.errors import UserError
 from zoo.spec import Config, profile_description
@@ -26,6 +26,7 @@ class Section:
     heading: str
     frame: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    data: list = field(default_factory=list)  # typed rows behind the frame, for figures
 
 
 @dataclass
@@ -41,30 +42,45 @@ class Table:
 
 # -- shared cell helpers --------------------------------------------------------------------------
 
-def state(t: dict | None) -> str:
+class State(str):
+    """A row's state as shown ("done", "failed: ...") that also carries its one-word key (for CSS
+    classes and counts), so nothing parses the display text back."""
+    key: str
+
+    def __new__(cls, key: str, text: str | None = None):
+        self = super().__new__(cls, text or key)
+        self.key = key
+        return self
+
+
+CITED = State("cited", "cited, not re-run")
+
+
+def state(t: dict | None) -> State:
     if t is None:
-        return "not run"
+        return State("not-run", "not run")
     s = t["status"]
     if s == "running":
-        return f"running: step {t.get('step') or 0} of {t.get('steps') or '?'}"
+        return State("running", f"running: step {t.get('step') or 0} of {t.get('steps') or '?'}")
     if s == "failed":
         reason = (t.get("error") or "no reason recorded").strip().splitlines()
         reason = reason[-1] if reason else "no reason recorded"  # a traceback's last line is the error
-        return "failed: " + (reason if len(reason) <= 120 else reason[:117] + "...")
+        return State("failed", "failed: " + (reason if len(reason) <= 120 else reason[:117] + "..."))
     if s == "finished":
-        done, planned = (t.get("metrics") or {}).get("steps_done"), t.get("steps")
-        if done and planned and done < planned:  # a time-limited profile stops early: say so
+        if truncated(t):  # a wall-clock cap cut it short: shown, but kept out of every comparison
+            done, planned = t["metrics"]["steps_done"], t["steps"]
             limit = ((t.get("config") or {}).get("train") or {}).get("time_limit_minutes")
-            return f"done (stopped at step {done} of {planned}" + (f": {limit:g}-minute limit)" if limit else ")")
-        return "done"
-    return s  # pending
+            return State("truncated", f"truncated: step {done} of {planned}" + (f", {limit:g}-minute limit" if limit else ""))
+        return State("done")
+    return State(s)  # pending
 
 
-def state_key(text: str) -> str:
-    """The state's one word (for CSS classes and counts): done, running, pending, failed, not-run, cited."""
-    if text.startswith(("not run", "needs data")):
-        return "-".join(text.split()[:2]).rstrip(":")
-    return re.split(r"[:, (]", text)[0]
+def truncated(t: dict | None) -> bool:
+    """A finished run that stopped before its planned steps (a time limit): not comparable to its group."""
+    if not t or t["status"] != "finished":
+        return False
+    done, planned = (t.get("metrics") or {}).get("steps_done"), t.get("steps")
+    return bool(done and planned and done < planned)
 
 
 def _metrics(t: dict | None) -> dict:
@@ -74,6 +90,16 @@ def _metrics(t: dict | None) -> dict:
 
 def _vocab(t: dict | None, cfg: Config) -> int:
     return _metrics(t).get("vocab_size_actual") or cfg.data.vocab_size
+
+
+def over_seeds(trials: list[dict], key: str) -> tuple[float | None, float | None, int]:
+    """Mean, sample standard deviation (None for one seed) and count of a finished figure over seeds."""
+    vals = [v for x in trials if (v := (x.get("metrics") or {}).get(key)) is not None]
+    if not vals:
+        return None, None, 0
+    mean = sum(vals) / len(vals)
+    sd = (sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) ** 0.5 if len(vals) > 1 else None
+    return mean, sd, len(vals)
 
 
 def flops_done(t: dict | None, cfg: Config | None) -> float | None:
@@ -100,10 +126,10 @@ def _frame(rows: list[list], index: list, columns: list[tuple], names=("group", 
     return pd.DataFrame(rows, index=idx, columns=pd.MultiIndex.from_tuples(columns), dtype=object)
 
 
-def _count(labels: list[str]) -> dict:
+def _count(labels: list[State]) -> dict:
     out: dict = {}
     for s in labels:
-        out[state_key(s)] = out.get(state_key(s), 0) + 1
+        out[s.key] = out.get(s.key, 0) + 1
     return out
 
 
@@ -111,11 +137,14 @@ def _profile_notes(trials: list[dict]) -> list[str]:
     """Say what each profile in use means, and its schedule (warmup, peak learning rate)."""
     notes = []
     for prof in sorted({t["profile"] for t in trials if t}):
-        try:
-            text = profile_description(prof)
-        except (UserError, OSError):  # a profile file that is gone: say so rather than fail the report
-            text = f"{prof}: (profile description not found)"
         cfg = next((c for t in trials if t and t["profile"] == prof and (c := config_of(t))), None)
+        if cfg is not None and cfg.profile_description:  # what the profile said when the run started
+            text = f"{prof}: {cfg.profile_description}"
+        else:  # a run from before descriptions were kept: today's profile file, if it is still there
+            try:
+                text = profile_description(prof)
+            except (UserError, OSError):
+                text = f"{prof}: (profile description not found)"
         if cfg is not None:
             s = cfg.train.schedule
             lr = s.lr_scale * cfg.model.d_model ** -0.5 * s.warmup_steps ** -0.5
@@ -153,8 +182,9 @@ COUNTING = (f"Counting rules. Parameters: numel of the compiled model, each tens
 # -- Table 3 --------------------------------------------------------------------------------------
 
 T3_COLUMNS = [("spec", c) for c in ("N", "d_model", "d_ff", "h", "d_k", "d_v", "P_drop", "eps_ls", "steps", "PE")] + [
-    ("paper", "PPL"), ("paper", "BLEU"), ("paper", "params (M)"),
-    ("measured", "PPL"), ("measured", "BLEU"), ("measured", "params (M)"), ("measured", "Δ params"),
+    ("paper", "PPL"), ("paper", "BLEU"), ("paper", "params (M)"), ("paper", "Δ params"),
+    ("measured", "PPL"), ("measured", "BLEU"), ("measured", "BLEU sd"), ("measured", "seeds"),
+    ("measured", "params (M)"),
     ("cost", "train FLOPs"),
     ("run", "state"), ("run", "profile"), ("run", "data / split")]
 
@@ -162,27 +192,38 @@ T3_COLUMNS = [("spec", c) for c in ("N", "d_model", "d_ff", "h", "d_k", "d_v", "
 def table3(runs: Runs) -> Table:
     specs = {row: c for (_, row), c in paper_configs(TABLE3_SPECS).items()}
     rows, index, shown, states, measured = [], [], [], [], []
+    per_seed = {"bleu": [], "dev_ppl": []}  # (paper figure, our figure per seed) per row, for Kendall tau
     for row, group, ppl, bleu, params_m in paper.TABLE3:
         t = runs.pick(3, row)
         cfg = config_of(t) or specs.get(row)
         m = _metrics(t)
+        seeds = runs.seeds(t)  # with a seeds axis: mean and spread over the seeds that finished
+        our_bleu, bleu_sd, n_seeds = over_seeds(seeds, "bleu")
+        our_ppl, _, _ = over_seeds(seeds, "dev_ppl")
         ours_params = costs.params_analytic(cfg.model, _vocab(t, cfg)) / 1e6 if m and cfg else None
+        # Δ compares like with like: the paper spec at paper scale (its vocabulary) against the printed
+        # count; a scaled run's own count has no Δ (it would measure the profile, not a discrepancy)
+        ps = specs.get(row)
+        spec_params = costs.params_analytic(ps.model, ps.data.vocab_size) / 1e6 if ps else None
         spec = [cfg.model.N, cfg.model.d_model, cfg.model.d_ff, cfg.model.h, cfg.model.d_k, cfg.model.d_v,
                 cfg.model.dropout, cfg.train.label_smoothing, cfg.train.steps,
                 {"sinusoidal": "sinusoid"}.get(cfg.model.positional_encoding, cfg.model.positional_encoding)] \
             if cfg else [None] * 10
         st = state(t)
         rows.append(spec + [
-            ppl, bleu, params_m,
-            m.get("dev_ppl"), m.get("bleu"), ours_params,
-            100 * (ours_params - params_m) / params_m if ours_params and params_m else None,
+            ppl, bleu, params_m, 100 * (spec_params - params_m) / params_m if spec_params and params_m else None,
+            our_ppl, our_bleu, bleu_sd, n_seeds or None, ours_params,
             flops_done(t, cfg), st, t and t["profile"], data_split(t, cfg)])
         index.append((paper.TABLE3_GROUPS[group], row))
         states.append(st)
         if t:
             shown.append((row, t))
-        if m.get("bleu") is not None or m.get("dev_ppl") is not None:
-            measured.append((group, bleu, m.get("bleu"), ppl, m.get("dev_ppl")))
+        if (our_bleu is not None or our_ppl is not None) and not truncated(t):
+            measured.append((group, bleu, our_bleu, ppl, our_ppl))
+            for key, ref, out in (("bleu", bleu, per_seed["bleu"]), ("dev_ppl", ppl, per_seed["dev_ppl"])):
+                vals = [x["metrics"][key] for x in seeds if x["metrics"].get(key) is not None]
+                if vals:
+                    out.append((ref, vals))
     frame = _frame(rows, index, T3_COLUMNS)
     sigs = sorted({s for _, t in shown if (s := _metrics(t).get("bleu_signature"))})
     notes = [
@@ -190,22 +231,104 @@ def table3(runs: Runs) -> Table:
         "BLEU, parameters x 1e6 (blank where the paper prints none). Spec columns: the configuration as "
         "run for rows that ran (their profile applied), else the paper spec as written.",
         "Measured: dev perplexity per word-piece (no label smoothing) and sacreBLEU on the eval split "
-        "with the final weights (no checkpoint averaging). " + _decoding_note(shown) + " "
+        "with the final weights (no checkpoint averaging); with several seeds, their mean, the BLEU "
+        "standard deviation over seeds (sd) and the number of seeds. " + _decoding_note(shown) + " "
         + ("sacreBLEU signature: " + "; ".join(sigs) if sigs else "No BLEU measured yet."),
-        "Δ params: measured compiled count against the paper's count; under a scaled profile it measures "
-        "the scaling, not a discrepancy.",
+        "Measured params: the compiled count of the model as run (a scaled profile's own size). Δ params: "
+        "our compile of the paper spec at paper scale with its vocabulary (37000) against the paper's printed "
+        "count; about -3% on every row, since a shared vocabulary of about 41K (not 37K) fits the printed "
+        "counts, and the paper's big (213M) is inconsistent with its own C5 (168M) under any vocabulary.",
         COUNTING,
         *_profile_notes([t for _, t in shown]),
     ]
     if runs.note:
         notes.insert(0, runs.note + ".")
+    claims = claims_section(runs)
     rank = Section("Rank agreement (Spearman) between measured and paper", spearman_frame(measured), [
-        "Spearman's rho between our values and the paper's, across the rows that ran, per group of the "
+        "Spearman's rho between our values and the paper's, across the rows that ran to their planned "
+        "steps (a truncated row is shown above but compared with nothing), per group of the "
         "paper and overall; computed where at least 3 rows ran. PPL: lower is better in both, so a "
-        "positive rho means the same order. With few rows the p-values are weak evidence."])
+        "positive rho means the same order. With few rows the p-values are weak evidence.",
+        *_kendall_notes(per_seed)])
     return Table("table3", "Table 3: variations on the Transformer architecture",
                  "Each row of the paper's ablation table: the paper's figures beside ours, what it cost, "
-                 "and where the run stands.", [Section("", frame), rank], notes, shown, _count(states))
+                 "and where the run stands.", [Section("", frame), claims, rank], notes, shown, _count(states))
+
+
+CLAIM_COLUMNS = [("claim", "group"), ("claim", "the paper says"), ("claim", "metric"), ("claim", "rows"),
+                 ("paper", "Δ"), ("measured", "Δ"), ("measured", "95% interval"), ("measured", "seeds"),
+                 ("verdict", "verdict")]
+
+
+def claims_section(runs: Runs) -> Section:
+    """Each of the paper's Table 3 claims (zoo.claims) with our difference, its interval and a verdict."""
+    from zoo import claims as C
+    rows, index, verdicts, data = [], [], [], []
+    for c in C.CLAIMS:
+        ours, why = _claim_interval(runs, c)
+        v = C.verdict(c, ours) if ours else why
+        verdicts.append(v)
+        if ours:
+            data.append((c, ours, v))
+        rows.append([c.group, c.text, c.metric.upper() if c.metric == "ppl" else "BLEU",
+                     f"{c.better} {'=' if c.tie else '>'} {c.worse}", round(c.paper_delta, 2),
+                     ours and ours.delta, ours and f"[{ours.lo:+.2f}, {ours.hi:+.2f}]",
+                     ours and "{} / {}".format(*ours.seeds), v])
+        index.append(c.id)
+    frame = _frame(rows, index, CLAIM_COLUMNS, names=("claim",))
+    n = {k: verdicts.count(k) for k in C.VERDICTS}
+    undecided = len(verdicts) - sum(n.values())
+    return Section("Claims", frame, [
+        f"claims: {n['held']} held, {n['within noise']} within noise, {n['flipped']} flipped"
+        + (f" ({undecided} without a verdict, for the reason given)" if undecided else ""),
+        "Each claim compares two rows on one metric, written from the paper's text (section 6.2, 5.4) and "
+        "its Table 3, never from our results. Δ: how much better the first row is (BLEU higher, PPL "
+        "lower). 95% interval: a bootstrap over dev sentences, paired (both rows resampled on the same "
+        "sentences, as sacreBLEU's paired bootstrap) and over seeds; PPL intervals come from the spread "
+        "over seeds alone (2+ seeds needed). Verdict: held (the interval lies on the paper's side of 0; a "
+        "tie: it covers 0), within noise (it covers 0), flipped (the other side; a tie: it excludes 0). "
+        "Rows stopped early by a time limit (truncated) are excluded."], data)
+
+
+def _claim_interval(runs: Runs, c) -> tuple:
+    from zoo import claims as C
+    picked = [runs.pick(3, row) for row in (c.better, c.worse)]
+    if not all(t and t["status"] == "finished" for t in picked):
+        return None, "not run"
+    if any(truncated(t) for t in picked):
+        return None, "excluded: truncated"
+    if picked[0]["profile"] != picked[1]["profile"]:
+        return None, "rows ran under different profiles"
+    sides = [runs.seeds(t) for t in picked]
+    if c.metric == "ppl":
+        values = [[x["metrics"]["dev_ppl"] for x in side if x["metrics"].get("dev_ppl")] for side in sides]
+        ours = C.scalar_interval("ppl", *values)
+        return (ours, None) if ours else (None, "needs 2+ seeds")
+    stats = [[_bleu_stats(x) for x in side] for side in sides]
+    if any(s is None for side in stats for s in side):
+        return None, "no per-sentence scores (run before they were kept)"
+    if len({len(s) for side in stats for s in side}) != 1:
+        return None, "rows scored on different sentences"
+    return C.bleu_interval(*stats), None
+
+
+def _kendall_notes(per_seed: dict) -> list[str]:
+    from zoo import claims as C
+    out = []
+    for key, label in (("bleu", "BLEU"), ("dev_ppl", "PPL")):
+        pairs = per_seed[key]
+        if len(pairs) >= 4:
+            tau, lo, hi = C.kendall_tau([p for p, _ in pairs], [v for _, v in pairs])
+            out.append(f"Kendall tau ({label}, {len(pairs)} rows): {tau:+.2f}, 95% interval [{lo:+.2f}, {hi:+.2f}] "
+                       "(bootstrap over rows and seeds); an interval covering 0 is no evidence of agreement.")
+    return out
+
+
+def _bleu_stats(t: dict):
+    import numpy as np
+    m = t.get("metrics") or {}
+    stats = ((m.get("splits") or {}).get(m.get("eval_split")) or {}).get("bleu_stats")
+    return np.asarray(stats, dtype="float32") if stats else None
 
 
 def spearman_frame(measured: list[tuple]) -> pd.DataFrame:
@@ -259,14 +382,14 @@ def table2(runs: Runs) -> Table:
             m = _metrics(t)
             test = (m.get("splits") or {}).get("test") or (m if m.get("eval_split") == "test" else {})
             spent = flops_done(t, cfg)
-            pk = peaks.peak(t.get("hardware"), m.get("device_name") or m.get("device"), m.get("workers")) if m else None
+            pk = peaks.peak(t.get("placement"), m.get("device_name") or m.get("device")) if m else None
             secs = m.get("train_seconds")
             util = spent / (secs * pk[0]) if spent and secs and pk else None
             if pk:
                 peak_notes.add(pk[1])
             elif m:
                 peak_notes.add(f"{group} {row}: no peak known for '{t.get('hardware') or m.get('device')}' "
-                               "(the store does not name the device model), so no utilization")
+                               "(the store does not name the device model or its threads), so no utilization")
             st = state(t)
             rows.append([
                 paper_bleu[(row, group)], test.get("bleu"), test.get("eval_weights"),
@@ -361,9 +484,9 @@ def table4(runs: Runs) -> Table:
         t = runs.pick(4, ours) if ours else None
         cfg = config_of(t) or specs.get(ours)
         m = _metrics(t)
-        st = state(t) if ours else "cited, not re-run"
+        st = state(t) if ours else CITED
         if ours and t is None and (need := _needs_data(cfg)):
-            st = f"needs data: {cfg.data.dataset} (see the notes)"
+            st = State("needs-data", f"needs data: {cfg.data.dataset} (see the notes)")
             floor_notes.append(f"{parser} ({training}) needs data: {need}")
         if ours:
             states.append(st)

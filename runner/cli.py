@@ -8,16 +8,18 @@ from zoo.errors import UserError
 
 
 def cmd_run(args) -> int:
-    from runner import sweep
+    from zoo.runner import sweep
     if args.max_concurrent is not None and args.max_concurrent < 1:
         raise UserError("--max-concurrent must be 1 or more")
+    if args.seeds is not None and not 1 <= args.seeds <= 100:
+        raise UserError(f"--seeds must be between 1 and 100 (got {args.seeds})")
     return sweep.run(args.spec, profile=args.profile, variants=args.variant, sets=args.set, address=args.address,
                      storage=args.storage, rerun=args.rerun, max_concurrent=args.max_concurrent,
-                     data_dir=args.data_dir)
+                     data_dir=args.data_dir, seeds=list(range(1, args.seeds + 1)) if args.seeds else None)
 
 
 def cmd_status(args) -> int:
-    from runner.store import open_store
+    from zoo.runner.store import open_store
     path = Path(args.runs or "runs/zoo.db")
     if path.is_dir():
         path = path / "zoo.db"
@@ -27,10 +29,19 @@ def cmd_status(args) -> int:
     if not path.exists():
         raise UserError(f"no results store at {path}: run `zoo run SPEC` first, or point --runs at the "
                         "zoo.db inside the --storage folder a run used")
-    rows = [{k: v for k, v in r.items() if k != "attention"} for r in open_store(path).trials()]
+    rows = [{k: v for k, v in r.items() if k != "attention"} | {"seed": ((r.get("config") or {}).get("train") or {}).get("seed")}
+            for r in open_store(path).trials()]
     if args.spec:
         rows = [r for r in rows if Path(r["spec"]).stem == Path(args.spec).stem]
+    gone, leftovers = _dead_driver(path.parent)
+    gone = gone if any(r["status"] == "running" for r in rows) else None
+    for r in rows:
+        if gone and r["status"] == "running":
+            r["note"] = f"driver pid {gone} is gone"  # killed: the next `zoo run` resumes it
     if args.json:
+        for r in rows:  # per-sentence BLEU statistics are for the report's bootstrap, not for reading
+            for split in ((r.get("metrics") or {}).get("splits") or {}).values():
+                split.pop("bleu_stats", None)
         print(json.dumps(rows, indent=2, default=str))
         return 0
     if not rows:
@@ -42,14 +53,40 @@ def cmd_status(args) -> int:
         m = r.get("metrics") or {}
         score = next((f"{k} {m[k]:.2f}" for k in ("bleu", "f1") if m.get(k) is not None), "-")
         ppl = m.get("dev_ppl") or (r.get("best") or {}).get("dev_ppl")
-        table.append((Path(r["spec"]).stem, r["variant"], r["profile"], r["status"],
+        state = f"{r['status']} ({r['note']})" if r.get("note") else r["status"]
+        table.append((Path(r["spec"]).stem, r["variant"], r["profile"], state,
                       f"{r.get('step') or 0}/{r.get('steps') or '?'}", f"{ppl:.2f}" if ppl else "-", score,
                       r["error"] if r["status"] == "failed" else (r.get("hardware") or "")))
     widths = [max(len(str(row[i])) for row in table[:]) for i in range(len(cols) - 1)]
     for row in table:
         print("  ".join(str(x).ljust(w) for x, w in zip(row, widths)) + "  " + str(row[-1]))
     print(f"\n{len(rows)} trials in {path}")
+    for r in rows:
+        if r.get("warning"):  # worked around, e.g. an unloadable checkpoint set aside
+            print(f"{Path(r['spec']).stem} {r['variant']}: {r['warning']}")
+    if gone:
+        print(f"the `zoo run` that last used {path.parent} (pid {gone}) was killed: its running trials are not "
+              f"running; the same `zoo run` command resumes them from their last checkpoints")
+    if leftovers:
+        print(f"{len(leftovers)} Ray processes it left are still alive (pids {', '.join(map(str, leftovers))}); "
+              "the next `zoo run` on this storage ends them")
     return 0
+
+
+def _dead_driver(storage: Path) -> tuple[int | None, list[int]]:
+    """The pid of a `zoo run` on storage that died without cleaning up (None when it ended cleanly or
+    still runs), and the Ray processes it left alive. Read-only: reads the lock and pidfile."""
+    from zoo.runner import local
+    pid, holding = local.run_driver(storage)
+    info = local.read_pidfile(storage)
+    if info and not holding and (pid is None or pid == info.get("driver")):
+        if local._alive(info["driver"], info.get("driver_started")):
+            return None, []  # a run from before the lock: alive, so really running
+        pid = info["driver"]
+    if holding or pid is None:
+        return None, []
+    left = sorted(p for p, t in info.get("pids", {}).items() if local._alive(int(p), t)) if info else []
+    return pid, [int(p) for p in left]
 
 
 def register(sub) -> None:
@@ -67,9 +104,13 @@ def register(sub) -> None:
     s.add_argument("--storage", help="trial folders and results: a path (shared by all nodes when --address) "
                    "or a cloud URI (default ./runs)")
     s.add_argument("--rerun", action="store_true", help="run finished variants again, from scratch")
+    s.add_argument("--seeds", type=int, metavar="N", help="run each variant once per seed 1..N, as separate trials "
+                   "named VARIANT-seedK (overrides the spec's or profile's `seeds:`)")
     s.add_argument("--max-concurrent", type=int, metavar="K", help="at most K trials at once (default: as many "
                    "as the resources allow)")
     s.add_argument("--data-dir", help="data directory (default $ZOO_DATA_DIR or the user cache)")
+    s.add_argument("--no-download", action="store_true",
+                   help="never fetch a missing corpus on first use (also: ZOO_DOWNLOAD=0)")
     s.set_defaults(fn=cmd_run)
 
     s = sub.add_parser("status", help="trials in the results store: state, progress, metrics, errors",

@@ -20,6 +20,7 @@ from pathlib import Path
 from zoo.errors import UserError
 
 PIDFILE = ".ray-local.json"
+LOCKFILE = ".zoo-run.lock"  # held (flock) by the one `zoo run` using a storage; holds its pid
 QUIET_ENV = {
     "RAY_AIR_NEW_OUTPUT": "0",                  # Tune's legacy reporter, which verbose=0 silences fully
     "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1",  # no CSV/JSON/TensorBoard files: the store has the results
@@ -27,7 +28,7 @@ QUIET_ENV = {
     "RAY_TRAIN_ENABLE_PRINT_PATCH": "0",
     "TUNE_PRINT_ALL_TRIAL_ERRORS": "0",         # the live table and the store carry each trial's error
 }
-FORWARD_PREFIX = "ZOO_"  # env vars every trial process sees (data dir; test-only fault injection)
+FORWARD_PREFIX = "ZOO_"  # env vars every trial process sees (the data dir)
 
 
 def loopback_env() -> None:
@@ -47,6 +48,61 @@ def quiet() -> None:
 
 def _job_env() -> dict:
     return {"env_vars": {k: v for k, v in os.environ.items() if k.startswith(FORWARD_PREFIX)}}
+
+
+# -- one run per storage ------------------------------------------------------------------------------
+
+class RunLock:
+    """An exclusive OS lock (flock) on STORAGE/.zoo-run.lock for the whole of one `zoo run`.
+
+    The kernel releases it when the process ends, however it ends, so a killed run never blocks the
+    next one; two runs started at the same moment cannot both get it (a pidfile check can race)."""
+
+    def __init__(self, storage: Path):
+        self.path = Path(storage) / LOCKFILE
+        self.fd: int | None = None
+
+    def acquire(self) -> "RunLock":
+        import fcntl
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").split()
+            os.close(fd)
+            who = f"pid {holder[0]}" if holder else "another process"
+            raise UserError(f"another `zoo run` ({who}) is using {self.path.parent}; wait for it, stop it "
+                            "with Ctrl-C, or give this run a different --storage") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self.fd = fd
+        return self
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing the descriptor drops the lock; the file stays (it is harmless)
+            self.fd = None
+
+
+def run_driver(storage: Path) -> tuple[int | None, bool]:
+    """(pid of the last `zoo run` on storage, whether it still holds the lock), read-only."""
+    import fcntl
+    path = Path(storage) / LOCKFILE
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None, False
+    try:
+        text = os.pread(fd, 64, 0).decode(errors="replace").split()
+        pid = int(text[0]) if text and text[0].isdigit() else None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # only a probe: let go at once
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return pid, False
+        except BlockingIOError:
+            return pid, True
+    finally:
+        os.close(fd)
 
 
 # -- the pidfile ----------------------------------------------------------------------------------

@@ -67,6 +67,10 @@ class Live:
         elif event == "resumed":
             self._save(v, resumed_from=m["step"])
             self._say(f"{v}: resumed from its checkpoint at step {m['step']}")
+        elif event == "bad_checkpoint":
+            note = f"checkpoint {m['path']} cannot be loaded ({m['error']}); set aside as {m['moved_to']}"
+            self._save(v, warning=note)
+            self._say(f"{v}: {note}; resuming from the one before it")
         elif event == "done":
             self._done(v, m)
         elif "step" in m:

@@ -7,6 +7,7 @@ a finished row with the same hash means "already done, skip". Training curves go
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from contextlib import contextmanager
@@ -45,6 +46,7 @@ CREATE TABLE IF NOT EXISTS points (
 ADDED = {
     "placement": "TEXT",         # JSON: where it ran: node_id, hostname, pid, gpu_ids, threads, workers
     "resumed_from": "INTEGER",   # the checkpoint step the latest attempt resumed from (NULL: fresh start)
+    "warning": "TEXT",           # something the trial worked around, e.g. an unloadable checkpoint it skipped
 }
 JSON_COLS = ("config", "metrics", "best", "attention", "placement")
 
@@ -54,8 +56,19 @@ def default_path(storage: str | Path | None = None) -> Path:
 
 
 class Store:
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
+    """The store, opened for writing (creating the schema) or, with readonly, strictly for reading:
+    a read command never writes, not even a schema into an empty file."""
+
+    def __init__(self, path: str | Path, readonly: bool = False):
+        self.path, self.readonly = Path(path), readonly
+        if readonly:
+            with self._conn() as c:
+                tables = {r["name"] for r in c.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            self.empty = not tables  # an empty file, or a database nothing has written yet
+            if tables and "trials" not in tables:
+                raise sqlite3.DatabaseError("it has no trials table")
+            return
+        self.empty = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._conn() as c:
             c.execute("PRAGMA journal_mode=WAL")  # readers (zoo status, reports) never block writers
@@ -67,7 +80,12 @@ class Store:
 
     @contextmanager
     def _conn(self):
-        c = sqlite3.connect(self.path, timeout=30)
+        if self.readonly and not _writable(self.path):
+            # a store this process cannot write (read-only file or folder) cannot have a writer
+            # either: read it as immutable, since SQLite's read-only mode still needs the WAL index
+            c = sqlite3.connect(f"{self.path.resolve().as_uri()}?immutable=1", uri=True, timeout=30)
+        else:  # reads only SELECT; a plain connection (not mode=ro) removes its -wal/-shm files on close
+            c = sqlite3.connect(self.path, timeout=30)
         c.row_factory = sqlite3.Row
         try:
             with c:  # one transaction: committed on success, rolled back on error
@@ -116,6 +134,8 @@ class Store:
 
     # -- reads ----------------------------------------------------------------------------------
     def trials(self, **where) -> list[dict]:
+        if self.empty:
+            return []
         q = "SELECT * FROM trials"
         if where:
             q += " WHERE " + " AND ".join(f"{k}=?" for k in where)
@@ -128,6 +148,8 @@ class Store:
         return rows[0] if rows else None
 
     def points(self, spec: str, variant: str, profile: str) -> list[dict]:
+        if self.empty:
+            return []
         with self._conn() as c:
             rows = c.execute("SELECT * FROM points WHERE spec=? AND variant=? AND profile=? ORDER BY step",
                              (spec, variant, profile)).fetchall()
@@ -142,11 +164,32 @@ def _decode(row: sqlite3.Row) -> dict:
     return d
 
 
-def open_store(path: str | Path) -> Store:
-    """Open an existing store for reading, or a new empty one; a bad file is a clear user error."""
+def open_store(path: str | Path, write: bool = False) -> Store:
+    """Open a store: for reading (nothing is written, the file must exist) or, with write, for a run
+    (created when missing). A file that is not a store, or one a run cannot write, is a user error."""
+    from zoo.errors import UserError
+    path = Path(path)
+    if write and not _writable(path):  # opening an existing store writes nothing: the first result would fail
+        raise UserError(f"{path} is read-only: `zoo run` records every trial there; make it (and its folder) "
+                        "writable or give the run another --storage") from None
     try:
-        return Store(path)
-    except sqlite3.DatabaseError as e:
-        from zoo.errors import UserError
+        return Store(path, readonly=not write)
+    except (sqlite3.DatabaseError, OSError) as e:
+        if write and ("disk is full" in str(e) or getattr(e, "errno", None) == 28):  # ENOSPC
+            raise UserError(f"no space left on device for the results store {path}: free some space there "
+                            "or give the run another --storage") from None
+        if write and not _writable(path):
+            raise UserError(f"{path} is read-only ({e}): `zoo run` records every trial there; make it "
+                            "writable or give the run another --storage") from None
+        if isinstance(e, OSError) or "unable to open" in str(e):
+            raise UserError(f"cannot open the results store {path} ({e}); check the path and its "
+                            "permissions") from None
         raise UserError(f"{path} is not a zoo results store ({e}); point --runs at the runs/zoo.db "
                         "that `zoo run` wrote") from None
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may write the store (and its WAL files beside it)."""
+    folder = path.parent if str(path.parent) else Path(".")
+    ok_dir = os.access(folder, os.W_OK | os.X_OK) if folder.exists() else True
+    return ok_dir and (not path.exists() or os.access(path, os.W_OK))

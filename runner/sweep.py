@@ -11,14 +11,18 @@ checkpoints, so an unfinished trial continues from its last checkpoint whoever r
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import shutil
+import sqlite3
 import sys
+import time
 from pathlib import Path
 
 from zoo.errors import UserError
+from zoo.paths import inside, inside_uri
 
 NETWORK_FS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "ceph", "glusterfs", "beegfs",
               "fuse.s3fs", "fuse.gcsfuse", "fuse.sshfs", "fuse.juicefs", "9p", "wekafs", "panfs")
@@ -38,45 +42,83 @@ class Storage:
             self.local = Path(path).expanduser().resolve()
             self.root = str(self.local)
         self.store_path = self.local / "zoo.db"
+        # where trials write on the node that runs them: the storage itself, or for a URI a local copy
+        self.scratch_root = Path.home() / ".cache" / "zoo" / "runs" if self.uri else self.local
 
+    def make(self) -> None:
+        """Create the local folder; a path that cannot be one is a user error, not a traceback."""
+        try:
+            self.local.mkdir(parents=True, exist_ok=True)
+            if not os.access(self.local, os.W_OK | os.X_OK):
+                raise PermissionError(13, "Permission denied")
+        except OSError as e:
+            raise UserError(f"--storage {self.given or 'runs'}: cannot use {self.local} as the folder for trials "
+                            f"and results ({e.strerror or e}); give --storage a writable folder (it is "
+                            "created if missing)") from None
+
+    # Names were checked at validation (zoo.paths.SAFE_NAME); these checks make sure anyway that a run
+    # folder lies inside the storage before anything writes or deletes there.
     def run_dir(self, stem: str, variant: str, profile: str) -> str:
-        return f"{self.root}/{stem}/{variant}-{profile}"
+        if self.uri:
+            return inside_uri(self.root, stem, f"{variant}-{profile}")
+        return str(inside(self.local, stem, f"{variant}-{profile}"))
 
     def scratch_dir(self, stem: str, variant: str, profile: str) -> str:
         """The trial's working directory on the node that runs it."""
         if self.uri:  # a node-local copy, mirrored to the URI (runner.trial.Mirror)
-            return str(Path.home() / ".cache" / "zoo" / "runs" / stem / f"{variant}-{profile}")
+            return str(inside(self.scratch_root, stem, f"{variant}-{profile}"))
         return self.run_dir(stem, variant, profile)
 
 
 def run(spec: str, profile: str = "auto", variants: list[str] | None = None, sets: list[str] | None = None,
         address: str | None = None, storage: str | None = None, rerun: bool = False,
-        max_concurrent: int | None = None, data_dir: str | None = None, stream=sys.stdout) -> int:
+        max_concurrent: int | None = None, data_dir: str | None = None, seeds: list[int] | None = None,
+        stream=sys.stdout) -> int:
     """Run the spec's variants; return the exit code (0 all finished, 1 some failed, 130 interrupted)."""
-    from runner.store import open_store
+    from zoo.runner.store import open_store
     spec_key = _spec_key(spec)
     # Trials run in their own folders, maybe on other nodes: hand them absolute data paths.
     data_dir = os.path.abspath(os.path.expanduser(data_dir)) if data_dir else None
     if os.environ.get("ZOO_DATA_DIR"):
         os.environ["ZOO_DATA_DIR"] = os.path.abspath(os.path.expanduser(os.environ["ZOO_DATA_DIR"]))
-    _resolve(spec, variants, "paper" if profile == "auto" else profile, sets)  # spec mistakes first
+    _resolve(spec, variants, "paper" if profile == "auto" else profile, sets, seeds, data_dir)  # spec mistakes first
     if address is not None and storage is None:
         raise UserError("--address joins a cluster whose nodes all write results, so --storage must say where: "
                         "a path that every node mounts at the same place (NFS, Lustre, ...) or a cloud URI "
                         "such as s3://bucket/zoo-runs")
     st = Storage(storage)
-    store = open_store(st.store_path)
+    st.make()
+    from zoo.runner.local import RunLock
+    lock = RunLock(st.local).acquire()  # one run per storage, for the whole run
+    store = open_store(st.store_path, write=True)
+    try:
+        return _run(spec, spec_key, profile, variants, sets, address, st, store, rerun, max_concurrent,
+                    data_dir, seeds, stream)
+    except Exception as e:  # Tune wraps what its callbacks raise (the store's writes) in a TuneError
+        if not disk_full(e):
+            raise
+        why = f"no space left on device under {st.local}"
+        _fail_unfinished(store, spec_key, why)
+        raise UserError(f"{why}: the run stopped and its unfinished trials are marked failed. Free some "
+                        "space (old checkpoints under the trial folders, or another --storage) and run the "
+                        "same command again: it resumes from the last checkpoints.") from None
+    finally:
+        lock.release()
+
+
+def _run(spec, spec_key, profile, variants, sets, address, st: Storage, store, rerun, max_concurrent,
+         data_dir, seeds, stream) -> int:
     if profile == "auto" and address is None:
         profile = _local_profile()
     if profile != "auto":
-        cfgs = _resolve(spec, variants, profile, sets)
+        cfgs = _resolve(spec, variants, profile, sets, seeds, data_dir)
         todo = _todo(store, spec_key, cfgs, rerun)
         if not todo:
             return _nothing_to_do(cfgs, st, stream)
         if address is None:
             _check_data(cfgs, data_dir)
 
-    from runner import local
+    from zoo.runner import local
     local_ray = None
     try:
         if address is None:
@@ -87,7 +129,7 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
             _check_shared(st, address)
         if profile == "auto":
             profile = "gpu" if local.cluster_gpus() else "cpu"
-            cfgs = _resolve(spec, variants, profile, sets)
+            cfgs = _resolve(spec, variants, profile, sets, seeds, data_dir)
             todo = _todo(store, spec_key, cfgs, rerun)
             if not todo:
                 return _nothing_to_do(cfgs, st, stream)
@@ -105,26 +147,27 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
 def _sweep(spec, spec_key, profile, cfgs, todo, st: Storage, store, rerun, max_concurrent, data_dir,
            local_ray, stream) -> int:
     from ray import tune
-    from runner import progress, trial
+    from zoo.runner import progress, trial
     from zoo.spec import profile_description
     stem = Path(spec).stem
-    plan = json.dumps([[c.variant, c.config_hash(), c.resources.model_dump(),
-                        st.scratch_dir(stem, c.variant, profile)] for c in cfgs] + [data_dir], sort_keys=True)
+    profile = cfgs[0].profile  # the profile's name (a profile file's stem), as it names folders
+    plan = json.dumps([[c.trial, c.config_hash(), c.resources.model_dump(),
+                        st.scratch_dir(stem, c.trial, profile)] for c in cfgs] + [data_dir], sort_keys=True)
     name = f"{stem}-{profile}-{hashlib.sha256(plan.encode()).hexdigest()[:8]}"
     exp_path = f"{st.root}/tune/{name}"
-    run_dirs = {c.variant: st.run_dir(stem, c.variant, profile) for c in todo}
-    print(f"zoo run {spec}: {len(todo)} of {len(cfgs)} variants to run ({', '.join(run_dirs)})\n"
+    run_dirs = {c.trial: st.run_dir(stem, c.trial, profile) for c in todo}
+    print(f"zoo run {spec}: {len(todo)} of {len(cfgs)} trials to run ({', '.join(run_dirs)})\n"
           f"profile {profile_description(profile, Path(spec))}\n"
           f"results {st.store_path}  trials {st.root}/{stem}/", file=stream, flush=True)
     for c in todo:
-        scratch = st.scratch_dir(stem, c.variant, profile)
-        if rerun or _stale(store.get(spec_key, c.variant, profile), scratch, c):
-            _wipe(scratch, run_dirs[c.variant] if st.uri else None)
-            store.clear_points(spec_key, c.variant, profile)
-            store.upsert(spec_key, c.variant, profile, **dict.fromkeys(FRESH))
-        store.upsert(spec_key, c.variant, profile, config_hash=c.config_hash(), config=c.model_dump(mode="json"),
+        scratch = st.scratch_dir(stem, c.trial, profile)
+        if rerun or _stale(store.get(spec_key, c.trial, profile), scratch, c):
+            _wipe(scratch, st.scratch_root, run_dirs[c.trial] if st.uri else None, st.root)
+            store.clear_points(spec_key, c.trial, profile)
+            store.upsert(spec_key, c.trial, profile, **dict.fromkeys(FRESH))
+        store.upsert(spec_key, c.trial, profile, config_hash=c.config_hash(), config=c.model_dump(mode="json"),
                      paper_table=c.paper.table, paper_group=c.paper.group, paper_row=c.paper.row,
-                     status="pending", steps=c.train.steps, run_dir=run_dirs[c.variant], experiment=exp_path,
+                     status="pending", steps=c.train.steps, run_dir=run_dirs[c.trial], experiment=exp_path,
                      error=None, resumed_from=None)
 
     trainable = tune.with_resources(trial.trainable, trial.resources)
@@ -137,10 +180,10 @@ def _sweep(spec, spec_key, profile, cfgs, todo, st: Storage, store, rerun, max_c
             print(f"cannot restore {exp_path} ({type(e).__name__}: {e}); starting it afresh", file=stream)
     if tuner is None:
         if not st.uri and Path(exp_path).exists():
-            shutil.rmtree(exp_path)  # a finished or --rerun experiment: Tune bookkeeping only
-        trials = [{"variant": c.variant, "config": c.model_dump(mode="json"), "data_dir": data_dir,
-                   "out_dir": st.scratch_dir(stem, c.variant, profile),
-                   "mirror": run_dirs[c.variant] if st.uri else None,
+            shutil.rmtree(inside(st.local, "tune", name))  # a finished or --rerun experiment: Tune bookkeeping only
+        trials = [{"variant": c.trial, "config": c.model_dump(mode="json"), "data_dir": data_dir,
+                   "out_dir": st.scratch_dir(stem, c.trial, profile),
+                   "mirror": run_dirs[c.trial] if st.uri else None,
                    "train_storage": f"{st.root}/tune/{name}-train"} for c in todo]
         tuner = tune.Tuner(
             trainable, param_space={"trial": tune.grid_search(trials)},
@@ -165,10 +208,29 @@ def _sweep(spec, spec_key, profile, cfgs, todo, st: Storage, store, rerun, max_c
     return _summary(live, store, spec_key, profile, st, stream)
 
 
+def disk_full(e: BaseException) -> bool:
+    """ENOSPC from the OS, or SQLite's word for it, also inside the TuneError that wraps a callback's."""
+    text = str(e)
+    return getattr(e, "errno", None) == errno.ENOSPC or "database or disk is full" in text \
+        or "No space left on device" in text
+
+
+def _fail_unfinished(store, spec_key: str, why: str) -> None:
+    """The driver cannot go on: no row of this spec may stay 'running' behind it (best effort: the
+    store may sit on the full disk too)."""
+    try:
+        for r in store.trials(spec=spec_key):
+            if r["status"] in ("running", "pending"):
+                store.upsert(spec_key, r["variant"], r["profile"], status="failed", error=why,
+                             finished_at=time.time())
+    except (OSError, sqlite3.Error):
+        pass
+
+
 def check_fits(cfgs, nodes: list[dict], spec: str) -> None:
     """Ray Tune only warns, then waits forever, when no node can hold a trial: refuse it up front.
     nodes: the live nodes' total resources ({"CPU": 2.0, "GPU": 1.0, ...})."""
-    from runner.trial import data_parallel_workers
+    from zoo.runner.trial import data_parallel_workers
     for c in cfgs:
         n = data_parallel_workers(c)
         gpus = (1.0 if c.resources.gpus > 0 else 0.0) if n > 1 else c.resources.gpus
@@ -183,6 +245,22 @@ def check_fits(cfgs, nodes: list[dict], spec: str) -> None:
                 f"{bundle['GPU']:g} GPUs per process, but this Ray cluster's nodes have {have}, so it "
                 f"would wait forever; lower resources.cpus/gpus/workers (for example --set "
                 f"resources.cpus=1) or start the cluster with bigger or more nodes")
+        _check_memory(c, n, bundle["GPU"], nodes, spec)
+
+
+def _check_memory(c, workers: int, gpus: float, nodes: list[dict], spec: str) -> None:
+    """A CPU trial's training memory against the largest node's (Ray's `memory` resource: what it
+    lets tasks use). GPU trials train in GPU memory, which Ray does not report: zoo.train checks
+    that on the GPU itself."""
+    from zoo.costs import gib, memory_text, train_memory
+    room = [nd["memory"] for nd in nodes if nd.get("memory")]
+    est = train_memory(c, workers)
+    if gpus or not room or est["total"] <= max(room):
+        return
+    raise UserError(f"{spec}: variant {c.variant}: a training process needs about {memory_text(est)}, but the "
+                    f"largest node of this Ray cluster offers {gib(max(room))} of memory, so it would run out; "
+                    "lower model.d_model, model.d_ff or model.N, set train.max_tokens_per_device (gradient "
+                    "accumulation keeps the step's batch) or lower data.max_len, or use bigger nodes")
 
 
 def _summary(live, store, spec_key, profile, st: Storage, stream) -> int:
@@ -208,7 +286,7 @@ def _summary(live, store, spec_key, profile, st: Storage, stream) -> int:
 
 def _nothing_to_do(cfgs, st: Storage, stream) -> int:
     runs = "" if st.store_path == Path("runs/zoo.db").resolve() else f" --runs {st.store_path}"
-    print(f"nothing to run: all {len(cfgs)} variants ({', '.join(c.variant for c in cfgs)}) already finished "
+    print(f"nothing to run: all {len(cfgs)} trials ({', '.join(c.trial for c in cfgs)}) already finished "
           f"with this config (--rerun runs them again)\nresults: {st.store_path}\n"
           f"see them: zoo status{runs}   tables: zoo report{runs}", file=stream)
     return 0
@@ -216,14 +294,14 @@ def _nothing_to_do(cfgs, st: Storage, stream) -> int:
 
 # -- checks before anything starts ----------------------------------------------------------------
 
-def _resolve(spec, variants, profile, sets):
+def _resolve(spec, variants, profile, sets, seeds, data_dir=None):
     from zoo.spec import resolve
     if not Path(spec).is_file():
         raise UserError(f"{spec}: no such spec file (see specs/ for the paper's, or `zoo validate PATH`)")
-    cfgs = resolve(spec, None, profile, sets)
+    cfgs = resolve(spec, None, profile, sets, seeds, data_dir)  # data_dir: a profile's `prefer:` looks there
     for v in variants or []:
         if v not in {c.variant for c in cfgs}:
-            resolve(spec, v, profile, sets)  # raises the spec module's error, with a did-you-mean
+            resolve(spec, v, profile, sets, seeds, data_dir)  # raises the spec module's error, with a did-you-mean
     return [c for c in cfgs if not variants or c.variant in variants]
 
 
@@ -240,7 +318,7 @@ def _todo(store, spec_key, cfgs, rerun):
         return cfgs
     out = []
     for c in cfgs:
-        row = store.get(spec_key, c.variant, c.profile)
+        row = store.get(spec_key, c.trial, c.profile)
         if not (row and row["status"] == "finished" and row["config_hash"] == c.config_hash()):
             out.append(c)
     return out
@@ -289,7 +367,7 @@ def _check_shared(st: Storage, address: str) -> None:
 
 
 def _hosts() -> set[str]:
-    from runner.local import node_hosts
+    from zoo.runner.local import node_hosts
     return node_hosts()
 
 
@@ -305,7 +383,7 @@ def _fs_type(path: Path) -> str:
     return kind
 
 
-FRESH = ("step", "metrics", "best", "attention", "placement", "hardware", "checkpoint", "tokens_seen",
+FRESH = ("warning", "step", "metrics", "best", "attention", "placement", "hardware", "checkpoint", "tokens_seen",
          "train_seconds", "started_at", "finished_at")
 
 
@@ -322,9 +400,14 @@ def _stale(row: dict | None, scratch: str, cfg) -> bool:
         return True
 
 
-def _wipe(out_dir: str, mirror: str | None) -> None:
-    """--rerun: start the trial from scratch (its checkpoints and summary go; the folder stays)."""
-    out = Path(out_dir)
+def _wipe(out_dir: str, root: str | Path, mirror: str | None = None, mirror_root: str | None = None) -> None:
+    """--rerun: start the trial from scratch (its checkpoints and summary go; the folder stays).
+    Refuses, before deleting anything, a folder outside `root` (or a mirror outside `mirror_root`)."""
+    out = inside(root, out_dir)
+    if out == Path(os.path.realpath(root)):
+        raise UserError(f"refusing to wipe the storage folder {root} itself; a trial folder lies inside it")
+    if mirror and not mirror.startswith(str(mirror_root).rstrip("/") + "/"):
+        raise UserError(f"refusing to delete {mirror}: it is outside the storage {mirror_root}")
     shutil.rmtree(out / "checkpoints", ignore_errors=True)
     for f in ("summary.json", "metrics.jsonl"):
         (out / f).unlink(missing_ok=True)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import http.server
 import os
 import random
@@ -135,6 +136,39 @@ def test_missing_data_dir_says_how_to_fetch(tmp_path):
     assert str(tmp_path / "nowhere") in msg and "multi30k/train.en.gz" in msg
 
 
+def test_missing_corpus_is_fetched_on_first_use_from_the_mirror(data_root, tmp_path, serve, monkeypatch):
+    monkeypatch.setenv("ZOO_DOWNLOAD", "1")
+    monkeypatch.setenv("ZOO_DATA_MIRROR", serve(data_root))
+    root = tmp_path / "fresh"  # nothing there yet, not even the folder
+    assert D.load_pairs("multi30k", "dev", root) == D.load_pairs("multi30k", "dev", data_root)
+    assert all(ok for rel, ok, _ in D.verify("multi30k", root))  # every registered file, sha256 checked
+    before = {p: p.stat().st_mtime_ns for p in (root / "multi30k").iterdir()}
+    D.load_pairs("multi30k", "test", root)  # present now: nothing downloaded again
+    assert before == {p: p.stat().st_mtime_ns for p in (root / "multi30k").iterdir()}
+    assert D.load_pairs("wsj_sample", "dev", root)  # the parsing corpus too
+
+
+def test_downloads_forbidden_leave_the_missing_error(data_root, tmp_path, serve, monkeypatch):
+    monkeypatch.setenv("ZOO_DATA_MIRROR", serve(data_root))  # reachable, but the user said no
+    with pytest.raises(D.DataError, match="ZOO_DOWNLOAD=0") as e:
+        D.load_pairs("multi30k", "dev", tmp_path / "empty")
+    assert "zoo data fetch multi30k" in str(e.value) and not (tmp_path / "empty" / "multi30k").exists()
+
+
+@pytest.mark.slow
+def test_zoo_train_fetches_on_first_use_and_no_download_refuses(data_root, tmp_path, serve, repo):
+    env = {**os.environ, "ZOO_DOWNLOAD": "1", "ZOO_DATA_MIRROR": serve(data_root)}
+    cmd = [sys.executable, "-m", "zoo.cli", "train", str(repo / "specs/table3_A.yaml"), "--variant", "A1",
+           "--profile", "smoke", "--set", "train.steps=2", "--set", "eval.max_sentences=2",
+           "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "run")]
+    r = subprocess.run([*cmd, "--no-download"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert r.returncode == 2 and "ZOO_DOWNLOAD=0" in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "fetching it on first use" in r.stderr and (tmp_path / "run" / "summary.json").exists()
+    assert all(ok for rel, ok, _ in D.verify("multi30k", tmp_path / "data"))
+
+
 def test_unequal_sides_rejected(tmp_path, data_root):
     (tmp_path / "multi30k").mkdir()
     for f in ("val.en.gz", "val.de.gz"):
@@ -156,8 +190,8 @@ def test_list_corpora(data_root, tmp_path):
 # --------------------------------------------------------------------------- fetch, verify
 def test_fetch_from_loopback_mirror_then_verify(data_root, tmp_path, serve):
     url = serve(data_root)
-    for name in ("multi30k", "wmt14_en_de", "wsj_sample"):
-        got = D.fetch(name, tmp_path, base_url=url)
+    for name in ("multi30k", "wmt14_en_de", "wsj_sample"):  # WMT14's training archives: see the end
+        got = D.fetch(name, tmp_path, base_url=url, build=False)
         assert len(got) == len(D.corpus(name).files)
         registered = {f.path for f in D.corpus(name).files}
         assert all(ok for rel, ok, _ in D.verify(name, tmp_path) if rel in registered)
@@ -327,3 +361,163 @@ def test_length_grouping_cuts_padding(m30k):
     pg, pr = padding(ids, grouped), padding(ids, random_batches)
     print(f"padding fraction at 4000 tokens: length-grouped {pg:.3f}, random {pr:.3f}")
     assert pg < 0.2 and pr > 0.4 and pg < pr / 3
+
+
+# --------------------------------------------------------------------------- WMT14 EN-DE training data
+def _tgz(path: Path, members: dict[str, bytes]) -> str:
+    """A small .tgz with the given members (in this order); returns its sha256."""
+    import hashlib
+    import io
+    import tarfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "w:gz") as tar:
+        for name, body in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(body)
+            tar.addfile(info, io.BytesIO(body))
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def wmt14_mirror(data_root, tmp_path):
+    """A mirror of the data folder: the real newstest2013/2014 files and tiny archives with the real
+    archives' names and member paths (other language pairs beside EN-DE, as in the originals).
+    Returns (mirror folder, {archive name: sha256}, the expected training pairs)."""
+    mirror = tmp_path / "mirror"
+    shutil.copytree(data_root / "wmt14", mirror / "wmt14")
+    test_en = D.load_pairs("wmt14_en_de", "test", data_root)[17][0]  # a newstest2014 source sentence
+    dev_de = D.load_pairs("wmt14_en_de", "dev", data_root)[5][1]  # a newstest2013 target sentence
+    sides = {  # archive -> (EN lines, DE lines) of its EN-DE members
+        "training-parallel-europarl-v7.tgz": (
+            ["Resumption of the session", "", "  " + test_en.replace(" ", "  ") + " ", "(Applause)"],
+            ["Wiederaufnahme der Sitzungsperiode", "", "Testsatz", "(Beifall)"]),
+        "training-parallel-commoncrawl.tgz": (
+            ["a\ttab and a\u00a0no-break space", "carriage\rreturn inside", "overlap on the German side"],
+            ["ein\tTab und ein\u00a0Leerzeichen", "Wagen\rrücklauf", dev_de]),
+        "training-parallel-nc-v9.tgz": (["Prices rise.", "Bad byte"], ["Preise steigen.", "Schlechtes Byte"]),
+    }
+    members = {  # same member paths as statmt.org's archives (TFDS wmt.py's europarl_v7, commoncrawl, nc_v9)
+        "training-parallel-europarl-v7.tgz": ("training/europarl-v7.de-en.en", "training/europarl-v7.de-en.de"),
+        "training-parallel-commoncrawl.tgz": ("commoncrawl.de-en.en", "commoncrawl.de-en.de"),
+        "training-parallel-nc-v9.tgz": ("training/news-commentary-v9.de-en.en",
+                                        "training/news-commentary-v9.de-en.de"),
+    }
+    sha = {}
+    for name, (en, de) in sides.items():
+        m_en, m_de = members[name]
+        body = {m_en.replace("de-en.en", "fr-en.fr"): b"Reprise de la session\n",  # not EN-DE: ignored
+                m_de: "\n".join(de).encode() + b"\n", m_en: "\n".join(en).encode() + b"\n"}
+        if name == "training-parallel-nc-v9.tgz":  # invalid UTF-8 is replaced, never a crash
+            body[m_de] = body[m_de].replace(b"Byte", b"Byte \xff")
+        sha[name] = _tgz(mirror / "wmt14" / "archives" / name, body)
+    expected = [("Resumption of the session", "Wiederaufnahme der Sitzungsperiode"),
+                ("(Applause)", "(Beifall)"),
+                ("a\ttab and a\u00a0no-break space", "ein\tTab und ein\u00a0Leerzeichen"),
+                ("carriage\rreturn inside", "Wagen\rrücklauf"),
+                ("Prices rise.", "Preise steigen."), ("Bad byte", "Schlechtes Byte \ufffd")]
+    return mirror, sha, expected
+
+
+def test_wmt14_archives_have_published_checksums_and_statmt_origins():
+    archives = D.corpus("wmt14_en_de").built["train"]
+    assert [Path(a.path).name for a in archives] == list(D.ARCHIVE_SHA256)
+    assert all(a.url.startswith("https://www.statmt.org/wmt1") for a in archives)
+    assert all(len(h) == 64 and int(h, 16) for h in D.ARCHIVE_SHA256.values())
+
+
+def test_wmt14_fetch_refuses_archives_that_differ_from_the_published_checksums(wmt14_mirror, serve, tmp_path):
+    """The shipped table, unpatched, in a fresh process: the tiny archives are not the real ones."""
+    mirror, _, _ = wmt14_mirror
+    dest = tmp_path / "data"
+    r = subprocess.run([sys.executable, "-m", "zoo.cli", "data", "fetch", "wmt14_en_de", "--base-url",
+                        serve(mirror), "--data-dir", str(dest)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert "Checksum mismatch for training-parallel-europarl-v7.tgz" in r.stderr
+    assert D.ARCHIVE_SHA256["training-parallel-europarl-v7.tgz"] in r.stderr
+    assert (dest / "wmt14/newstest2014-deen.de.gz").is_file()  # the test sets came first
+    assert not (dest / "wmt14/archives/training-parallel-europarl-v7.tgz").exists()
+    assert not (dest / "wmt14/train").exists() and not list(dest.rglob("*.part"))
+
+
+def test_wmt14_fetch_builds_training_data_from_the_mirror(wmt14_mirror, serve, tmp_path, monkeypatch, capsys):
+    """`zoo data fetch wmt14_en_de --base-url` end to end, with the checksum table pointed at the
+    tiny archives' digests: download, sha256, members streamed, concatenated in order, dev/test
+    overlap and empty sides dropped; a second fetch downloads nothing; a corrupt archive is refused."""
+    from zoo.cli import main
+
+    mirror, sha, expected = wmt14_mirror
+    for name, h in sha.items():
+        monkeypatch.setitem(D.ARCHIVE_SHA256, name, h)
+    url, dest = serve(mirror), tmp_path / "data"
+    assert main(["data", "fetch", "wmt14_en_de", "--base-url", url, "--data-dir", str(dest)]) == 0
+    assert D.load_pairs("wmt14_en_de", "train", dest) == expected
+    train = dest / "wmt14/train/en-de"
+    assert sorted(p.name for p in train.iterdir()) == ["build.json", "train.de", "train.en"]  # no leftovers
+    stamp = json.loads((train / "build.json").read_text())
+    assert [(a["pairs"], a["kept"], a["overlap"], a["empty"]) for a in stamp["archives"]] == \
+        [(4, 2, 1, 1), (3, 2, 1, 0), (2, 2, 0, 0)]
+    assert all(ok for _, ok, _ in D.verify("wmt14_en_de", dest)), D.verify("wmt14_en_de", dest)
+    assert main(["data", "verify", "wmt14_en_de", "--data-dir", str(dest)]) == 0
+    assert "built by `zoo data fetch wmt14_en_de`" in capsys.readouterr().out
+    # present now: a second fetch neither downloads nor rebuilds
+    before = {p: p.stat().st_mtime_ns for p in dest.rglob("*") if p.is_file()}
+    assert main(["data", "fetch", "wmt14_en_de", "--base-url", url, "--data-dir", str(dest)]) == 0
+    assert {p: p.stat().st_mtime_ns for p in dest.rglob("*") if p.is_file()} == before
+    # a built file changed afterwards is flagged
+    with open(train / "train.de", "a") as f:
+        f.write("extra\n")
+    assert [rel for rel, ok, _ in D.verify("wmt14_en_de", dest) if not ok] == ["wmt14/train/en-de/train.de"]
+    # an archive that differs from its (test) checksum is refused and leaves nothing behind
+    nc = mirror / "wmt14/archives/training-parallel-nc-v9.tgz"
+    nc.write_bytes(nc.read_bytes()[:-8] + b"garbage!")
+    fresh = tmp_path / "fresh"
+    with pytest.raises(D.DataError, match="Checksum mismatch for training-parallel-nc-v9.tgz"):
+        D.fetch("wmt14_en_de", fresh, base_url=url)
+    assert not (fresh / "wmt14/train").exists() and not list(fresh.rglob("*.part"))
+
+
+def test_wmt14_training_data_fetched_on_first_use(wmt14_mirror, serve, tmp_path, monkeypatch):
+    mirror, sha, expected = wmt14_mirror
+    for name, h in sha.items():
+        monkeypatch.setitem(D.ARCHIVE_SHA256, name, h)
+    monkeypatch.setenv("ZOO_DOWNLOAD", "1")
+    monkeypatch.setenv("ZOO_DATA_MIRROR", serve(mirror))
+    assert D.load_pairs("wmt14_en_de", "test", tmp_path / "a")  # the test set alone: no archive fetched
+    assert not (tmp_path / "a/wmt14/archives").exists()
+    assert D.load_pairs("wmt14_en_de", "train", tmp_path / "a") == expected
+
+
+def test_wmt14_mismatched_member_lengths_are_an_error(wmt14_mirror, serve, tmp_path, monkeypatch):
+    mirror, sha, _ = wmt14_mirror
+    name = "training-parallel-commoncrawl.tgz"
+    sha[name] = _tgz(mirror / "wmt14/archives" / name, {"commoncrawl.de-en.en": b"one\ntwo\n",
+                                                         "commoncrawl.de-en.de": b"eins\n"})
+    for n, h in sha.items():
+        monkeypatch.setitem(D.ARCHIVE_SHA256, n, h)
+    with pytest.raises(D.DataError, match="differ in length .* line 2"):
+        D.fetch("wmt14_en_de", tmp_path / "d", base_url=serve(mirror))
+    assert not (tmp_path / "d/wmt14/train/en-de/train.en").exists()
+
+
+def test_gpu_profile_prefers_the_wmt14_training_data_when_present(wmt14_mirror, serve, tmp_path, monkeypatch, repo):
+    """specs/profiles/gpu.yaml maps the paper's EN-DE specs to the news pool unless `zoo data fetch
+    wmt14_en_de` has built the real training data; each run's profile description says which."""
+    from zoo.spec import resolve
+
+    spec = repo / "specs/table2_en_de_base.yaml"
+    (before,) = resolve(spec, profile="gpu", data_dir=tmp_path / "data")
+    assert (before.data.dataset, before.data.vocab_size) == ("wmt_news_ende", 16000)
+    assert "Training data: wmt_news_ende" in before.profile_description
+    assert "zoo data fetch wmt14_en_de" in before.profile_description
+    mirror, sha, _ = wmt14_mirror
+    for name, h in sha.items():
+        monkeypatch.setitem(D.ARCHIVE_SHA256, name, h)
+    D.fetch("wmt14_en_de", tmp_path / "data", base_url=serve(mirror))
+    (after,) = resolve(spec, profile="gpu", data_dir=tmp_path / "data")
+    assert (after.data.dataset, after.data.vocab_size) == ("wmt14_en_de", 37000)
+    assert f"Training data: wmt14_en_de (its training data is present in {tmp_path / 'data'})" \
+        in after.profile_description
+    assert after.model == before.model and after.train == before.train  # only the data changed
+    (fr,) = resolve(repo / "specs/table2_en_fr_base.yaml", profile="gpu", data_dir=tmp_path / "data")
+    assert fr.data.dataset == "wmt14_en_fr" and "Training data" not in fr.profile_description

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.store import Store
+from zoo.runner.store import Store
 from zoo.cli import main
 from zoo.paper import TABLE3
 from zoo.spec import resolve
@@ -61,7 +61,8 @@ def synthetic_store(path: Path, profile: str = "cpu") -> Path:
         cfg = resolve(REPO / "specs" / f"{stem}.yaml", row if stem.startswith("table3") else None, profile)[0]
         key = (f"specs/{stem}.yaml", row, profile)
         common = dict(config_hash=cfg.config_hash(), config=cfg.model_dump(mode="json"), paper_table=3,
-                      paper_group=group, paper_row=row, steps=cfg.train.steps, hardware="cpu x2 threads",
+                      paper_group=group, paper_row=row, steps=cfg.train.steps, hardware="cpu, 2 threads on vm (node n1, pid 1)",
+                      placement={"threads": 2, "workers": 1, "gpu_ids": [], "hostname": "vm", "node_id": "n1", "pid": 1},
                       created_at=t0)
         if row in FINISHED:  # made-up figures loosely following the paper's order
             m = _synthetic_metrics(cfg, round(bleu - 12 + sum(map(ord, row)) % 7 / 10, 2), round(ppl * 2.1, 2))
@@ -82,7 +83,8 @@ def synthetic_store(path: Path, profile: str = "cpu") -> Path:
         key = (f"specs/{stem}.yaml", cfg.variant, profile)
         common = dict(config_hash=cfg.config_hash(), config=cfg.model_dump(mode="json"), paper_table=2,
                       paper_group="EN-DE", paper_row=cfg.variant, steps=cfg.train.steps,
-                      hardware="cpu x2 threads", created_at=t0)
+                      hardware="cpu, 2 threads on vm (node n1, pid 1)", created_at=t0,
+                      placement={"threads": 2, "workers": 1, "gpu_ids": [], "hostname": "vm", "node_id": "n1", "pid": 1})
         if status == "finished":
             test = {"eval_split": "test", "eval_sentences": 1000, "bleu": 17.31, "eval_weights":
                     "average of the last 5 checkpoints", "bleu_signature": "nrefs:1|case:mixed|eff:no|tok:13a|"
@@ -134,8 +136,8 @@ def test_table3_markdown_has_every_paper_row_in_order(site):
     assert [r[0] for r in rows] == [r[0] for r in TABLE3]
     header = md[md.index("\n|") + 1:].splitlines()[0]
     for col in ("N", "d_model", "d_ff", "h", "d_k", "d_v", "P_drop", "eps_ls", "steps", "PE", "paper PPL",
-                "paper BLEU", "paper params (M)", "measured PPL", "measured BLEU", "measured params (M)",
-                "measured Δ params", "train FLOPs", "state", "profile", "data / split"):
+                "paper BLEU", "paper params (M)", "paper Δ params", "measured PPL", "measured BLEU", "measured params (M)",
+                "train FLOPs", "state", "profile", "data / split"):
         assert f" {col} |" in header, col
     for group in ("(A) attention heads", "(C) model size", "big model"):
         assert f"| **{group}** |" in md
@@ -152,7 +154,9 @@ def test_table3_markdown_has_every_paper_row_in_order(site):
     assert at("C3", "state") == "failed: RuntimeError: synthetic: out of memory"
     assert at("C5", "state") == "pending"
     assert at("A1", "measured BLEU") not in ("", None) and at("A1", "measured PPL") not in ("", None)
-    assert at("C1", "measured Δ params").endswith("%")
+    # Δ params: the paper spec at paper scale against the printed count, also for a row that has not run
+    assert at("C1", "paper Δ params") == "-6.5%" and at("C5", "paper Δ params") == "-2.5%"
+    assert at("A1", "paper Δ params") == ""  # no printed count
     assert "sacreBLEU signature: nrefs:1|case:mixed" in md.replace("\\|", "|")
     assert "Counting rules" in md and "3 x forward" in md and "not comparable in absolute terms" in md
 
@@ -218,7 +222,13 @@ def test_single_table_and_profile_filter(tmp_path, capsys):
     assert states == ["not run"] * 20  # no smoke runs in this store
 
 
-@pytest.mark.parametrize("kind", ["missing", "empty-file", "empty-store"])
+def test_a_named_missing_store_exits_2(tmp_path, capsys):
+    """As `zoo status`: a store named with --runs that is not there is a mistake (issue 10)."""
+    code, out, err = run("report", "--runs", tmp_path / "zoo.db", "--out", tmp_path / "o", capsys=capsys)
+    assert code == 2 and "no results store at" in err and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("kind", ["empty-file", "empty-store"])
 def test_missing_or_empty_store_gives_not_run_rows(tmp_path, capsys, kind):
     store = tmp_path / "zoo.db"
     if kind == "empty-file":
@@ -245,19 +255,194 @@ def test_report_never_imports_ray(tmp_path):
     import sys
     code = ("import sys; from zoo.cli import main; rc = main(['report', '--runs', sys.argv[1], '--out', sys.argv[2]]);"
             "assert 'ray' not in sys.modules and 'torch' not in sys.modules, 'heavy import'; sys.exit(rc)")
+    (tmp_path / "none.db").touch()  # an empty store: the report has only "not run" rows
     r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "none.db"), str(tmp_path / "o")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
 
 
-@pytest.mark.parametrize("hardware, device, flops", [
-    ("cpu, 1 thread on vm (node 521d6c85, pid 1)", "cpu", 90e9),  # the runner's format
-    ("cpu, 2 threads, 3 workers on vm (node 1, pid 2)", "cpu", 6 * 90e9),
-    ("cpu x2 threads", "cpu", 180e9),  # older stores
-    ("GPU 0,1 on h100host (node 1, pid 2)", "NVIDIA H100 80GB HBM3", 2 * 989e12),
-    ("GPU 0 on host (node 1, pid 2)", "cuda", None),  # GPU model unknown: no peak to divide by
+@pytest.mark.parametrize("placement, device, flops", [
+    ({"threads": 1, "workers": 1, "gpu_ids": []}, "cpu", 90e9),  # what the runner records
+    ({"threads": 2, "workers": 3, "gpu_ids": []}, "cpu", 6 * 90e9),
+    ({"threads": 1, "workers": 2, "gpu_ids": ["0", "1"]}, "NVIDIA H100 80GB HBM3", 2 * 989e12),
+    ({"threads": 8, "workers": 1, "gpu_ids": ["0"]}, "cuda", None),  # GPU model unknown: no peak to divide by
+    (None, "cpu", None),  # an old row without a placement: threads unknown, nothing guessed from text
 ])
-def test_device_peak_from_the_hardware_column(hardware, device, flops):
-    from reports.peaks import peak
-    got = peak(hardware, device)
+def test_device_peak_from_the_placement(placement, device, flops):
+    from zoo.reports.peaks import peak
+    got = peak(placement, device)
     assert (got and got[0]) == flops
+
+
+# -- hostile strings (issue 10): everything from specs, the store and the environment is escaped ---------
+
+SVG = "<svg onload=alert(1)>"
+HOSTILE = {  # what a shared store could hold: each would be markup if it reached a page raw
+    "spec": f"specs/{SVG}.yaml",
+    "hardware": "<img src=x onerror=alert(2)>",
+    "variant": "<script>alert(3)</script>",
+    "error": "<iframe src=javascript:alert(4)></iframe> a | b | c\nRuntimeError: <b onmouseover=alert(5)>x</b>",
+    "profile": "<i onclick=alert(6)>p</i>",
+}
+
+
+def hostile_store(path: Path) -> Path:
+    """The synthetic store plus SYNTHETIC rows whose strings are HTML and markdown injections."""
+    synthetic_store(path)
+    st = Store(path)
+    cfg = resolve(REPO / "specs" / "table3_A.yaml", "A1", "cpu")[0]
+    m = _synthetic_metrics(cfg, 20.0, 9.0) | {"device": HOSTILE["hardware"],
+                                               "bleu_signature": "nrefs:1|<script>alert(7)</script>"}
+    common = dict(config_hash=cfg.config_hash(), config=cfg.model_dump(mode="json"), paper_table=3,
+                  paper_group="A", steps=cfg.train.steps, created_at=time.time())
+    st.upsert(HOSTILE["spec"], "A1", "cpu", **common, paper_row="A1", status="finished", step=cfg.train.steps,
+              metrics=m, hardware=HOSTILE["hardware"], attention=_synthetic_attention(1, ["<svg>", "|", "x"]),
+              finished_at=time.time() + 100)
+    st.add_points(HOSTILE["spec"], "A1", "cpu", _curve(cfg.train.steps, 9.0))
+    st.upsert("specs/table3_B.yaml", HOSTILE["variant"], "cpu", **common, paper_row="B2", status="failed",
+              step=3, error=HOSTILE["error"])
+    st.upsert("specs/table3_E.yaml", "E", HOSTILE["profile"], **common, paper_row="E", status="running", step=5)
+    return path
+
+
+class Tags(__import__("html.parser").parser.HTMLParser):
+    """Every element and attribute the browser would build from a page."""
+
+    def __init__(self, html: str):
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+def assert_no_injected_markup(html: str):
+    tags = Tags(html).tags
+    names = [t for t, _ in tags]
+    assert not {"svg", "iframe", "b", "i"} & set(names), sorted(set(names))
+    assert names.count("script") == 1  # the page's own image-check script, nothing else
+    handlers = [(t, a) for t, a in tags for a in a if a.startswith("on")]
+    assert not handlers, handlers
+    assert all(a.get("src", "").startswith("img/") for t, a in tags if t == "img"), \
+        [a for t, a in tags if t == "img"]
+
+
+def test_hostile_strings_are_escaped_in_html_and_markdown(tmp_path, capsys):
+    store = hostile_store(tmp_path / "zoo.db")
+    code, _, err = run("report", "--runs", store, "--out", tmp_path / "o", capsys=capsys)
+    assert code == 0, err
+    pages = {p.name: p.read_text() for p in (tmp_path / "o").glob("*.*")}
+    for name in ("index.html", "table2.html", "table3.html", "table4.html"):
+        assert_no_injected_markup(pages[name])
+    t3 = pages["table3.html"]
+    for text in (SVG, HOSTILE["hardware"], HOSTILE["variant"], "<iframe src=javascript:alert(4)>"):
+        assert html_escape(text) in t3, text  # shown, as text
+    for name in ("index.md", "table2.md", "table3.md", "table4.md"):
+        md = pages[name]
+        for raw in ("<svg", "<img", "<script", "<iframe", "<b ", "<i "):
+            assert raw not in md, (name, raw)
+    md = pages["table3.md"]
+    assert "&lt;svg onload=alert(1)&gt;" in md and "&lt;iframe src=javascript:alert(4)&gt;" in md
+    header = md[md.index("\n|") + 1:].splitlines()[0]
+    width = len(header.strip("|").split(" | "))
+    rows = table_rows(md)
+    assert all(len(r) == width for r in rows), [r for r in rows if len(r) != width]  # no | broke a cell
+    by = {r[0]: r for r in rows}
+    assert by["B2"][-3].startswith("failed: RuntimeError: &lt;b onmouseover=alert(5)&gt;x&lt;/b&gt;")
+    assert by["E"][-2] == "&lt;i onclick=alert(6)&gt;p&lt;/i&gt;"
+
+
+def html_escape(s: str) -> str:
+    import html
+    return html.escape(s, quote=False)
+
+
+def test_results_csv_is_sorted_and_diffable(site):
+    out, _ = site
+    import pandas as pd
+    frame = pd.read_csv(out / "results.csv")
+    keys = list(zip(frame["spec"], frame["variant"], frame["profile"]))
+    assert keys == sorted(keys) and len(keys) == len(set(keys)) >= 15
+    assert {"status", "steps_done", "dev_ppl", "config_hash"} <= set(frame.columns)
+    wsj = frame[frame["spec"] == "table4_wsj"].iloc[0]
+    assert wsj["test_f1"] == pytest.approx(71.25)
+    text = (out / "results.csv").read_text()
+    assert "\r" not in text and all(len(f.split(".")[-1]) <= 3 for f in re.findall(r"\d+\.\d+", text))
+
+
+def test_a_time_limited_row_is_truncated_and_compared_with_nothing(tmp_path, capsys):
+    store = synthetic_store(tmp_path / "zoo.db")
+    st = Store(store)
+    row = next(t for t in st.trials() if t["variant"] == "A2")
+    m = {**row["metrics"], "steps_done": row["steps"] // 2}  # a 5-minute cap stopped it halfway
+    st.upsert(row["spec"], "A2", row["profile"], metrics=m)
+    assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
+    md = (tmp_path / "out" / "table3.md").read_text()
+    rows = {r[0]: r for r in table_rows(md)}
+    assert f"truncated: step {row['steps'] // 2} of {row['steps']}" in " ".join(rows["A2"])
+    html = (tmp_path / "out" / "table3.html").read_text()
+    assert re.search(r'class="state truncated"', html)
+    # group A's Spearman now counts A1, A3, A4 (A2 is out), as does the overall row
+    spearman = md[md.index("Rank agreement"):]
+    line = next(l for l in spearman.splitlines() if l.startswith("| (A)") or l.startswith("| A "))
+    assert "| 3 |" in line, line
+
+
+def test_seeds_show_as_mean_spread_and_count(tmp_path):
+    store = synthetic_store(tmp_path / "zoo.db")
+    st = Store(store)
+    a1 = next(t for t in st.trials() if t["variant"] == "A1")
+    for seed, bleu in ((2, a1["metrics"]["bleu"] + 1.0), (3, a1["metrics"]["bleu"] + 2.0)):
+        cfg = {**a1["config"], "trial": f"A1-seed{seed}", "train": {**a1["config"]["train"], "seed": seed}}
+        st.upsert(a1["spec"], f"A1-seed{seed}", a1["profile"], **{k: a1[k] for k in (
+            "config_hash", "paper_table", "paper_group", "paper_row", "status", "step", "steps")},
+            config=cfg, metrics={**a1["metrics"], "bleu": bleu}, finished_at=(a1["finished_at"] or 0) + seed)
+    assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
+    md = (tmp_path / "out" / "table3.md").read_text()
+    header = md[md.index("\n|") + 1:].splitlines()[0]
+    cols = [c.strip() for c in header.strip("|").split(" | ")]
+    row = {r[0]: r for r in table_rows(md)}["A1"]
+    assert row[cols.index("measured seeds")] == "3"
+    assert float(row[cols.index("measured BLEU")]) == pytest.approx(a1["metrics"]["bleu"] + 1.0, abs=0.01)
+    assert row[cols.index("measured BLEU sd")] == "1.00"
+    assert {r[0]: r for r in table_rows(md)}["A2"][cols.index("measured BLEU sd")] == ""  # one seed
+
+
+def test_claims_section_gives_verdicts_from_stored_sentence_scores(tmp_path, data_root):
+    import random
+    from zoo import claims as C, data as D
+    refs = [t for _, t in D.load_pairs("multi30k", "dev", data_root)][:300]
+
+    def stats(p, seed):  # a system that drops each word with probability p
+        rng = random.Random(seed)
+        hyps = [" ".join(w for w in r.split() if rng.random() > p) or r for r in refs]
+        return C.sentence_stats(hyps, refs).astype(int).tolist()
+
+    store = synthetic_store(tmp_path / "zoo.db")
+    st = Store(store)
+    by = {t["variant"]: t for t in st.trials() if t["paper_table"] == 3}
+    for row, p in (("base", 0.05), ("A1", 0.4), ("A3", 0.2), ("A4", 0.2)):  # base >> A1; A3 ~ A4
+        m = by[row]["metrics"]
+        split = {**m["splits"][m["eval_split"]], "bleu_stats": stats(p, hash(row) % 100)}
+        st.upsert(by[row]["spec"], row, by[row]["profile"], metrics={**m, "splits": {m["eval_split"]: split}})
+    assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
+    md = (tmp_path / "out" / "table3.md").read_text()
+    claims = md[md.index("## Claims"):md.index("## Rank agreement")]
+    assert claims.index("## Claims") < md.index("## Rank agreement")
+    line = lambda cid: next(l for l in claims.splitlines() if l.startswith(f"| {cid} |"))
+    assert line("A-one-head-bleu").endswith("| held |")
+    assert line("A-too-many-heads-bleu").endswith("| within noise |")
+    assert line("A-too-many-heads-ppl").endswith("| needs 2+ seeds |")
+    assert re.search(r"claims: 1 held, 1 within noise, 0 flipped \(\d+ without a verdict", claims)
+
+
+def test_profile_note_is_the_one_the_run_used(tmp_path):
+    store = synthetic_store(tmp_path / "zoo.db")
+    st = Store(store)
+    for t in st.trials():
+        if t["paper_table"] == 3:
+            st.upsert(t["spec"], t["variant"], t["profile"], config={**t["config"], "profile_description": "as it was then"})
+    assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
+    md = (tmp_path / "out" / "table3.md").read_text()
+    assert "Profile cpu: as it was then" in md and "one 2-core CPU" not in md.split("Profile cpu:")[1][:60]

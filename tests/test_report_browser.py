@@ -8,7 +8,7 @@ import subprocess
 import pytest
 from matplotlib.image import imread
 
-from test_report import synthetic_store
+from test_report import HOSTILE, SVG, assert_no_injected_markup, hostile_store, synthetic_store
 from zoo.cli import main
 from zoo.paper import TABLE3
 
@@ -70,3 +70,16 @@ def test_index_screenshot_is_not_blank(site, tmp_path):
     assert len(colours) > 200, f"only {len(colours)} colours: the page looks blank"
     dark = (img[..., :3].mean(axis=2) < 0.5).mean()
     assert 0.005 < dark < 0.6, f"{dark:.1%} dark pixels: not a rendered page of text and plots"
+
+
+def test_hostile_strings_build_no_element_in_the_browser(tmp_path):
+    """A store holding HTML injections (spec path, variant, error text, hardware, profile): after the
+    browser has parsed the page and run its script, the DOM holds them as text, never as elements."""
+    out = tmp_path / "out"
+    assert main(["report", "--runs", str(hostile_store(tmp_path / "zoo.db")), "--out", str(out),
+                 "--format", "html", "--table", "3"]) == 0
+    html = dom(tmp_path, out / "table3.html", 1280)
+    assert 'data-images-loaded="true"' in re.search(r"<body[^>]*>", html).group(0)  # the page's script ran
+    assert_no_injected_markup(html)
+    for text in (SVG, HOSTILE["hardware"], HOSTILE["variant"], "<iframe src=javascript:alert(4)>"):
+        assert text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") in html, text

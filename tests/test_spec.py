@@ -158,3 +158,42 @@ def test_cli_start_up_imports_no_torch_or_ray(repo):
     assert r.returncode == 0, r.stderr
     r = subprocess.run([sys.executable, "-m", "zoo.cli", "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "validate" in r.stdout
+
+
+def test_builtin_specs_by_name_from_any_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # no specs/ here
+    code, out, _ = run("show", "table3_A", "--variant", "A1", "--profile", "smoke", capsys=capsys)
+    assert code == 0 and "variant A1" in out
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("extends: base\nmodel: {h: 4}\n")  # a user's spec on top of the built-in base
+    c = resolve(mine)[0]
+    assert c.model.h == 4 and c.model.d_model == 512
+    code, _, err = run("show", "tabel3_A", capsys=capsys)
+    assert code == 2 and "no built-in spec of that name" in err and "table3_A" in err and "Traceback" not in err
+
+
+def test_profiles_scale_the_checkpoint_cadence_with_the_steps():
+    """The paper checkpoints every 10 minutes (base 1500 steps of 100K, big 600 of 300K) and averages
+    the last 5 / 20: a scaled run keeps those shares, so averaging spans the same late part of training."""
+    for stem, every, k in (("table2_en_de_base", 1500, 5), ("table2_en_de_big", 600, 20)):
+        paper_cfg = resolve(f"specs/{stem}.yaml")[0]
+        assert paper_cfg.train.checkpoint_every == every and paper_cfg.eval.average_checkpoints == k
+        for profile in ("quick", "cpu"):
+            c = resolve(f"specs/{stem}.yaml", profile=profile)[0]
+            share = c.train.checkpoint_every * k / c.train.steps
+            assert share == pytest.approx(every * k / paper_cfg.train.steps, rel=0.25), (stem, profile)
+
+
+def test_seeds_axis_expands_variants_into_trials(tmp_path, capsys):
+    f = tmp_path / "s.yaml"
+    f.write_text("extends: base\nseeds: [1, 2]\nvariants:\n  a: {model: {h: 4}}\n  b: {}\n")
+    cfgs = resolve(f)
+    assert [(c.variant, c.trial, c.train.seed) for c in cfgs] == [
+        ("a", "a-seed1", 1), ("a", "a-seed2", 2), ("b", "b-seed1", 1), ("b", "b-seed2", 2)]
+    assert len({c.config_hash() for c in cfgs}) == 4
+    assert [c.trial for c in resolve(f, "b", seeds=[7])] == ["b-seed7"]  # --seeds wins over the file
+    assert [c.trial for c in resolve("specs/big.yaml")] == ["big"]  # no axis: the trial is the variant
+    for bad in ("[]", "[1, 1]", "[true]", "[-1]", "3", "[1.5]"):
+        f.write_text(f"extends: base\nname: x\nseeds: {bad}\n")
+        with pytest.raises(SpecError, match=r"s\.yaml:3: seeds: must be a list of 1 to 100 different integers"):
+            resolve(f)

@@ -87,8 +87,8 @@ def test_resume_continues_exactly(repo, data_root, tmp_path):
     events = []
     train(straight, tmp_path / "b", data_root, report=events.append)
     assert {"event": "resumed", "step": 10} in events
-    a = torch.load(checkpoints(tmp_path / "a")[-1], weights_only=False)["model"]
-    b = torch.load(checkpoints(tmp_path / "b")[-1], weights_only=False)["model"]
+    a = torch.load(checkpoints(tmp_path / "a")[-1], weights_only=True)["model"]
+    b = torch.load(checkpoints(tmp_path / "b")[-1], weights_only=True)["model"]
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
 
 
@@ -104,7 +104,7 @@ def test_killed_zoo_train_resumes_from_last_checkpoint(repo, data_root, tmp_path
         time.sleep(0.2)
     os.kill(p.pid, signal.SIGKILL)
     p.wait()
-    done = torch.load(checkpoints(out)[-1], weights_only=False)["step"]
+    done = torch.load(checkpoints(out)[-1], weights_only=True)["step"]
     assert 0 < done < 400
     cmd[cmd.index("train.steps=400")] = f"train.steps={done + 10}"
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)

@@ -1,0 +1,35 @@
+"""zoo: a declarative model zoo and ablation runner for the Transformer of "Attention Is All You Need".
+
+The public Python API does from a notebook what the CLI does:
+
+    import zoo
+    cfg = zoo.load("specs/table3_A.yaml", variant="A1", profile="smoke")[0]   # validated Config
+    model = zoo.build_model(cfg.model, cfg.data.vocab_size)                   # a torch Transformer
+    summary = zoo.fit(cfg, out="runs/notebook/A1")                            # train + score one variant
+    runs = zoo.results("runs/zoo.db")                                          # what `zoo run` stored
+
+Names resolve lazily (PEP 562) so `import zoo` and the CLI start without importing torch or ray.
+"""
+from __future__ import annotations
+
+import importlib
+
+_API = {  # public name -> (module, attribute): one home per fact, these are re-exports
+    "Config": ("zoo.spec", "Config"),
+    "load": ("zoo.spec", "resolve"),
+    "build_model": ("zoo.model", "build_model"),
+    "fit": ("zoo.train", "train"),  # not `train`: that is the submodule zoo.train
+    "results": ("zoo.reports.runs", "load"),
+}
+__all__ = sorted(_API)
+
+
+def __getattr__(name: str):
+    if name not in _API:
+        raise AttributeError(f"module 'zoo' has no attribute {name!r}")
+    module, attr = _API[name]
+    return getattr(importlib.import_module(module), attr)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_API))

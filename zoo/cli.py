@@ -86,7 +86,7 @@ def cmd_params(args) -> int:
             n = count_params(build_model(c.model, c.data.vocab_size))
         ref = paper.table3_row(c.paper.row) if c.paper.table == 3 else None
         pm = ref["params_m"] if ref else None
-        if pm is None and c.paper.table == 2:
+        if pm is None and c.paper.table == 2 and c.data.dataset == "wmt14_en_de":  # Table 3 counts are EN-DE
             ref3 = paper.table3_row(c.paper.row)
             pm = ref3["params_m"] if ref3 else None
         rows.append({"variant": c.variant, "params": n, "params_analytic": params_analytic(c.model, c.data.vocab_size),
@@ -108,6 +108,12 @@ def cmd_flops(args) -> int:
     return 0
 
 
+def cmd_schema(args) -> int:
+    from zoo.schema import profile_schema, spec_schema
+    print(json.dumps(profile_schema() if args.profile_file else spec_schema(), indent=2))
+    return 0
+
+
 # -- argument parsing -------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def spec_cmd(name, help, fn, variant=True, profile_default="paper"):
         s = sub.add_parser(name, help=help, description=help)
-        s.add_argument("spec", help="spec file, e.g. specs/table3_A.yaml")
+        s.add_argument("spec", help="spec file (specs/table3_A.yaml) or built-in spec name (table3_A)")
         if variant:
             s.add_argument("--variant", help="only this variant (a paper row name such as A1)")
         s.add_argument("--profile", default=profile_default,
@@ -135,6 +141,11 @@ def build_parser() -> argparse.ArgumentParser:
     spec_cmd("show", "print the fully resolved config of each variant", cmd_show)
     spec_cmd("params", "compiled and analytic parameter counts beside the paper's", cmd_params)
     spec_cmd("flops", "analytic FLOPs per token, per training step and per run", cmd_flops)
+    s = sub.add_parser("schema", help="print the JSON Schema of spec files (for an editor's YAML language server)",
+                       description="Print the JSON Schema of spec files (or, with --profile-file, of profile "
+                       "files), derived from the validator's own models.")
+    s.add_argument("--profile-file", action="store_true", help="the schema of specs/profiles/*.yaml instead")
+    s.set_defaults(fn=cmd_schema)
 
     _more_commands(sub)
     return p
@@ -152,10 +163,19 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "fn", None):
         parser.print_help()
         return 0
+    if getattr(args, "no_download", False):
+        os.environ["ZOO_DOWNLOAD"] = "0"  # an environment variable: `zoo run` passes ZOO_* on to every trial
     try:
+        if getattr(args, "spec", None):  # a file, or a built-in spec by name (`zoo run table3_A`)
+            from zoo.spec import spec_path
+            args.spec = str(spec_path(args.spec))
         return int(args.fn(args) or 0)
     except UserError as e:
         print(f"zoo: error: {e}", file=sys.stderr)
+        return 2
+    except PermissionError as e:  # a file or folder of the user's this user may not read or write
+        print(f"zoo: error: permission denied: {e.filename or e}; make it readable (and writable, for "
+              "output folders) by this user, or point zoo at another path", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("zoo: interrupted", file=sys.stderr)

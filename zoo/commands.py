@@ -57,8 +57,8 @@ def register(sub) -> None:
     s.add_argument("--params", help="EVALB parameter file (default: COLLINS.prm rules)")
     s.set_defaults(fn=cmd_evalb)
     register_train(sub)
-    __import__("reports.cli", fromlist=["register"]).register(sub)  # zoo report, in reports/cli.py
-    __import__("runner.cli", fromlist=["register"]).register(sub)  # zoo run / status, in runner/cli.py
+    __import__("zoo.reports.cli", fromlist=["register"]).register(sub)  # zoo report, in reports/cli.py
+    __import__("zoo.runner.cli", fromlist=["register"]).register(sub)  # zoo run / status, in runner/cli.py
 
 
 # -- training and translation -----------------------------------------------------------------
@@ -72,6 +72,10 @@ class Progress:
     def __call__(self, m: dict) -> None:
         if m.get("event") == "resumed":
             print(f"resumed from the checkpoint at step {m['step']}", file=self.stream)
+            return
+        if m.get("event") == "bad_checkpoint":
+            print(f"checkpoint {m['path']} cannot be loaded ({m['error']}); set aside as {m['moved_to']}, "
+                  "trying the one before it", file=self.stream)
             return
         if m.get("event") == "done" or "step" not in m:
             return
@@ -95,15 +99,19 @@ class Progress:
 
 
 def cmd_train(args) -> int:
+    from zoo.paths import inside
     from zoo.spec import profile_description, resolve
     profile = _auto_profile(args.profile)
-    cfgs = resolve(args.spec, args.variant, profile, args.set)
+    cfgs = resolve(args.spec, args.variant, profile, args.set, data_dir=args.data_dir)
     if len(cfgs) > 1:
         names = ", ".join(c.variant for c in cfgs)
         raise UserError(f"{args.spec} has several variants ({names}); choose one with --variant "
                         "(or use `zoo run` to run them all)")
     cfg = cfgs[0]
-    out = Path(args.out or Path("runs") / "train" / Path(args.spec).stem / f"{cfg.variant}-{cfg.profile}")
+    # --out is the run folder itself; by default it is named after the spec, variant and profile,
+    # and must stay inside runs/train/ (zoo.paths.inside refuses a name that leads elsewhere)
+    out = Path(args.out) if args.out else inside(Path("runs") / "train", Path(args.spec).stem,
+                                                 f"{cfg.variant}-{cfg.profile}")
     print(f"zoo train {cfg.variant} from {args.spec}\nprofile {profile_description(profile, Path(args.spec))}\n"
           f"output {out}", file=sys.stderr)
     from zoo.train import train
@@ -139,11 +147,10 @@ def _auto_profile(profile: str) -> str:
 
 
 def cmd_translate(args) -> int:
-    import torch
     from zoo import data as zdata, decode
     from zoo.model import build_model
     from zoo.spec import Config
-    from zoo.train import checkpoints, load_for_eval, target_vocab
+    from zoo.train import average_checkpoints, checkpoints, load_checkpoint, target_vocab
     path = Path(args.checkpoint)
     run_dir = path if path.is_dir() else path.parent.parent
     cfg_file = run_dir / "config.json"
@@ -158,16 +165,41 @@ def cmd_translate(args) -> int:
     sp = zdata.load_sp(Path(sp_path))
     model = build_model(cfg.model, sp.get_piece_size(), tgt and tgt.get_piece_size())
     if path.is_file():
-        model.load_state_dict(torch.load(path, map_location="cpu", weights_only=False)["model"])
+        use = [path]
+    elif not checkpoints(run_dir):
+        raise UserError(f"{run_dir} has no checkpoints")
     else:
-        if not checkpoints(run_dir):
-            raise UserError(f"{run_dir} has no checkpoints")
-        load_for_eval(cfg, run_dir, model) if cfg.eval.average_checkpoints else \
-            model.load_state_dict(torch.load(checkpoints(run_dir)[-1], map_location="cpu", weights_only=False)["model"])
-    lines = [l.rstrip("\n") for l in sys.stdin]
+        use = checkpoints(run_dir)[-(cfg.eval.average_checkpoints or 1):]
+    try:  # weights only: a shared checkpoint cannot run code here
+        model.load_state_dict(average_checkpoints(use) if len(use) > 1 else load_checkpoint(use[0])["model"])
+    except Exception as e:
+        first = next((l.strip() for l in str(e).splitlines() if l.strip()), type(e).__name__)[:300]
+        raise UserError(f"cannot load the checkpoint {', '.join(map(str, use))}: {first}. zoo loads weights "
+                        "only (tensors and plain values; pickled objects are refused, so a checkpoint cannot "
+                        "run code); use a checkpoint written by `zoo train` or `zoo run`") from None
+    lines = _stdin_lines()
+    limit = cfg.model.max_len - 1  # the model embeds max_len positions; the source ends with eos
+    for i, n in enumerate(len(x) for x in sp.encode(lines)):
+        if n > limit:
+            print(f"zoo translate: warning: line {i + 1} has {n} word-pieces, more than the model's max_len "
+                  f"{cfg.model.max_len} holds: only its first {limit} are translated", file=sys.stderr)
     for hyp in decode.translate(model.eval(), sp, lines, cfg.eval, tgt=tgt):
         print(hyp)
     return 0
+
+
+def _stdin_lines() -> list[str]:
+    """stdin as UTF-8 text lines; binary input is a clear error naming the line."""
+    data = sys.stdin.buffer.read()
+    for i, raw in enumerate(data.split(b"\n")):
+        try:
+            if b"\0" in raw:
+                raise UnicodeDecodeError("utf-8", raw, raw.index(b"\0"), raw.index(b"\0") + 1, "NUL byte")
+            raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise UserError(f"stdin line {i + 1} is not UTF-8 text ({e.reason} at byte {e.start}): "
+                            "`zoo translate` reads one sentence per line of UTF-8 text") from None
+    return data.decode("utf-8").splitlines()
 
 
 def register_train(sub) -> None:
@@ -179,6 +211,8 @@ def register_train(sub) -> None:
     s.add_argument("--set", action="append", metavar="FIELD=VALUE")
     s.add_argument("--out", help="run directory (default runs/train/SPEC/VARIANT-PROFILE)")
     s.add_argument("--data-dir", help="data directory (default $ZOO_DATA_DIR or the user cache)")
+    s.add_argument("--no-download", action="store_true",
+                   help="never fetch a missing corpus on first use (also: ZOO_DOWNLOAD=0)")
     s.set_defaults(fn=cmd_train)
     s = sub.add_parser("translate", help="translate stdin to stdout with beam search",
                        description="Translate stdin to stdout with a trained run (or one checkpoint).")

@@ -79,3 +79,62 @@ def costs(cfg: Config) -> dict:
         "seq_len_assumed": SEQ_LEN,
         "paper_cost_flops": paper_cost_flops(cfg),
     }
+
+
+# -- memory -------------------------------------------------------------------------------------
+# A trial's peak memory while training, estimated before anything is allocated, so a model no node
+# can hold is refused with a number instead of swapping or being killed. float32 throughout (bf16
+# autocast on a GPU only makes activations smaller): weights, their gradients and Adam's two
+# moments are 4 x 4 bytes per parameter; activations are what autograd keeps for the backward
+# pass of one micro-batch (batch_tokens / accumulation / workers tokens on each side).
+
+FLOAT = 4
+RUNTIME = 2**29  # the process itself: torch, the corpus, sentencepiece (a smoke trial peaks at 0.25 GiB RSS)
+
+
+def activation_floats_per_token(m: ModelSpec, vocab_size: int, seq_len: int) -> int:
+    """Floats autograd keeps per target token (one source token alongside), sentences of seq_len."""
+    d, h = m.d_model, m.h
+    heads = h * (2 * m.d_k + m.d_v) + h * m.d_v       # Q, K, V and the concatenated heads
+    # scaled_dot_product_attention's fused kernels keep no L x L scores for the backward pass, only
+    # a per-head log-sum-exp; seq_len stays a parameter for callers that count the scores themselves
+    attn = lambda L: heads + 2 * h + 2 * d              # heads' statistics; W^O out, its dropout
+    ffn = 3 * m.d_ff + 2 * d                            # hidden before/after ReLU, dropout; out, dropout
+    norm = 3 * d                                        # LayerNorm in, residual sum, statistics
+    enc = attn(seq_len) + ffn + 2 * norm
+    dec = 2 * attn(seq_len) + ffn + 3 * norm
+    embed = 4 * d                                       # scaled embeddings + positions, dropout, both sides
+    logits = 4 * vocab_size                             # logits, log-softmax and their gradients
+    return m.N * (enc + dec) + embed + logits
+
+
+def micro_batch_tokens(cfg: Config, workers: int = 1) -> int:
+    """Tokens on each side of one forward/backward pass: the step's batch_tokens split across the
+    workers and the gradient-accumulation parts that max_tokens_per_device asks for."""
+    cap = cfg.train.max_tokens_per_device
+    accumulation = 1 if not cap else max(1, -(-cfg.train.batch_tokens // (workers * cap)))
+    return max(1, -(-cfg.train.batch_tokens // (workers * accumulation)))
+
+
+def train_memory(cfg: Config, workers: int = 1, vocab_size: int | None = None) -> dict:
+    """Estimated peak bytes of one training process, by part. Sentences are taken at data.max_len
+    (capped at the model's max_len): a length-sorted batch of the longest pairs is the worst step."""
+    v = vocab_size or cfg.data.vocab_size
+    P = params_analytic(cfg.model, v)
+    seq = min(cfg.data.max_len, cfg.model.max_len) + 1
+    tokens = micro_batch_tokens(cfg, workers)
+    parts = {"weights": FLOAT * P, "gradients": FLOAT * P, "adam": 2 * FLOAT * P,
+             "activations": FLOAT * tokens * activation_floats_per_token(cfg.model, v, seq),
+             "runtime": RUNTIME}
+    return parts | {"total": sum(parts.values()), "params": P, "tokens": tokens, "seq_len": seq}
+
+
+def gib(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+def memory_text(est: dict) -> str:
+    """One line: the total and its parts."""
+    parts = ", ".join(f"{k} {gib(est[k])}" for k in ("weights", "gradients", "adam", "activations", "runtime"))
+    return (f"{gib(est['total'])} ({parts}; {est['params'] / 1e6:.0f}M parameters, micro-batches of "
+            f"{est['tokens']} tokens in sentences of up to {est['seq_len']})")

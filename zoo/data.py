@@ -3,14 +3,16 @@
 Read top to bottom:
 1. where the data lives (`data_dir`) and the user-facing `DataError`;
 2. the corpus registry (`CORPORA`): files, sha256 checksums, public origins, splits, terms;
-3. reading (`load_pairs`), downloading (`fetch`) and checking (`verify`, `list_corpora`);
+3. reading (`load_pairs`), downloading (`fetch`; it also builds WMT14 EN-DE's training split from
+   the public archives) and checking (`verify`, `list_corpora`);
 4. one shared sentencepiece BPE model per (corpus, vocabulary size) (`bpe_model`, `load_sp`);
 5. batching as in the paper, section 5.1: pairs grouped by approximate length, each batch holding
    about `batch_tokens` source and `batch_tokens` target tokens (`encode_pairs`, `make_batches`,
    `shard`, `collate`).
 
-Checksums are embedded here (copied from the shared data folder's MANIFEST.tsv) so that a machine
-with only this package and internet access can download and verify every file.
+Checksums are embedded here (copied from the shared data folder's MANIFEST.tsv; the WMT14 training
+archives' from TensorFlow Datasets' published table) so that a machine with only this package and
+internet access can download and verify every file.
 """
 from __future__ import annotations
 
@@ -19,10 +21,14 @@ import fcntl
 import gzip
 import hashlib
 import io
+import itertools
+import json
 import logging
 import os
 import random
 import re
+import sys
+import tarfile
 import tempfile
 import time
 import urllib.parse
@@ -83,6 +89,15 @@ class CorpusFile:
 
 
 @dataclass(frozen=True)
+class Archive:
+    """A public .tgz holding one line-aligned (source, target) pair of members of a built split.
+    Its sha256 is looked up by file name in ARCHIVE_SHA256 (one table for every archive)."""
+    path: str  # where it is kept in the data directory (a mirror serves it at the same path)
+    url: str  # public origin
+    members: tuple[str, str]  # (source side, target side) inside the archive
+
+
+@dataclass(frozen=True)
 class Corpus:
     name: str
     description: str
@@ -95,6 +110,8 @@ class Corpus:
     terms: str
     manual: str = ""  # how to obtain split files that are not in `files` (no public mirror)
     split_names: tuple[str, ...] = ()  # for corpora whose pairs come from another module
+    # split -> the public archives it is built from by `fetch` (its files in `splits` are the output)
+    built: dict[str, tuple["Archive", ...]] = field(default_factory=dict)
 
     def split_choices(self) -> list[str]:
         return list(self.splits) or list(self.split_names)
@@ -160,6 +177,32 @@ _WMT_TERMS = ("WMT test sets: free for research use; cite the WMT overview paper
               "Mirror: Helsinki-NLP/OPUS-MT-train (MIT licence for the repository).")
 
 
+# The WMT14 EN-DE training corpora of the paper (section 5.1), as the dataset builders of TensorFlow
+# Datasets (tensorflow_datasets/translate/wmt.py: europarl_v7, commoncrawl, newscommentary_v9) and
+# Hugging Face datasets (wmt14/wmt_utils.py) download them: the statmt.org archives and the EN-DE
+# members inside. The sha256s (and sizes) are the ones TensorFlow Datasets publishes for these URLs
+# in tensorflow_datasets/url_checksums/wmt14_translate.txt (github.com/tensorflow/datasets, commit
+# 333639b37af6c6fedf3610a4a2d42f1c6ef6f7d5; it lists them under http://www.statmt.org/..., the same
+# files as https). Europarl v7 657,632,379 bytes, Common Crawl 918,311,367, News Commentary v9 80,418,416.
+ARCHIVE_SHA256 = {
+    "training-parallel-europarl-v7.tgz": "0224c7c710c8a063dfd893b0cc0830202d61f4c75c17eb8e31836103d27d96e7",
+    "training-parallel-commoncrawl.tgz": "c7a74e2ea01ac6c920123108627e35278d4ccb5701e15428ffa34de86fa3a9e5",
+    "training-parallel-nc-v9.tgz": "cb8953f292298e6877ae433c98912b927cb0766b303f4540512ddd286c748485",
+}
+_STATMT = "https://www.statmt.org"
+_WMT14_EN_DE_TRAIN = (
+    Archive("wmt14/archives/training-parallel-europarl-v7.tgz",
+            f"{_STATMT}/wmt13/training-parallel-europarl-v7.tgz",
+            ("training/europarl-v7.de-en.en", "training/europarl-v7.de-en.de")),
+    Archive("wmt14/archives/training-parallel-commoncrawl.tgz",
+            f"{_STATMT}/wmt13/training-parallel-commoncrawl.tgz",
+            ("commoncrawl.de-en.en", "commoncrawl.de-en.de")),
+    Archive("wmt14/archives/training-parallel-nc-v9.tgz",
+            f"{_STATMT}/wmt14/training-parallel-nc-v9.tgz",
+            ("training/news-commentary-v9.de-en.en", "training/news-commentary-v9.de-en.de")),
+)
+
+
 def _wmt(name: str, pair: str) -> CorpusFile:
     return CorpusFile(f"wmt14/{name}", _WMT_SHA[name], f"{_OPUS}/testsets/{pair}/{name}")
 
@@ -195,8 +238,10 @@ CORPORA: dict[str, Corpus] = {
     ),
     "wmt14_en_de": Corpus(
         name="wmt14_en_de",
-        description="WMT14 EN-DE as in the paper: dev newstest2013 (3,000), test newstest2014 "
-                    "full (3,003 lines, sacreBLEU wmt14/full); training data supplied by the user.",
+        description="WMT14 EN-DE as in the paper: train = Europarl v7 + Common Crawl + News Commentary "
+                    "v9 (about 4.5M pairs, built by `zoo data fetch` from the statmt.org archives, "
+                    "about 1.7 GB), dev newstest2013 (3,000), test newstest2014 full (3,003 lines, "
+                    "sacreBLEU wmt14/full).",
         src="en", tgt="de",
         files=(_OPUS_LICENSE, _wmt("newstest2013.en.gz", "de-en"), _wmt("newstest2013.de.gz", "de-en"),
                _wmt("newstest2014-deen.en.gz", "de-en"), _wmt("newstest2014-deen.de.gz", "de-en")),
@@ -205,8 +250,9 @@ CORPORA: dict[str, Corpus] = {
             "dev": (("wmt14/newstest2013.en.gz",), ("wmt14/newstest2013.de.gz",)),
             "test": (("wmt14/newstest2014-deen.en.gz",), ("wmt14/newstest2014-deen.de.gz",)),
         },
-        terms=_WMT_TERMS,
-        manual=_wmt14_manual("de", "Europarl v7, Common Crawl, News Commentary v9: about 4.5M pairs"),
+        terms=_WMT_TERMS + " Training corpora: see https://www.statmt.org/wmt14/translation-task.html "
+                           "(Europarl, Common Crawl and News Commentary each have their own terms).",
+        built={"train": _WMT14_EN_DE_TRAIN},
     ),
     "wmt14_en_fr": Corpus(
         name="wmt14_en_fr",
@@ -306,6 +352,50 @@ def corpus(name: str) -> Corpus:
 
 
 # --------------------------------------------------------------------------- reading
+# A public corpus missing from the data directory is fetched the first time a run needs it (as
+# torchvision's download=True), with the sha256 checks of `zoo data fetch`, unless the user
+# forbids downloads. A mirror of the data folder (an intranet copy; the tests' loopback server)
+# replaces the public origins.
+DOWNLOAD_ENV = "ZOO_DOWNLOAD"   # "0" (or no/false/off): never download; a missing corpus is an error
+MIRROR_ENV = "ZOO_DATA_MIRROR"  # base URL of a mirror of the data folder, as `zoo data fetch --base-url`
+
+
+def downloads_allowed() -> bool:
+    return os.environ.get(DOWNLOAD_ENV, "1").strip().lower() not in ("0", "no", "false", "off")
+
+
+def fetch_on_first_use(c: Corpus, base: Path, missing: list[str], explicit) -> None:
+    """Fetch corpus `c` into `base` when a file a run needs is missing and the registry can fetch it.
+    Several trials may ask at once: a lock per corpus lets one download while the others wait."""
+    built = _built_paths(c)
+    registered = {f.path for f in c.files if f.url or f.member or os.environ.get(MIRROR_ENV)} | built
+    if not downloads_allowed() or not any(m in registered or m.removesuffix(".gz") in registered
+                                          or m + ".gz" in registered for m in missing):
+        return
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        lock_path = base / f".zoo-fetch-{c.name}.lock"
+        lock = open(lock_path, "a")
+    except OSError as e:
+        raise DataError(f"Corpus '{c.name}' is missing {', '.join(missing)} in the data directory {base} "
+                        f"({_where(explicit)}), and it cannot be fetched there: {e}. Point $ZOO_DATA_DIR / "
+                        f"--data-dir at a writable folder, or at one that already holds the corpus.") from None
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if we crash
+        log.warning("corpus %s is not in %s: fetching it on first use (set %s=0 to forbid downloads)",
+                    c.name, base, DOWNLOAD_ENV)
+        fetch(c.name, base, base_url=os.environ.get(MIRROR_ENV) or None,
+              build=any(m in built for m in missing))  # the GB archives only when a run needs them
+
+
+def split_present(name: str, split: str, root: str | Path | None = None) -> bool:
+    """Whether a split's files are all in the data directory (nothing downloaded, no hash checked)."""
+    c = CORPORA.get(name)
+    if c is None or split not in c.splits:
+        return False
+    return all(_find(data_dir(root), rel) for rel in (*c.splits[split][0], *c.splits[split][1]))
+
+
 def _find(root: Path, rel: str) -> Path | None:
     """The file for `rel` under root; a path without .gz may also exist gzipped."""
     for cand in (rel,) if rel.endswith(".gz") else (rel, rel + ".gz"):
@@ -324,10 +414,14 @@ def _lines(path: Path) -> Iterator[str]:
 
 
 def _missing_error(c: Corpus, split: str, root: Path, missing: list[str], explicit) -> DataError:
-    manual = [m for m in missing if m not in {f.path for f in c.files}]
+    manual = [m for m in missing if m not in {f.path for f in c.files} | _built_paths(c)]
+    origin = ("from its public origin, checking sha256" if not c.built.get(split) else
+              "it downloads the training archives from " + ", ".join(a.url for a in c.built[split])
+              + ", checks their published sha256 and builds the split from them")
     how = (c.manual if manual else
-           f"Download it with `zoo data fetch {c.name}` (from its public origin, checking sha256), "
-           f"or point $ZOO_DATA_DIR / --data-dir at a folder that already holds it.")
+           f"Download it with `zoo data fetch {c.name}` ({origin}), "
+           f"or point $ZOO_DATA_DIR / --data-dir at a folder that already holds it."
+           + ("" if downloads_allowed() else f" (It was not fetched on first use: {DOWNLOAD_ENV}=0.)"))
     return DataError(f"Corpus '{c.name}' split '{split}' is not available: missing "
                      f"{', '.join(missing)} in the data directory {root} ({_where(explicit)}). {how}")
 
@@ -337,6 +431,9 @@ def _split_files(c: Corpus, split: str, root: Path, explicit) -> tuple[list[Path
         raise DataError(f"Corpus '{c.name}' has no split '{split}'; choose one of: "
                         f"{', '.join(c.split_choices())}.")
     srcs, tgts = c.splits[split]
+    missing = [rel for rel in (*srcs, *tgts) if _find(root, rel) is None]
+    if missing:
+        fetch_on_first_use(c, root, missing, explicit)
     found = {rel: _find(root, rel) for rel in (*srcs, *tgts)}
     missing = [rel for rel, p in found.items() if p is None]
     if missing:
@@ -353,6 +450,9 @@ def load_pairs(name: str, split: str, root: str | Path | None = None) -> list[tu
             raise DataError(f"Corpus 'wsj_sample' has no split '{split}'; choose one of: "
                             f"{', '.join(c.split_choices())}.")
         need = [f.path for f in c.files if not f.optional and not (base / f.path).is_file()]
+        if need:
+            fetch_on_first_use(c, base, need, root)
+            need = [f.path for f in c.files if not f.optional and not (base / f.path).is_file()]
         if need:
             raise _missing_error(c, split, base, need, root)
         from zoo import trees  # lazy: parsing lives in its own module
@@ -403,8 +503,29 @@ def _atomic_write(dest: Path, chunks: Iterator[bytes], sha256: str, source: str)
 
 def _http_chunks(url: str) -> Iterator[bytes]:
     with urllib.request.urlopen(url, timeout=60) as r:
+        total, done, shown = int(r.headers.get("Content-Length") or 0), 0, -1
+        name = url.rsplit("/", 1)[-1]
         while chunk := r.read(1 << 20):
+            done += len(chunk)
+            shown = _progress(name, done, total, shown)
             yield chunk
+        if shown >= 0 and sys.stderr.isatty():
+            sys.stderr.write("\n")
+
+
+def _progress(name: str, done: int, total: int, shown: int) -> int:
+    """A progress bar on a terminal (redrawn in place), a log line per quarter otherwise (Ray logs)."""
+    pct = int(100 * done / total) if total else -1
+    if sys.stderr.isatty():
+        bar = "#" * (pct // 5) if pct >= 0 else ""
+        sys.stderr.write(f"\r  {name}: [{bar:<20}] {done / 1e6:.1f}/{total / 1e6:.1f} MB" if total else
+                         f"\r  {name}: {done / 1e6:.1f} MB")
+        sys.stderr.flush()
+        return max(pct, 0)
+    if total and pct // 25 > shown // 25 and pct // 25 > 0:
+        log.info("%s: %d%% of %.1f MB", name, pct, total / 1e6)
+        return pct
+    return shown
 
 
 def _zip_member(path: Path, member: str) -> Iterator[bytes]:
@@ -412,8 +533,128 @@ def _zip_member(path: Path, member: str) -> Iterator[bytes]:
         yield z.read(member)
 
 
-def fetch(name: str, root: str | Path | None = None, base_url: str | None = None) -> list[Path]:
-    """Download the corpus files into the data directory and verify their sha256.
+# Built splits (the WMT14 EN-DE training data): the archives are downloaded and sha256-checked like
+# any file, then their members are streamed, line-aligned, into the split's files (never a whole
+# corpus in memory). Overlap rule: a training pair is dropped when its source side equals a source
+# sentence, or its target side a target sentence, of the corpus's dev or test split (newstest2013,
+# newstest2014), compared after collapsing whitespace: no test or dev sentence is ever trained on.
+# Pairs with an empty side are dropped too (Europarl has blank lines for untranslated turns).
+BUILD_STAMP = "build.json"  # next to a built split's files: archive hashes, counts, output sha256s
+
+
+def _built_paths(c: Corpus) -> set[str]:
+    return {rel for split in c.built for rel in (*c.splits[split][0], *c.splits[split][1])}
+
+
+def _norm(line: str) -> str:
+    return " ".join(line.split())
+
+
+def _download_archive(a: Archive, base: Path, base_url: str | None, name: str, explicit) -> Path:
+    dest, sha = base / a.path, ARCHIVE_SHA256[Path(a.path).name]
+    if dest.is_file() and _sha256(dest) == sha:
+        log.info("%s: present, sha256 ok", a.path)
+        return dest
+    src = base_url.rstrip("/") + "/" + urllib.parse.quote(a.path) if base_url else a.url
+    log.warning("%s: downloading %s (checked against its published sha256)", a.path, src)
+    try:
+        _atomic_write(dest, _http_chunks(src), sha, src)
+    except OSError as e:
+        raise DataError(f"Could not fetch {a.path} of corpus '{name}' from {src} into {base} "
+                        f"({_where(explicit)}): {e}. Check the network, or fetch from a mirror with "
+                        f"--base-url, or set $ZOO_DATA_DIR / --data-dir to a writable folder.") from None
+    return dest
+
+
+def _extract_members(path: Path, members: tuple[str, str], into: Path) -> list[Path]:
+    """Copy the two members out of a .tgz in one streaming pass (reading two members of a gzip
+    stream side by side would decompress it again and again)."""
+    out = [into / "src", into / "tgt"]
+    found = [False, False]
+    with tarfile.open(path, "r|gz") as tar:
+        for m in tar:
+            name = m.name.removeprefix("./")
+            if name in members and m.isfile():
+                i = members.index(name)
+                with tar.extractfile(m) as f, open(out[i], "wb") as o:
+                    while chunk := f.read(1 << 20):
+                        o.write(chunk)
+                found[i] = True
+    if not all(found):
+        raise DataError(f"The archive {path} has no member {members[found.index(False)]}; it may be a "
+                        f"different release than the registry expects. Delete it and run the fetch again.")
+    return out
+
+
+def _archive_pairs(path: Path, members: tuple[str, str], into: Path) -> Iterator[tuple[str, str]]:
+    src, tgt = _extract_members(path, members, into)
+    opened = [open(p, encoding="utf-8", errors="replace", newline="\n") for p in (src, tgt)]
+    try:
+        for n, (s, t) in enumerate(itertools.zip_longest(*opened), 1):
+            if s is None or t is None:
+                raise DataError(f"The archive {path}: {members[0]} and {members[1]} differ in length "
+                                f"(one ends at line {n}); they must be line-aligned.")
+            yield s.removesuffix("\n"), t.removesuffix("\n")
+    finally:
+        for f in opened:
+            f.close()
+        src.unlink(missing_ok=True)
+        tgt.unlink(missing_ok=True)
+
+
+def _build_split(c: Corpus, split: str, base: Path, base_url: str | None, explicit) -> list[Path]:
+    """Build one split from its archives (skipped when its files are present). Returns its files."""
+    (src_rel,), (tgt_rel,) = c.splits[split]
+    if _find(base, src_rel) and _find(base, tgt_rel):
+        log.info("%s %s: present", c.name, split)
+        return [_find(base, src_rel), _find(base, tgt_rel)]
+    archives = [_download_archive(a, base, base_url, c.name, explicit) for a in c.built[split]]
+    held_out: tuple[set[str], set[str]] = (set(), set())  # dev and test sentences, per side
+    for other in ("dev", "test"):  # fetched above with the corpus's files
+        for side, rels in zip(held_out, c.splits[other]):
+            for rel in rels:
+                if (p := _find(base, rel)) is None:
+                    raise DataError(f"Cannot build {c.name} {split} without {rel} (its overlap is removed): "
+                                    f"it is missing from {base} ({_where(explicit)}).")
+                side.update(_norm(line) for line in _lines(p))
+    dest_src, dest_tgt = base / src_rel, base / tgt_rel
+    dest_src.parent.mkdir(parents=True, exist_ok=True)
+    stamp = {"rule": "dropped: a side equal (whitespace collapsed) to a dev/test sentence of that "
+                     "side, or an empty side", "archives": []}
+    with tempfile.TemporaryDirectory(dir=dest_src.parent, prefix=".build-") as tmp:
+        out_paths = [Path(tmp) / "out.src", Path(tmp) / "out.tgt"]
+        with open(out_paths[0], "w", encoding="utf-8", newline="\n") as out_s, \
+                open(out_paths[1], "w", encoding="utf-8", newline="\n") as out_t:
+            for a, path in zip(c.built[split], archives):
+                n = {"pairs": 0, "kept": 0, "overlap": 0, "empty": 0}
+                for s, t in _archive_pairs(path, a.members, Path(tmp)):
+                    n["pairs"] += 1
+                    if not s.strip() or not t.strip():
+                        n["empty"] += 1
+                    elif _norm(s) in held_out[0] or _norm(t) in held_out[1]:
+                        n["overlap"] += 1
+                    else:
+                        out_s.write(s + "\n")
+                        out_t.write(t + "\n")
+                        n["kept"] += 1
+                log.warning("%s %s: %s: %d pairs, kept %d (%d overlap dev/test, %d empty)", c.name,
+                            split, Path(a.path).name, n["pairs"], n["kept"], n["overlap"], n["empty"])
+                stamp["archives"].append({"path": a.path, "sha256": ARCHIVE_SHA256[Path(a.path).name],
+                                          "members": list(a.members), **n})
+        stamp["files"] = {rel: _sha256(p) for rel, p in zip((src_rel, tgt_rel), out_paths)}
+        # the stamp first, the source side last: a split counts as present only with both sides
+        stamp_path = dest_src.parent / BUILD_STAMP
+        _atomic_write(stamp_path, iter([json.dumps(stamp, indent=1).encode()]),
+                      hashlib.sha256(json.dumps(stamp, indent=1).encode()).hexdigest(), "build")
+        os.replace(out_paths[1], dest_tgt)
+        os.replace(out_paths[0], dest_src)
+    return [dest_src, dest_tgt]
+
+
+def fetch(name: str, root: str | Path | None = None, base_url: str | None = None,
+          build: bool = True) -> list[Path]:
+    """Download the corpus files into the data directory and verify their sha256; with `build`,
+    also build the splits made from public archives (the WMT14 EN-DE training data: GBs).
 
     From each file's public origin, or from `base_url` + relative path (a mirror of the data
     folder). Files already present with the right hash are skipped. Returns the files present."""
@@ -451,8 +692,11 @@ def fetch(name: str, root: str | Path | None = None, base_url: str | None = None
         if dest.suffix == ".zip":
             last_zip = dest
         done.append(dest)
+    if build:
+        for split in c.built:
+            done += _build_split(c, split, base, base_url, root)
     missing_manual = [r for s in c.splits.values() for r in (*s[0], *s[1])
-                      if r not in {f.path for f in c.files} and _find(base, r) is None]
+                      if r not in {f.path for f in c.files} | _built_paths(c) and _find(base, r) is None]
     if missing_manual:
         log.warning("%s: %s", name, c.manual)
     return done
@@ -473,13 +717,27 @@ def verify(name: str, root: str | Path | None = None) -> list[tuple[str, bool, s
             out.append((f.path, False, f"sha256 mismatch: expected {f.sha256}, got {got}"))
         else:
             out.append((f.path, True, "ok"))
+    for a in (a for archives in c.built.values() for a in archives if (base / a.path).is_file()):
+        sha = ARCHIVE_SHA256[Path(a.path).name]  # kept after a build; only needed to rebuild
+        got = _sha256(base / a.path)
+        out.append((a.path, got == sha, "ok" if got == sha else f"sha256 mismatch: expected {sha}, got {got}"))
     told = False
+    built = _built_paths(c)
     for rel in dict.fromkeys(r for s in c.splits.values() for r in (*s[0], *s[1])):
         if rel not in {f.path for f in c.files}:
             p = _find(base, rel)
+            stamp = base / Path(rel).parent / BUILD_STAMP
+            recorded = json.loads(stamp.read_text())["files"].get(rel) if p and stamp.is_file() else None
+            if recorded:  # built by fetch: the output's hash was recorded then
+                got = _sha256(p)
+                out.append((rel, got == recorded, f"ok (built by `zoo data fetch {name}`, see {stamp.name})"
+                            if got == recorded else f"sha256 mismatch with {stamp.name}: expected "
+                            f"{recorded}, got {got}; delete it and run `zoo data fetch {name}`"))
+                continue
             why = ("present (user-supplied, no checksum)" if p else
+                   f"missing: run `zoo data fetch {name}`" if rel in built else
                    "missing (user-supplied; see above)" if told else "missing: " + c.manual)
-            told = told or p is None
+            told = told or (p is None and rel not in built)
             out.append((rel, p is not None, why))
     return out
 

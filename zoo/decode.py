@@ -284,7 +284,8 @@ def translate(model, sp, sentences: list[str], eval_spec, batch_size_tokens: int
     device = next(model.parameters()).device
     tgt = tgt or sp
     tree = TreeConstraint(tgt) if getattr(eval_spec, "tree_constraint", False) else None
-    ids = [x + [EOS] for x in sp.encode(list(sentences), out_type=int)]
+    cap = getattr(getattr(model, "spec", None), "max_len", None)  # positions the model embeds
+    ids = [x[: cap - 1 if cap else None] + [EOS] for x in sp.encode(list(sentences), out_type=int)]
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     out: list[str] = [""] * len(ids)
     start = 0

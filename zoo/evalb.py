@@ -34,6 +34,8 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from zoo.errors import UserError
+
 WS = " \t\n\r\v\f"  # C isspace() in the "C" locale (Python's isspace() is wider)
 _TERMINATORS = WS + "()"
 _QUOTE_WORDS = ("'", '"', "/")  # evalb.c is_quote_term()
@@ -109,8 +111,9 @@ EQ_LABEL ADVP PRT
 """
 
 
-class EvalbError(Exception):
-    """A mistake in the input (missing file, unreadable .prm, unreadable tree): EVALB stops."""
+class EvalbError(UserError):
+    """A mistake in the input (missing file, unreadable .prm, unreadable tree): EVALB stops; the
+    CLI prints it as one paragraph and exits 2."""
 
 
 @dataclass(frozen=True)
@@ -602,6 +605,10 @@ def read_lines(path: str | Path, what: str) -> list[str]:
         raise EvalbError(f"cannot open the {what} file {path}: {e.strerror or e}. EVALB needs a gold "
                          "file and a test file, each with one bracketed tree per line in the same "
                          "order (a blank test line marks a sentence the parser skipped).") from None
+    if "\0" in text:  # trees are text; a NUL byte means an image, an archive, a model file...
+        raise EvalbError(f"the {what} file {path} is binary, not text (a NUL byte at offset "
+                         f"{text.index(chr(0))}). EVALB needs one bracketed tree per line, as written by "
+                         "a parser or a treebank's .mrg files flattened to one line per tree.")
     lines = text.split("\n")
     return lines[:-1] if lines[-1] == "" else lines
 

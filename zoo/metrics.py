@@ -31,6 +31,15 @@ def _bleu(hyps: list[str], refs: list[str], tokenize: str) -> dict:
             "ref_len": s.ref_len}
 
 
+def bleu_stats(hyps: list[str], refs: list[str]) -> list[list[int]]:
+    """sacreBLEU's per-sentence sufficient statistics (13a): lengths, n-gram matches and totals. Kept
+    with a run so claims can be bootstrapped over sentences later, from the results store alone."""
+    from sacrebleu.metrics import BLEU
+
+    _check(hyps, refs)
+    return [[int(x) for x in row] for row in BLEU()._extract_corpus_statistics(list(hyps), [list(refs)])]
+
+
 def bleu(hyps: list[str], refs: list[str]) -> dict:
     """Corpus sacreBLEU on detokenized text with the default 13a tokenizer (one reference)."""
     return {**_bleu(hyps, refs, "13a"), "label": "sacreBLEU (detokenized, tok:13a)"}

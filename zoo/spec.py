@@ -1,7 +1,7 @@
 """The spec language: YAML files -> validated, fully resolved configs, one per variant.
 
 A spec file holds the sections `model`, `data`, `train`, `eval`, `resources` (field names follow the
-paper), may `extends:` another file (relative path, chains allowed) and may list `variants:`
+paper), may `extends:` another file (relative to it, or absolute; chains allowed) and may list `variants:`
 (name -> overrides). Resolution order, later wins:
 
     extends chain (root first) -> this file -> variant overrides -> profile -> --set overrides
@@ -15,20 +15,41 @@ from __future__ import annotations
 import copy
 import difflib
 import hashlib
+import functools
 import json
+import logging
+import os
+import re
+import stat
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, ValidationError, field_validator, model_validator
+
 from zoo.errors import UserError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from zoo.paths import SAFE_NAME, name_problem, shorten
 
 # ----------------------------------------------------------------------------------------------
 # The typed config. Defaults are the paper's base model (section 3, 5 and Table 3 row "base").
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # strict: `N: true` or `N: "6"` is a mistake, not 1 or 6 (an int still fills a float field);
+    # finite floats only: `lr_scale: .inf` is a mistake, not a run that diverges at step 1
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True, allow_inf_nan=False)
+
+
+# Upper bounds that keep every int a sane size for loops and SQLite (int64), far above any real run.
+MAX_STEPS = 100_000_000  # the paper's longest run is 300k steps
+MAX_TOKENS = 100_000_000  # tokens per step or per micro-batch (the paper: 25k)
+
+
+def _safe(value: str) -> str:
+    problem = name_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
 
 
 class ModelSpec(_Strict):
@@ -57,17 +78,22 @@ class ModelSpec(_Strict):
 class DataSpec(_Strict):
     dataset: str = Field("wmt14_en_de", description="corpus name from `zoo data list`")
     vocab_size: int = Field(37000, ge=16, le=1_000_000, description="shared source/target BPE size")
-    max_len: int = Field(256, ge=4, description="drop training pairs longer than this (word-pieces)")
-    max_train_pairs: int | None = Field(None, ge=1, description="use only the first K pairs")
+    max_len: int = Field(256, ge=4, le=100000, description="drop training pairs longer than this (word-pieces)")
+    max_train_pairs: int | None = Field(None, ge=1, le=10**12, description="use only the first K pairs")
     target_vocab: Literal["shared", "symbols"] = Field(
         "shared", description="shared: one BPE for both sides (translation, the paper); symbols: the "
         "tree side has its own whole-symbol vocabulary and vocab_size is the source-only BPE (parsing)")
 
+    @field_validator("dataset")
+    @classmethod
+    def _dataset_is_a_name(cls, v):  # it names cache folders (checked against the registry in resolve)
+        return _safe(v)
+
 
 class OptimizerSpec(_Strict):
     name: Literal["adam"] = "adam"
-    betas: tuple[float, float] = (0.9, 0.98)
-    eps: float = Field(1e-9, gt=0)
+    betas: tuple[StrictFloat, StrictFloat] = Field((0.9, 0.98), strict=False)  # a YAML list is fine
+    eps: float = Field(1e-9, gt=0, le=1)
 
     @model_validator(mode="after")
     def _betas_range(self):
@@ -79,66 +105,90 @@ class OptimizerSpec(_Strict):
 class ScheduleSpec(_Strict):
     # lr = lr_scale * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5)   (eq. 3)
     name: Literal["noam"] = "noam"
-    warmup_steps: int = Field(4000, ge=1)
-    lr_scale: float = Field(1.0, gt=0, description="multiplies the paper's formula (1.0 = paper)")
+    warmup_steps: int = Field(4000, ge=1, le=MAX_STEPS)
+    lr_scale: float = Field(1.0, gt=0, le=1000, description="multiplies the paper's formula (1.0 = paper)")
 
 
 class TrainSpec(_Strict):
-    steps: int = Field(100_000, ge=1)
-    batch_tokens: int = Field(25_000, ge=1, description="source and target tokens per optimizer step")
+    steps: int = Field(100_000, ge=1, le=MAX_STEPS)
+    batch_tokens: int = Field(25_000, ge=1, le=MAX_TOKENS, description="source and target tokens per optimizer step")
     max_tokens_per_device: int | None = Field(
-        None, ge=1, description="memory cap per micro-batch; gradient accumulation is derived from it")
+        None, ge=1, le=MAX_TOKENS, description="memory cap per micro-batch; gradient accumulation is derived from it")
     label_smoothing: float = Field(0.1, ge=0.0, lt=1.0, description="eps_ls")
     optimizer: OptimizerSpec = OptimizerSpec()
     schedule: ScheduleSpec = ScheduleSpec()
-    checkpoint_every: int = Field(1000, ge=1, description="steps between checkpoints")
-    keep_checkpoints: int = Field(5, ge=1, description="keep the last k checkpoints")
-    eval_every: int = Field(1000, ge=1, description="steps between dev-perplexity evaluations")
-    log_every: int = Field(10, ge=1, description="steps between training-metric reports")
+    checkpoint_every: int = Field(1000, ge=1, le=MAX_STEPS, description="steps between checkpoints")
+    keep_checkpoints: int = Field(5, ge=1, le=1000, description="keep the last k checkpoints")
+    eval_every: int = Field(1000, ge=1, le=MAX_STEPS, description="steps between dev-perplexity evaluations")
+    log_every: int = Field(10, ge=1, le=MAX_STEPS, description="steps between training-metric reports")
     time_limit_minutes: float | None = Field(
-        None, gt=0, description="stop early after this wall time (the run records the steps done)")
-    seed: int = 1
+        None, gt=0, le=10**7, description="stop early after this wall time (the run records the steps done)")
+    seed: int = Field(1, ge=0, le=2**32 - 1)
 
 
 class EvalSpec(_Strict):
-    split: str = Field("dev", description="dev (Table 3) or test (Table 2)")
+    split: str = Field("dev", max_length=64, description="dev (Table 3) or test (Table 2)")
     beam_size: int = Field(4, ge=1, le=256)
-    length_penalty: float = Field(0.6, ge=0.0, description="GNMT alpha")
-    max_len_offset: int = Field(50, ge=0, description="max output length = input length + offset")
-    average_checkpoints: int = Field(0, ge=0, description="average the last k checkpoints (0 = off)")
-    max_sentences: int | None = Field(None, ge=1, description="score only the first K sentences")
+    length_penalty: float = Field(0.6, ge=0.0, le=100, description="GNMT alpha")
+    max_len_offset: int = Field(50, ge=0, le=100000, description="max output length = input length + offset")
+    average_checkpoints: int = Field(0, ge=0, le=1000, description="average the last k checkpoints (0 = off)")
+    max_sentences: int | None = Field(None, ge=1, le=10**9, description="score only the first K sentences")
     metric: Literal["bleu", "f1"] = "bleu"
-    extra_splits: list[str] = Field(default_factory=list, description="also score these splits (e.g. test)")
-    min_len_per_word: float = Field(0.0, ge=0.0, description="no eos before this many tokens per source word")
+    extra_splits: list[str] = Field(default_factory=list, max_length=16, description="also score these splits (e.g. test)")
+    min_len_per_word: float = Field(0.0, ge=0.0, le=100, description="no eos before this many tokens per source word")
     tree_constraint: bool = Field(False, description="parsing: beam search only emits well-formed trees, "
                                   "one preterminal per word (needs data.target_vocab: symbols)")
 
+    @field_validator("split")
+    @classmethod
+    def _split_is_a_name(cls, v):  # it names the hyps.<split>.txt file
+        return _safe(v)
+
+    @field_validator("extra_splits")
+    @classmethod
+    def _splits_are_names(cls, v):
+        return [_safe(x) for x in v]
+
 
 class ResourcesSpec(_Strict):
-    gpus: float = Field(0, ge=0, description="GPUs per worker")
-    cpus: float = Field(1, gt=0, description="CPUs per worker")
-    workers: int = Field(1, ge=1, description="data-parallel workers per trial")
-    max_retries: int = Field(0, ge=0, description="re-runs of a failed trial")
+    gpus: float = Field(0, ge=0, le=1024, description="GPUs per worker")
+    cpus: float = Field(1, gt=0, le=4096, description="CPUs per worker")
+    workers: int = Field(1, ge=1, le=4096, description="data-parallel workers per trial")
+    max_retries: int = Field(0, ge=0, le=100, description="re-runs of a failed trial")
 
 
 class PaperRef(_Strict):
     table: int | None = Field(None, ge=2, le=4)
-    group: str | None = None
-    row: str | None = None
+    group: str | None = Field(None, max_length=200)
+    row: str | None = Field(None, max_length=200)
 
 
 class Config(_Strict):
     """One fully resolved variant: what a trial trains."""
     variant: str
+    trial: str = Field("", description="the trial's unique name: the variant, plus -seedN on a seeds axis")
     spec: str = ""
     profile: str = "paper"
-    description: str = ""
+    profile_description: str = Field("", max_length=10_000, description="what the profile meant when this ran")
+    description: str = Field("", max_length=10_000)
     paper: PaperRef = PaperRef()
     model: ModelSpec = ModelSpec()
     data: DataSpec = DataSpec()
     train: TrainSpec = TrainSpec()
     eval: EvalSpec = EvalSpec()
     resources: ResourcesSpec = ResourcesSpec()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _trial_defaults_to_variant(cls, data):
+        if isinstance(data, dict) and not data.get("trial"):
+            data = {**data, "trial": data.get("variant")}
+        return data
+
+    @field_validator("variant", "trial", "profile")
+    @classmethod
+    def _path_safe(cls, v):  # STORAGE/<spec stem>/<trial>-<profile>/ is a folder
+        return _safe(v)
 
     @model_validator(mode="after")
     def _averaging_needs_checkpoints(self):
@@ -161,8 +211,9 @@ class Config(_Strict):
 
 
 SECTIONS = ("model", "data", "train", "eval", "resources")
-FILE_KEYS = {"extends", "name", "description", "paper", "variants", *SECTIONS}
-PROFILE_KEYS = {"description", "scale", "set", "datasets"}
+FILE_KEYS = {"extends", "name", "description", "paper", "variants", "seeds", *SECTIONS}
+PROFILE_KEYS = {"description", "scale", "set", "datasets", "seeds"}
+MAX_SEEDS = 100
 SCALE_KEYS = {"width", "depth", "steps"}
 
 
@@ -174,6 +225,7 @@ class SpecError(UserError):
     """A user mistake in a spec, profile or override. str() is the one-paragraph message."""
 
     def __init__(self, where: str, field: str, message: str):
+        field = shorten(field, 120)
         self.where, self.field, self.message = where, field, message
         super().__init__(f"{where}: {field + ': ' if field else ''}{message}")
 
@@ -200,36 +252,121 @@ class Doc:
         return self.origin
 
 
-def read_yaml(path: Path) -> Doc:
-    """Parse one YAML file, rejecting what PyYAML lets through silently (duplicate keys)."""
+# What a spec may hold. YAML can do much more, and each extra is a way for a shared spec to hurt
+# whoever validates it: aliases expand without bound ("billion laughs"), merge keys hide where a
+# value came from, tags can name Python objects. Specs never need them (`extends:` and variants are
+# the spec language's own reuse), so they are refused rather than limited.
+MAX_BYTES = 1_000_000  # a spec is a few KB
+MAX_DEPTH = 32  # the deepest real spec nests 5 levels (variants.A1.train.optimizer.betas)
+MAX_EXTENDS = 16  # links in one extends chain
+_PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "seq", "map", "timestamp")}
+
+
+class _Refused(Exception):
+    def __init__(self, mark, message: str, node=None):
+        self.mark, self.message, self.node = mark, message, node
+
+
+class _SpecLoader(yaml.SafeLoader):
+    """PyYAML's safe loader minus anchors, aliases, merge keys, non-plain tags and deep nesting."""
+
+    depth = 0
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise _Refused(event.start_mark, "YAML anchors and aliases (&name, *name) are not allowed in specs; "
+                           "reuse settings with `extends:` or variants instead")
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise _Refused(event.start_mark, f"nested deeper than {MAX_DEPTH} levels; a spec needs at most 6")
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_object(self, node, deep=False):
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, TypeError, OverflowError) as e:  # e.g. a 5000-digit int, a 13th month
+            raise _Refused(node.start_mark, f"cannot read this value: {shorten(str(e).split(';')[0], 200)}",
+                           node) from None
+
+
+def _code(c) -> int:
+    return c if isinstance(c, int) else ord(c)
+
+
+# YAML 1.1 reads `1e-9` as a string; a spec means the number (YAML 1.2 agrees), so read it as one.
+_SpecLoader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+                                  list("-+0123456789"))
+
+
+def _read_text(path: Path) -> str:
+    """The file's text: a regular file of at most MAX_BYTES, UTF-8 (a BOM is fine)."""
     where = f"{path}"
     try:
-        raw = path.read_bytes()
+        mode = os.stat(path).st_mode  # before opening: opening a pipe would wait for a writer
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(mode):
+            raise SpecError(f"{where}:1", "", "is not a regular file (a device, pipe or socket); expected a .yaml file")
+        with open(path, "rb") as f:
+            raw = f.read(MAX_BYTES + 1)
     except FileNotFoundError:
         raise SpecError(where, "", "file not found") from None
     except IsADirectoryError:
         raise SpecError(where, "", "is a directory, expected a .yaml file") from None
+    except OSError as e:  # permission denied, a symlink loop, a name too long, ...
+        raise SpecError(f"{where}:1", "", f"cannot read the file: {e.strerror or e}") from None
+    if len(raw) > MAX_BYTES:
+        raise SpecError(f"{where}:1", "", f"the file is larger than {MAX_BYTES // 1000} KB; a spec is a few KB of YAML")
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         line = raw[: e.start].count(b"\n") + 1
         raise SpecError(f"{path}:{line}", "", f"not valid UTF-8 (byte 0x{raw[e.start]:02x}); save the file as UTF-8") from None
+
+
+def load_yaml(text: str, where: str, locs: dict | None = None):
+    """(root node, data) of one YAML document under the spec rules, filling `locs` (key path ->
+    "where:line"); SpecError at `where:line` for anything refused."""
+    loader, fields = None, {}
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        loader = _SpecLoader(text)
+        node = loader.get_single_node()
+        if node is None:
+            return None, None
+        _walk(node, (), where, {} if locs is None else locs, fields)  # before constructing: keys and tags
+        return node, loader.construct_document(node)
+    except _Refused as e:
+        field = ".".join(map(str, fields.get(id(e.node), ())))
+        raise SpecError(f"{where}:{e.mark.line + 1}", field, e.message) from None
+    except yaml.reader.ReaderError as e:  # a control or non-printable character
+        line = text[: e.position].count("\n") + 1
+        raise SpecError(f"{where}:{line}", "", f"character U+{_code(e.character):04X} is not allowed in YAML "
+                        "(a binary file, or a control character in the text?)") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         line = mark.line + 1 if mark else 1
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise SpecError(f"{path}:{line}", "", f"YAML syntax error: {problem}") from None
+        raise SpecError(f"{where}:{line}", "", f"YAML syntax error: {problem}") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+
+
+def read_yaml(path: Path) -> Doc:
+    """Parse one spec or profile file, rejecting what PyYAML lets through silently (duplicate keys)
+    and what a spec never needs (see _SpecLoader)."""
+    locs: dict[tuple, str] = {}
+    node, data = load_yaml(_read_text(path), str(path), locs)
     if node is None:
         raise SpecError(f"{path}:1", "", "file is empty; a spec needs at least one of "
                         f"{', '.join(SECTIONS)} or `extends:`")
     if not isinstance(node, yaml.MappingNode):
         raise SpecError(f"{path}:{node.start_mark.line + 1}", "",
                         f"the top level must be a mapping of sections, not a {_node_kind(node)}")
-    locs: dict[tuple, str] = {}
-    _walk(node, (), path, locs)
-    data = yaml.SafeLoader(text).get_single_data()
     return Doc(data, locs, f"{path}:1")
 
 
@@ -237,19 +374,36 @@ def _node_kind(node) -> str:
     return {yaml.SequenceNode: "list", yaml.MappingNode: "mapping"}.get(type(node), "scalar")
 
 
-def _walk(node, prefix: tuple, path: Path, locs: dict):
+def _walk(node, prefix: tuple, path: str, locs: dict, fields: dict):
+    fields[id(node)] = prefix
+    if node.tag not in _PLAIN_TAGS:
+        shown = node.tag.replace("tag:yaml.org,2002:", "!!")
+        raise SpecError(f"{path}:{node.start_mark.line + 1}", ".".join(map(str, prefix)),
+                        f"the YAML tag '{shorten(shown)}' is not allowed; specs hold plain mappings, lists, "
+                        "strings, numbers, booleans and null")
+    if isinstance(node, yaml.SequenceNode):
+        for i, v in enumerate(node.value):
+            _walk(v, prefix + (i,), path, locs, fields)
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}
         for k, v in node.value:
-            key, line = k.value, k.start_mark.line + 1
+            line = k.start_mark.line + 1
+            field = ".".join(map(str, prefix))
+            if k.tag == "tag:yaml.org,2002:merge":
+                raise SpecError(f"{path}:{line}", field, "YAML merge keys (<<) are not allowed in specs; "
+                                "reuse settings with `extends:` or variants instead")
+            if not isinstance(k, yaml.ScalarNode) or k.tag not in _PLAIN_TAGS:
+                kind = _node_kind(k) if not isinstance(k, yaml.ScalarNode) else "tagged value"
+                raise SpecError(f"{path}:{line}", field, f"a key must be a plain name, not a {kind}")
+            key = k.value
             if key in seen:
                 field = ".".join(map(str, prefix + (key,)))
                 raise SpecError(f"{path}:{line}", field,
-                                f"duplicate key '{key}' (first set on line {seen[key]}); "
+                                f"duplicate key '{shorten(key)}' (first set on line {seen[key]}); "
                                 "YAML would silently keep only the last one")
             seen[key] = line
             locs[prefix + (key,)] = f"{path}:{line}"
-            _walk(v, prefix + (key,), path, locs)
+            _walk(v, prefix + (key,), path, locs, fields)
 
 
 def deep_merge(base: Doc, over: dict, over_locs: dict, origin: str | None = None) -> Doc:
@@ -279,21 +433,35 @@ def deep_merge(base: Doc, over: dict, over_locs: dict, origin: str | None = None
 
 def _check_mapping(doc: Doc, key: str, value) -> None:
     if not isinstance(value, dict):
-        kind = "list" if isinstance(value, list) else type(value).__name__
-        raise SpecError(doc.where((key,)), key, f"must be a mapping of fields, not a {kind}")
+        raise SpecError(doc.where((key,)), key, f"must be a mapping of fields, not {_kind(value)}")
+
+
+def _kind(value) -> str:
+    return {list: "a list", type(None): "null", str: "a string", bool: "a boolean"}.get(
+        type(value), f"a {type(value).__name__}")
+
+
+def _unknown(what: str, key, allowed) -> str:
+    odd = "" if str(key).isascii() else " (it holds non-ASCII characters: a look-alike letter?)"
+    return f"unknown {what} '{shorten(key)}'{odd}{_did_you_mean(str(key), allowed)}"
 
 
 def load_file(path: Path, _stack: tuple = ()) -> Doc:
-    """One spec file with its `extends:` chain merged in (variants are not inherited)."""
-    path = Path(path).resolve() if _stack else Path(path)
-    key = Path(path).resolve()
+    """One spec file with its `extends:` chain merged in (variants are not inherited).
+
+    `extends:` names another spec file, relative to this file's folder or absolute (a spec shared
+    from a group folder), or a built-in spec by name (`extends: base`). It only ever reads, and what it reads must itself be a valid spec, so an
+    absolute path gives a spec author no more reach than the user running zoo already has; it must
+    be a regular .yaml/.yml file, and a chain holds at most MAX_EXTENDS files and no cycle."""
+    path = Path(path)
+    key = Path(os.path.realpath(path))  # realpath: never raises, even on a symlink loop
     if key in _stack:
         chain = " -> ".join(str(p) for p in (*_stack, key))
         raise SpecError(f"{path}:1", "extends", f"cycle in extends: {chain}")
     doc = read_yaml(path)
     for k in doc.data:
         if k not in FILE_KEYS:
-            raise SpecError(doc.where((k,)), str(k), f"unknown top-level key '{k}'{_did_you_mean(str(k), FILE_KEYS)}")
+            raise SpecError(doc.where((str(k),)), shorten(k), _unknown("top-level key", k, FILE_KEYS))
     for k in SECTIONS:
         if k in doc.data:
             _check_mapping(doc, k, doc.data[k])
@@ -303,11 +471,22 @@ def load_file(path: Path, _stack: tuple = ()) -> Doc:
     if parent is None:
         merged = Doc(own, own_locs, doc.origin)
     else:
-        if not isinstance(parent, str):
-            raise SpecError(doc.where(("extends",)), "extends", "must be a file path (relative to this file)")
-        ppath = (key.parent / parent)
+        where = doc.where(("extends",))
+        if not isinstance(parent, str) or not parent.strip():
+            raise SpecError(where, "extends", f"must be the path of a .yaml spec file, relative to this "
+                            f"file or absolute (got {_kind(parent)})")
+        ppath = key.parent / parent
+        if not ppath.exists() and SAFE_NAME.fullmatch(parent) and (specs_dir() / f"{parent}.yaml").is_file():
+            ppath = specs_dir() / f"{parent}.yaml"  # `extends: base`: the built-in spec of that name
+        if len(_stack) >= MAX_EXTENDS:
+            raise SpecError(where, "extends", f"the extends chain is longer than {MAX_EXTENDS} files")
+        if ppath.is_dir():
+            raise SpecError(where, "extends", f"'{shorten(parent)}' is a directory ({ppath}); name a .yaml spec file in it")
         if not ppath.exists():
-            raise SpecError(doc.where(("extends",)), "extends", f"file '{parent}' not found (looked for {ppath})")
+            why = "is a broken symlink or a symlink loop" if ppath.is_symlink() else "not found"
+            raise SpecError(where, "extends", f"file '{shorten(parent)}' {why} (looked for {ppath})")
+        if ppath.suffix not in (".yaml", ".yml") or not ppath.is_file():
+            raise SpecError(where, "extends", f"'{shorten(parent)}' is not a .yaml or .yml spec file")
         base = load_file(ppath, _stack + (key,))
         merged = deep_merge(base, own, own_locs, doc.origin)
     merged.raw = doc  # the file itself, for variants and name
@@ -323,33 +502,81 @@ def _variants(doc: Doc, path: Path) -> dict[str, dict]:
     raw = doc.raw
     vs = raw.data.get("variants")
     if vs is None:
-        name = raw.data.get("name") or Path(path).stem
-        return {str(name): {}}
+        name = raw.data.get("name", Path(path).stem)
+        problem = name_problem(name)
+        if problem:
+            where = raw.where(("name",)) if "name" in raw.data else f"{path}:1"
+            raise SpecError(where, "name" if "name" in raw.data else "spec",
+                            f"the variant name {problem}" + ("" if "name" in raw.data else
+                            "; rename the file or give the variant a `name:`"))
+        return {name: {}}
     if not isinstance(vs, dict) or not vs:
         raise SpecError(raw.where(("variants",)), "variants", "must be a non-empty mapping of name -> overrides")
+    out = {}
     for name, over in vs.items():
-        if over is None:
-            vs[name] = {}
-        elif not isinstance(over, dict):
-            raise SpecError(raw.where(("variants", name)), f"variants.{name}", "overrides must be a mapping of sections")
-        for k in vs[name]:
+        where, field = raw.where(("variants", str(name))), f"variants.{shorten(name)}"
+        if isinstance(name, int) and not isinstance(name, bool):
+            name = str(name)  # `1:` is the variant "1"
+        problem = name_problem(name)
+        if problem:
+            raise SpecError(where, field, f"the variant name {problem}")
+        over = {} if over is None else over
+        if not isinstance(over, dict):
+            raise SpecError(where, field, f"overrides must be a mapping of sections, not {_kind(over)}")
+        for k in over:
             if k not in SECTIONS and k not in ("description", "paper"):
-                raise SpecError(raw.where(("variants", name, k)), f"variants.{name}.{k}",
-                                f"unknown section '{k}'{_did_you_mean(str(k), set(SECTIONS) | {'description', 'paper'})}")
-    return {str(k): v for k, v in vs.items()}
+                raise SpecError(raw.where(("variants", name, str(k))), f"{field}.{shorten(k)}",
+                                _unknown("section", k, set(SECTIONS) | {"description", "paper"}))
+            if k in SECTIONS and not isinstance(over[k], dict):
+                raise SpecError(raw.where(("variants", name, k)), f"{field}.{k}",
+                                f"must be a mapping of fields, not {_kind(over[k])}")
+        out[name] = over
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
 # Profiles: overlays that scale a paper spec to a budget
 
 
+def specs_dir() -> Path:
+    """The built-in specs: zoo/specs in an installed package, the repository's specs/ in a checkout."""
+    here = Path(__file__).resolve().parent
+    return here / "specs" if (here / "specs" / "base.yaml").is_file() else here.parent / "specs"
+
+
+def builtin_specs() -> list[str]:
+    return sorted(p.stem for p in specs_dir().glob("*.yaml"))
+
+
+def spec_path(arg: str | Path) -> Path:
+    """A spec argument as a file: a path as given, or a built-in spec's name (`table3_A`, `big`)."""
+    p = Path(arg)
+    if p.exists() or p.suffix in (".yaml", ".yml") or len(p.parts) != 1:
+        return p
+    if SAFE_NAME.fullmatch(str(arg)) and (specs_dir() / f"{arg}.yaml").is_file():
+        return specs_dir() / f"{arg}.yaml"
+    raise SpecError(str(arg), "", f"no spec file '{shorten(arg)}' here and no built-in spec of that name"
+                    f"{_did_you_mean(str(arg), builtin_specs())}; built-in: {', '.join(builtin_specs())}")
+
+
 def profiles_dir() -> Path:
-    return Path(__file__).resolve().parents[1] / "specs" / "profiles"
+    return specs_dir() / "profiles"
+
+
+def profile_name(name: str | None) -> str:
+    """The name a profile gives runs (a folder-name part): `cpu`, or a profile file's stem."""
+    if name in ("paper", "", None):
+        return "paper"
+    return Path(name).stem if name.endswith((".yaml", ".yml")) else name
 
 
 def find_profile(name: str, spec_path: Path | None = None) -> Path | None:
     if name in ("paper", "", None):
         return None
+    problem = name_problem(profile_name(name))
+    if problem:
+        what = "the profile file's name (without .yaml)" if name.endswith((".yaml", ".yml")) else "the profile name"
+        raise SpecError("--profile", "", f"{what} {problem}")
     if name.endswith((".yaml", ".yml")):
         return Path(name)
     dirs = []
@@ -363,27 +590,34 @@ def find_profile(name: str, spec_path: Path | None = None) -> Path | None:
     raise SpecError("--profile", "", f"unknown profile '{name}'{_did_you_mean(name, known)}")
 
 
-def apply_profile(doc: Doc, profile_path: Path | None) -> Doc:
+def apply_profile(doc: Doc, profile_path: Path | None, data_dir: str | Path | None = None,
+                  notes: list[str] | None = None) -> Doc:
+    """The profile overlaid on a spec. A `datasets:` entry's `prefer:` settings replace the others when
+    their corpus's training split is present in `data_dir` (default $ZOO_DATA_DIR); the choice is
+    appended to `notes` (the run's profile description records it)."""
     if profile_path is None:
         return doc
     prof = read_yaml(profile_path)
     for k in prof.data:
         if k not in PROFILE_KEYS:
-            raise SpecError(prof.where((k,)), str(k), f"unknown profile key '{k}'{_did_you_mean(str(k), PROFILE_KEYS)}")
+            raise SpecError(prof.where((str(k),)), shorten(k), _unknown("profile key", k, PROFILE_KEYS))
     scale = prof.data.get("scale") or {}
     if not isinstance(scale, dict):
         raise SpecError(prof.where(("scale",)), "scale", "must be a mapping like {width: 0.5, depth: 0.5, steps: 0.01}")
     for k, v in scale.items():
         if k not in SCALE_KEYS:
-            raise SpecError(prof.where(("scale", k)), f"scale.{k}", f"unknown scale '{k}'{_did_you_mean(str(k), SCALE_KEYS)}")
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or v <= 0:
-            raise SpecError(prof.where(("scale", k)), f"scale.{k}", f"must be a positive number (got {v!r})")
+            raise SpecError(prof.where(("scale", str(k))), f"scale.{shorten(k)}", _unknown("scale", k, SCALE_KEYS))
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 < v <= 1000:  # NaN fails too
+            raise SpecError(prof.where(("scale", k)), f"scale.{k}", f"must be a number in (0, 1000] (got {shorten(repr(v))})")
     data = copy.deepcopy(doc.data)
     m, t = data.setdefault("model", {}), data.setdefault("train", {})
+    m, t = (x if isinstance(x, dict) else {} for x in (m, t))  # not a mapping: validation says so
     base_m, base_t = ModelSpec(), TrainSpec()
     w, d, s = scale.get("width", 1), scale.get("depth", 1), scale.get("steps", 1)
 
     def sc(value, f, even=False):
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_STEPS:
+            return value  # not a valid size: left for validation to report where it was set
         x = max(1, round(value * f))
         return x + (x % 2) if even else x
 
@@ -394,8 +628,10 @@ def apply_profile(doc: Doc, profile_path: Path | None) -> Doc:
             m[k] = sc(m.get(k, getattr(base_m, k)), w, even)
     if d != 1:
         m["N"] = sc(m.get("N", base_m.N), d)
-    if s != 1:
+    if s != 1:  # the checkpoint cadence keeps its share of the run, so averaging the last k spans the
+        # same late part of training as in the paper (10-minute checkpoints of a 12-hour or 3.5-day run)
         t["steps"] = sc(t.get("steps", base_t.steps), s)
+        t["checkpoint_every"] = sc(t.get("checkpoint_every", base_t.checkpoint_every), s)
     out = Doc(data, doc.locs, doc.origin)
     sets = prof.data.get("set") or {}
     if not isinstance(sets, dict):
@@ -403,7 +639,9 @@ def apply_profile(doc: Doc, profile_path: Path | None) -> Doc:
     set_locs = {p[1:]: loc for p, loc in prof.locs.items() if p[0] == "set" and len(p) > 1}
     for k in sets:
         if k not in SECTIONS:
-            raise SpecError(prof.where(("set", k)), f"set.{k}", f"unknown section '{k}'{_did_you_mean(str(k), SECTIONS)}")
+            raise SpecError(prof.where(("set", str(k))), f"set.{shorten(k)}", _unknown("section", k, SECTIONS))
+        if not isinstance(sets[k], dict):
+            raise SpecError(prof.where(("set", k)), f"set.{k}", f"must be a mapping of fields, not {_kind(sets[k])}")
     out = deep_merge(out, sets, set_locs)
     # `datasets:` maps the spec's corpus to the one this budget uses, with its data settings
     # (e.g. wmt14_en_de -> multi30k), so a translation profile never rewrites a parsing spec.
@@ -411,8 +649,9 @@ def apply_profile(doc: Doc, profile_path: Path | None) -> Doc:
     if not isinstance(maps, dict) or not all(isinstance(v, dict) for v in maps.values()):
         raise SpecError(prof.where(("datasets",)), "datasets",
                         "must map a corpus name to data settings, e.g. {wmt14_en_de: {dataset: multi30k}}")
-    name = (out.data.get("data") or {}).get("dataset", DataSpec().dataset)
-    if name in maps:
+    data_sec = out.data.get("data")
+    name = data_sec.get("dataset", DataSpec().dataset) if isinstance(data_sec, dict) else None
+    if isinstance(name, str) and name in maps:
         # an entry's optional `set:` overrides other sections for that corpus only (a parsing recipe)
         entry = dict(maps[name])
         extra = entry.pop("set", None) or {}
@@ -421,17 +660,44 @@ def apply_profile(doc: Doc, profile_path: Path | None) -> Doc:
                             f"must be a mapping of sections ({', '.join(SECTIONS)})")
         m_locs = {("data",) + p[2:]: loc for p, loc in prof.locs.items()
                   if p[:2] == ("datasets", name) and len(p) > 2 and p[2] != "set"}
+        if "prefer" in entry:
+            entry = _prefer(prof, name, entry, m_locs, data_dir, notes)
         out = deep_merge(out, {"data": entry}, m_locs)
         s_locs = {p[3:]: loc for p, loc in prof.locs.items() if p[:3] == ("datasets", name, "set") and len(p) > 3}
         out = deep_merge(out, extra, s_locs)
     return out
 
 
+def _prefer(prof: Doc, name: str, entry: dict, m_locs: dict, data_dir, notes: list[str] | None) -> dict:
+    """`datasets: {X: {prefer: {dataset: P, ...}, dataset: F, ...}}`: P's settings when P's training
+    split is in the data directory (`zoo data fetch P` put it there), else F's. Never downloads."""
+    from zoo.data import data_dir as resolve_dir, split_present  # zoo.data imports no torch
+    pref = entry.pop("prefer")
+    if not isinstance(pref, dict) or not isinstance(pref.get("dataset"), str):
+        raise SpecError(prof.where(("datasets", name, "prefer")), f"datasets.{shorten(name)}.prefer",
+                        "must be data settings naming a corpus, e.g. {dataset: wmt14_en_de, vocab_size: 37000}")
+    root = resolve_dir(data_dir)
+    if split_present(pref["dataset"], "train", root):
+        chosen, why = {**entry, **pref}, f"its training data is present in {root}"
+        m_locs.update({("data",) + p[3:]: loc for p, loc in prof.locs.items()
+                       if p[:3] == ("datasets", name, "prefer") and len(p) > 3})
+    else:
+        chosen = entry
+        why = (f"{pref['dataset']}'s training data is not in {root}; `zoo data fetch {pref['dataset']}` "
+               f"builds it there")
+    if notes is not None:
+        notes.append(f"Training data: {chosen.get('dataset', name)} ({why}).")
+    return chosen
+
+
 def profile_description(name: str, spec_path: Path | None = None) -> str:
-    p = find_profile(name, spec_path)
-    if p is None:
-        return "paper: the spec exactly as written"
-    return f"{name}: {read_yaml(p).data.get('description', '').strip()}"
+    return f"{profile_name(name)}: {_description(find_profile(name, spec_path))}"
+
+
+def _description(profile_path: Path | None) -> str:
+    if profile_path is None:
+        return "the spec exactly as written"
+    return str(read_yaml(profile_path).data.get("description") or "").strip()[:10_000]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -448,13 +714,17 @@ def parse_set(items: list[str] | None) -> tuple[dict, dict]:
         parts = tuple(p for p in key.strip().split("."))
         if not all(parts) or parts[0] not in SECTIONS:
             raise SpecError(f"--set {item}", key, f"must start with a section{_did_you_mean(parts[0], SECTIONS)}")
-        try:
-            value = yaml.safe_load(val) if val.strip() else ""
-        except yaml.YAMLError:
-            value = val
+        try:  # the spec rules hold here too: no aliases, tags or deep nesting
+            value = load_yaml(val, f"--set {shorten(item)}")[1] if val.strip() else ""
+        except SpecError as e:
+            if "YAML syntax error" not in e.message:
+                raise
+            value = val  # not YAML: the plain string
         d = data
         for p in parts[:-1]:
             d = d.setdefault(p, {})
+            if not isinstance(d, dict):
+                raise SpecError(f"--set {item}", key, f"another --set gave '{p}' a value, so it has no fields")
         d[parts[-1]] = value
         locs[parts] = f"--set {item}"
     return data, locs
@@ -477,41 +747,97 @@ def _validate(doc: Doc, header: dict) -> Config:
             for part in loc[:-1]:
                 model = model.model_fields[part].annotation if part in model.model_fields else model
             allowed = getattr(model, "model_fields", {}).keys()
-            msg = f"unknown field '{loc[-1]}'{_did_you_mean(loc[-1], allowed)}"
+            msg = _unknown("field", loc[-1], allowed)
         else:
             msg = err["msg"].removeprefix("Value error, ")
-            if "input" in err and not isinstance(err["input"], dict):
-                msg += f" (got {err['input']!r})"
+            if "input" in err and not isinstance(err["input"], dict) and "is not a safe name" not in msg:
+                msg += f" (got {shorten(repr(err['input']), 80)})"
         # point at the field, or its nearest parent, where the data set it
         where = doc.where(tuple(p for p in loc))
         raise SpecError(where, field, msg) from None
 
 
+def _seeds(doc: Doc, prof_path: Path | None, cli: list[int] | None) -> list[int] | None:
+    """The seeds axis: `--seeds` > the profile's `seeds:` > the spec's (inherited through extends)."""
+    if cli is not None:
+        where, value = "--seeds", cli
+    else:
+        prof = read_yaml(prof_path) if prof_path else None
+        src = prof if prof is not None and "seeds" in prof.data else doc if "seeds" in doc.data else None
+        if src is None:
+            return None
+        where, value = src.where(("seeds",)), src.data["seeds"]
+    ok = (isinstance(value, list) and 1 <= len(value) <= MAX_SEEDS and len(set(map(str, value))) == len(value)
+          and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**32 for x in value))
+    if not ok:
+        raise SpecError(where, "seeds", f"must be a list of 1 to {MAX_SEEDS} different integers in [0, 2^32), "
+                        f"e.g. [1, 2, 3] (got {shorten(repr(value))})")
+    return value
+
+
 def resolve(path: str | Path, variant: str | None = None, profile: str = "paper",
-            sets: list[str] | None = None) -> list[Config]:
-    """All variants of a spec file (or just `variant`), fully resolved and validated."""
-    path = Path(path)
+            sets: list[str] | None = None, seeds: list[int] | None = None,
+            data_dir: str | Path | None = None) -> list[Config]:
+    """All trials of a spec file or built-in spec name (or of one `variant`), resolved and validated:
+    one per variant, or, with a seeds axis (`seeds:` in the spec or profile, or `seeds`), one per
+    variant and seed, named VARIANT-seedN."""
+    path = spec_path(path)
     doc = load_file(path)
+    problem = name_problem(path.stem)
+    if problem:  # STORAGE/<spec stem>/... is a folder
+        raise SpecError(f"{path}:1", "spec", f"the file name {problem}; rename the file")
     variants = _variants(doc, path)
     if variant is not None and variant not in variants:
-        raise SpecError(f"{path}", "--variant", f"no variant '{variant}'{_did_you_mean(variant, variants)}")
+        raise SpecError(f"{path}", "--variant", f"no variant '{shorten(variant)}'{_did_you_mean(variant, variants)}")
     prof_path = find_profile(profile, path)
     set_data, set_locs = parse_set(sets)
+    axis = _seeds(doc, prof_path, seeds)
+    prof_text = _description(prof_path)
     out = []
     for name, over in variants.items():
         if variant is not None and name != variant:
             continue
         vlocs = {p[2:]: l for p, l in doc.raw.locs.items() if p[:2] == ("variants", name) and len(p) > 2}
         d = deep_merge(doc, over, vlocs)
-        d = apply_profile(d, prof_path)
+        if prof_path is not None:  # the spec as written must be valid too, not only what a profile leaves of it
+            _validate(d, {"variant": name, "spec": str(path)})
+        notes: list[str] = []
+        d = apply_profile(d, prof_path, data_dir, notes)
         d = deep_merge(d, set_data, set_locs)
-        header = {"variant": name, "spec": str(path), "profile": profile or "paper"}
-        paper = dict(d.data.get("paper") or {})
+        if notes:  # which corpus a profile's `prefer:` picked: said once, and kept with each run
+            _say(" ".join(notes))
+        paper = d.data.get("paper")
         if isinstance(paper, dict) and paper.get("table") and "row" not in paper:
-            paper["row"] = name
-            d.data["paper"] = paper
-        out.append(_validate(d, header))
+            d.data["paper"] = {**paper, "row": name}
+        for seed in axis or [None]:
+            ds = d if seed is None else deep_merge(d, {"train": {"seed": seed}}, {})
+            header = {"variant": name, "trial": name if seed is None else f"{name}-seed{seed}",
+                      "spec": str(path), "profile": profile_name(profile),
+                      "profile_description": " ".join([prof_text, *notes]).strip()}
+            cfg = _validate(ds, header)
+            _check_corpus(ds, cfg)
+            out.append(cfg)
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _say(note: str) -> None:
+    logging.getLogger(__name__).warning("profile: %s", note)
+
+
+def _check_corpus(doc: Doc, cfg: Config) -> None:
+    """The corpus and splits exist in the registry (zoo.data: no torch there), so a typo fails here,
+    not when the run starts."""
+    from zoo.data import CORPORA
+    name = cfg.data.dataset
+    if name not in CORPORA:
+        raise SpecError(doc.where(("data", "dataset")), "data.dataset",
+                        _unknown("corpus", name, CORPORA) + " (see `zoo data list`)")
+    splits = CORPORA[name].split_choices()
+    for field, split in [("split", cfg.eval.split)] + [("extra_splits", x) for x in cfg.eval.extra_splits]:
+        if split not in splits:
+            raise SpecError(doc.where(("eval", field)), f"eval.{field}",
+                            f"corpus {name} has no split '{split}'{_did_you_mean(split, splits)}")
 
 
 def spec_files(paths: list[str | Path]) -> list[Path]:
@@ -521,5 +847,8 @@ def spec_files(paths: list[str | Path]) -> list[Path]:
         if p.is_dir():
             files += sorted(f for f in p.rglob("*.y*ml") if "profiles" not in f.relative_to(p).parts)
         else:
-            files.append(p)
+            try:
+                files.append(spec_path(p))
+            except SpecError:
+                files.append(p)  # validate reports it as a missing file
     return files

@@ -12,10 +12,12 @@ the gradients are summed across workers, so the update equals the single-worker 
 """
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -25,8 +27,9 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from zoo import data as zdata
-from zoo.errors import UserError
+from zoo.errors import UserError, disk_full
 from zoo.model import PAD, Transformer, build_model
+from zoo.paths import inside
 from zoo.spec import Config
 
 BOS, EOS = 2, 3
@@ -107,16 +110,37 @@ def prepare(cfg: Config, root: Path | None = None) -> Prepared:
 
 # -- checkpoints --------------------------------------------------------------------------------
 
+@contextmanager
+def _writing(path: Path, tmp: Path | None = None):
+    """A full disk is a clear error naming the file (a half-written temporary file goes)."""
+    try:
+        yield
+    except OSError as e:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+        if e.errno == errno.ENOSPC:
+            raise disk_full(path, e) from None
+        raise
+
+
 def _atomic_save(obj, path: Path) -> None:
     tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+    with _writing(path, tmp):
+        torch.save(obj, tmp)
+        os.replace(tmp, path)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
     tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    with _writing(path, tmp):
+        tmp.write_text(text)
+        os.replace(tmp, path)
+
+
+def load_checkpoint(path: Path, map_location="cpu") -> dict:
+    """A checkpoint's contents. weights_only: tensors and plain Python values only, so a checkpoint
+    from someone else cannot run code when loaded (pickled objects are refused)."""
+    return torch.load(path, map_location=map_location, weights_only=True)
 
 
 def checkpoints(out: Path) -> list[Path]:
@@ -127,7 +151,7 @@ def average_checkpoints(paths: list[Path]) -> dict:
     """Element-wise mean of the models' parameters (section 6.1: the last 5 or 20 checkpoints)."""
     avg = None
     for p in paths:
-        sd = torch.load(p, map_location="cpu", weights_only=False)["model"]
+        sd = load_checkpoint(p)["model"]
         if avg is None:
             avg = {k: v.clone().double() for k, v in sd.items()}
         else:
@@ -150,8 +174,66 @@ def _device(cfg: Config) -> torch.device:
     return torch.device("cpu")
 
 
-class NonFiniteLoss(RuntimeError):
-    pass
+class NonFiniteLoss(UserError):
+    """The run diverged (a learning rate too high for the model): a spec problem, exit 2 in `zoo train`."""
+
+
+def _resume(out: Path, model, opt, device, rank: int, report: Report) -> dict | None:
+    """Load the newest checkpoint that loads, into model and opt; None when there is none.
+
+    A truncated or otherwise unloadable newest checkpoint (a full disk, a copy cut short, a file
+    that is not ours) does not block the run: it is named in the report and, by rank 0, set aside
+    as NAME.bad so no later run trips on it; the one before it is used."""
+    for path in reversed(checkpoints(out)):
+        try:
+            ck = load_checkpoint(path, device)
+            model.load_state_dict(ck["model"])
+            opt.load_state_dict(ck["optim"])
+            int(ck["step"]), int(ck["epoch"]), int(ck["cursor"]), ck["rng"]
+            return ck
+        except Exception as e:  # torch's zip errors, weights_only refusals, missing keys, wrong shapes
+            why = next((l.strip() for l in str(e).splitlines() if l.strip()), type(e).__name__)[:300]
+            bad = path.with_name(path.name + ".bad")
+            if rank == 0:
+                try:
+                    os.replace(path, bad)
+                except OSError:
+                    pass
+            report({"event": "bad_checkpoint", "path": str(path), "moved_to": str(bad),
+                    "error": f"{type(e).__name__}: {why}"})
+    return None
+
+
+def check_memory(cfg: Config, world: int, device) -> None:
+    """Refuse a model this machine (or GPU) cannot train before allocating anything."""
+    from zoo.costs import gib, memory_text, train_memory
+    est = train_memory(cfg, world)
+    if device.type == "cuda":
+        have, what = torch.cuda.get_device_properties(device).total_memory, f"GPU {device} holds"
+    else:
+        have, what = available_memory(), "this machine has available"
+    if have and est["total"] > have:
+        raise UserError(f"variant {cfg.variant}: training needs about {memory_text(est)}, but {what} "
+                        f"{gib(have)}; lower model.d_model, model.d_ff or model.N, set "
+                        "train.max_tokens_per_device (gradient accumulation keeps the step's batch) or "
+                        "lower data.max_len, or use a machine with more memory")
+
+
+def available_memory() -> int | None:
+    """Bytes this process can still allocate: MemAvailable, capped by a cgroup (container) limit."""
+    try:
+        info = dict(l.split(":", 1) for l in Path("/proc/meminfo").read_text().splitlines() if ":" in l)
+        have = int(info["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return None
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        used = int(Path("/sys/fs/cgroup/memory.current").read_text())
+        if limit.isdigit():
+            have = min(have, int(limit) - used)
+    except (OSError, ValueError):
+        pass
+    return have
 
 
 def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report | None = None,
@@ -170,8 +252,9 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
         atomic_write_text(out / "config.json", json.dumps(cfg.model_dump(mode="json"), indent=2))
 
     t0 = time.time()
-    p = prepared or prepare(cfg, data_root)
     device = _device(cfg)
+    check_memory(cfg, world, device)  # before the data or the model take any
+    p = prepared or prepare(cfg, data_root)
     torch.manual_seed(cfg.train.seed)
     model = build_model(cfg.model, p.vocab_size, p.tgt_vocab_size).to(device)  # same seed: identical weights on every worker
     torch.manual_seed(cfg.train.seed * 1000 + rank)  # but each worker its own dropout masks
@@ -179,11 +262,8 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
                            eps=cfg.train.optimizer.eps)
     step, epoch, cursor, elapsed0 = 0, 0, 0, 0.0
     tokens_seen = 0
-    ckpts = checkpoints(out)
-    if ckpts:  # resume exactly where the last checkpoint left off
-        ck = torch.load(ckpts[-1], map_location=device, weights_only=False)
-        model.load_state_dict(ck["model"])
-        opt.load_state_dict(ck["optim"])
+    ck = _resume(out, model, opt, device, rank, report)
+    if ck:  # resume exactly where the last loadable checkpoint left off
         step, epoch, cursor = ck["step"], ck["epoch"], ck["cursor"]
         elapsed0, tokens_seen = ck.get("elapsed", 0.0), ck.get("tokens_seen", 0)
         torch.set_rng_state(ck["rng"])
@@ -250,11 +330,14 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
                    "padding_fraction": pad_frac, "tokens_seen": tokens_seen}
         if step % cfg.train.eval_every == 0 or final:
             dev_ppl = dev_perplexity(model, p.dev, device, cfg.train.batch_tokens)
+            if not math.isfinite(dev_ppl):  # finite training loss, but the dev loss is past exp()'s range
+                raise NonFiniteLoss(f"non-finite loss at step {step} (lr {lr:.3g}): the dev perplexity "
+                                    "overflows; lower train.schedule.lr_scale")
             model.train()
             row = (row or {"step": step, "steps": cfg.train.steps, "elapsed_s": elapsed}) | {"dev_ppl": dev_ppl}
         if row:
             if rank == 0:
-                with open(out / "metrics.jsonl", "a") as f:
+                with _writing(out / "metrics.jsonl"), open(out / "metrics.jsonl", "a") as f:
                     f.write(json.dumps(row) + "\n")
             report(row)
         if (step % cfg.train.checkpoint_every == 0 or final) and rank == 0:
@@ -306,7 +389,8 @@ def dev_perplexity(model: Transformer, pairs: list, device, batch_tokens: int) -
         logits = model(b.src.to(device), b.tgt_in.to(device))
         _, s = smoothed_loss(logits, b.tgt_out.to(device), 0.0)
         nll, n = nll + s.item(), n + b.n_tgt_tokens
-    return math.exp(nll / max(n, 1))
+    mean = nll / max(n, 1)
+    return math.exp(mean) if mean < 700 else math.inf  # a diverged model: exp() would overflow
 
 
 def load_for_eval(cfg: Config, out: Path, model: Transformer) -> str:
@@ -337,10 +421,11 @@ def evaluate(cfg: Config, out: Path, model: Transformer, p: Prepared, device) ->
         else:
             b, tok = metrics.bleu(hyps, refs), metrics.tokenized_bleu(hyps, refs)
             res |= {"bleu": b["bleu"], "bleu_signature": b["signature"], "bleu_tokenized": tok["bleu"],
-                    "bleu_tokenized_label": tok.get("label", "")}
-        atomic_write_text(out / f"hyps.{split}.txt", "\n".join(hyps) + "\n")
+                    "bleu_tokenized_label": tok.get("label", ""), "bleu_stats": metrics.bleu_stats(hyps, refs)}
+        atomic_write_text(inside(out, f"hyps.{split}.txt"), "\n".join(hyps) + "\n")  # split: a safe name
         per_split[split] = res
-    return per_split[cfg.eval.split] | {"splits": per_split, "attention": attention_map(model, sp, p, device)}
+    top = {k: v for k, v in per_split[cfg.eval.split].items() if k != "bleu_stats"}  # kept once, per split
+    return top | {"splits": per_split, "attention": attention_map(model, sp, p, device)}
 
 
 def attention_map(model: Transformer, sp, p: Prepared, device, max_tokens: int = 24) -> dict:

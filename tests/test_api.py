@@ -1,0 +1,38 @@
+"""The public Python API: `import zoo` is cheap, and its few names do what the CLI does."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import zoo
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_import_zoo_does_not_import_torch_or_ray():
+    code = "import sys, zoo; zoo.load; print(sorted({'torch', 'ray'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_load_build_fit_results(tmp_path):
+    cfg = zoo.load(ROOT / "specs/table3_A.yaml", variant="A1", profile="smoke",
+                   sets=["train.steps=4", "eval.max_sentences=2", "train.checkpoint_every=2"])[0]
+    assert isinstance(cfg, zoo.Config) and cfg.variant == "A1" and cfg.model.h == 1
+    model = zoo.build_model(cfg.model, cfg.data.vocab_size)
+    assert sum(p.numel() for p in model.parameters()) > 0
+    summary = zoo.fit(cfg, out=tmp_path / "A1")
+    assert summary["steps_done"] == 4 and (tmp_path / "A1" / "summary.json").exists()
+    runs = zoo.results(ROOT / "reports/reference/quick-cpu2/zoo.db")
+    assert len(runs.trials) >= 20
+
+
+def test_unknown_name_is_an_attribute_error():
+    try:
+        zoo.nope
+    except AttributeError as e:
+        assert "nope" in str(e)
+    else:
+        raise AssertionError("zoo.nope resolved")

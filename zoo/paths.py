@@ -1,0 +1,71 @@
+"""Names that become paths, and the check every write or delete of a run folder makes first.
+
+A variant name, a spec file's stem, a profile name, a corpus or split name ends up in a folder or
+file name (`STORAGE/<spec stem>/<variant>-<profile>/`). Specs are shared between people, so such a
+name is hostile input: it must be a plain name (`SAFE_NAME`), checked at validation; and, in case a
+name reaches a path some other way, `inside()` refuses any path that resolves outside its root.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from zoo.errors import UserError
+
+# letters, digits and _ . + - = ; not starting with a dot (no "..", no hidden files), no "/" or "\",
+# ASCII only (no look-alike or invisible characters), at most 64 characters
+SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+=-]{0,63}")
+SAFE_NAME_RULE = ("1-64 ASCII letters, digits and _ . + - =, not starting with '.' "
+                  "(it becomes a folder or file name)")
+
+
+def name_problem(name: object) -> str | None:
+    """Why `name` cannot become part of a path, or None when it can."""
+    if not isinstance(name, str) or isinstance(name, bool):
+        return f"must be a string (got {'null' if name is None else repr(name)})"
+    if SAFE_NAME.fullmatch(name):
+        return None
+    return f"'{shorten(name)}' is not a safe name: use {SAFE_NAME_RULE}"
+
+
+def shorten(text: object, n: int = 60) -> str:
+    """A user value for an error message: long values cut, control characters made visible."""
+    s = str(text)
+    s = s if len(s) <= n else s[:n] + f"... ({len(s)} characters)"
+    return s.encode("unicode_escape").decode("ascii") if not s.isprintable() else s
+
+
+def inside(root: str | Path, *parts: str | Path) -> Path:
+    """root/parts, resolved (symlinks followed), refused with a UserError unless it lies inside root.
+
+    Every place that writes or deletes a run folder calls this first, so no name, `..` or planted
+    symlink can make it touch anything outside the storage root."""
+    base = Path(os.path.realpath(root))
+    path = Path(os.path.realpath(base.joinpath(*parts)))
+    if path != base and base not in path.parents:
+        shown = os.path.join(str(root), *map(str, parts))
+        raise UserError(f"refusing to write or delete {shorten(shown, 200)}: it resolves to {path}, "
+                        f"outside the storage folder {base}; names that become paths must be {SAFE_NAME_RULE}")
+    return path
+
+
+def inside_uri(root: str, *parts: str) -> str:
+    """root/parts for a storage URI (s3://...), refused unless each part is one plain path segment."""
+    for p in parts:
+        if not p or "/" in p or "\\" in p or p in (".", ".."):
+            raise UserError(f"refusing to write or delete {shorten(root + '/' + '/'.join(parts), 200)}: "
+                            f"'{shorten(p)}' is not one folder name inside the storage {root}")
+    return "/".join((root.rstrip("/"), *parts))
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """Write text so a reader (or a crash) sees the old file or the new one, never half of one."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path

@@ -1,0 +1,96 @@
+"""JSON Schemas of the files a user writes: spec files and profiles (`zoo schema`).
+
+Derived from the pydantic section models in zoo/spec.py, so the schema and the validator never
+disagree on a field, type, bound or description. A spec file gives partial sections (defaults fill
+the rest), so nothing inside a section is required. An editor's YAML language server uses the
+schema for completion and hover help; `zoo validate` stays the authority (it also checks what a
+schema cannot: `extends` chains, corpus names against the registry, cross-field rules, line numbers).
+"""
+from __future__ import annotations
+
+from pydantic.json_schema import models_json_schema
+
+from zoo.paths import SAFE_NAME
+from zoo.spec import (MAX_SEEDS, SCALE_KEYS, SECTIONS, DataSpec, EvalSpec, ModelSpec, PaperRef, ResourcesSpec,
+                      TrainSpec)
+
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+SECTION_MODELS = {"model": ModelSpec, "data": DataSpec, "train": TrainSpec, "eval": EvalSpec,
+                  "resources": ResourcesSpec}
+assert set(SECTION_MODELS) == set(SECTIONS)  # one list of sections: zoo.spec's
+NAME = {"type": "string", "pattern": f"^{SAFE_NAME.pattern}$", "description": "becomes a folder name"}
+SEEDS = {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 2**32 - 1}, "minItems": 1,
+         "maxItems": MAX_SEEDS, "uniqueItems": True,
+         "description": "run every variant once per seed, as trials named VARIANT-seedN"}
+
+
+def _partial(node):
+    """Drop `required` everywhere: a spec file overrides some fields, defaults fill the others."""
+    if isinstance(node, dict):
+        return {k: _partial(v) for k, v in node.items() if k != "required"}
+    if isinstance(node, list):
+        return [_partial(v) for v in node]
+    return node
+
+
+def _defs() -> dict:
+    models = [*SECTION_MODELS.values(), PaperRef]
+    _, top = models_json_schema([(m, "validation") for m in models], ref_template="#/$defs/{model}")
+    return _partial(top["$defs"])
+
+
+def _sections() -> dict:
+    return {name: {"$ref": f"#/$defs/{m.__name__}"} for name, m in SECTION_MODELS.items()}
+
+
+def spec_schema() -> dict:
+    """Schema of a spec file (specs/*.yaml and a user's own)."""
+    overrides = {"type": ["object", "null"], "additionalProperties": False,
+                 "properties": {**_sections(), "description": {"type": "string"},
+                                "paper": {"$ref": "#/$defs/PaperRef"}}}
+    return {
+        "$schema": DRAFT, "title": "zoo spec file", "type": "object", "additionalProperties": False,
+        "properties": {
+            "extends": {"type": "string", "pattern": r"\.ya?ml$",
+                        "description": "a spec file this one builds on: relative to this file, or absolute"},
+            "name": {**NAME, "description": "the variant's name when there is no `variants:`"},
+            "description": {"type": "string"},
+            "paper": {"$ref": "#/$defs/PaperRef"},
+            **_sections(),
+            "seeds": SEEDS,
+            "variants": {"type": "object", "minProperties": 1, "propertyNames": NAME,
+                         "additionalProperties": overrides,
+                         "description": "variant name -> overrides of this file's sections"},
+        },
+        "$defs": _defs(),
+    }
+
+
+def profile_schema() -> dict:
+    """Schema of a profile file (specs/profiles/*.yaml): an overlay that scales a spec to a budget."""
+    sections = {"type": "object", "additionalProperties": False, "properties": _sections()}
+    factor = {"type": "number", "exclusiveMinimum": 0, "maximum": 1000}
+    return {
+        "$schema": DRAFT, "title": "zoo profile file", "type": "object", "additionalProperties": False,
+        "properties": {
+            "description": {"type": "string"},
+            "scale": {"type": "object", "additionalProperties": False,
+                      "properties": {k: factor for k in sorted(SCALE_KEYS)}},
+            "set": {**sections, "description": "fields set on every spec run under this profile"},
+            "seeds": SEEDS,
+            "datasets": {"type": "object", "propertyNames": NAME, "additionalProperties": _dataset_entry(sections),
+                         "description": "corpus named by a spec -> data settings used instead"},
+        },
+        "$defs": _defs(),
+    }
+
+
+def _dataset_entry(sections: dict) -> dict:
+    """DataSpec's fields, plus `prefer`: settings used instead when their corpus's training data is present,
+    and `set`: other sections' fields set for this corpus only (parsing's own recipe)."""
+    data = _defs()["DataSpec"]
+    prefer = {"$ref": "#/$defs/DataSpec", "required": ["dataset"],
+              "description": "used instead of the other settings when this corpus's training split is in the "
+                             "data directory (e.g. after `zoo data fetch wmt14_en_de`)"}
+    only = {**sections, "description": "fields set on every spec whose corpus this is (e.g. a parsing recipe)"}
+    return {**data, "properties": {**data["properties"], "prefer": prefer, "set": only}}
