@@ -132,7 +132,10 @@ def _summary_text(s: dict) -> str:
                       f"{r['eval_weights']})", f"  signature: {r['bleu_signature']}",
                       f"  {r.get('bleu_tokenized_label') or 'tokenized BLEU'}: {r['bleu_tokenized']:.2f}"]
         if "f1" in r:
-            lines.append(f"{r['eval_split']} bracketing F1 {r['f1']:.2f} (EVALB, {r['eval_sentences']} sentences)")
+            lines.append(f"{r['eval_split']} bracketing F1 {r['f1']:.2f} (EVALB, {r['eval_sentences']} sentences; "
+                         f"flat tree {r.get('f1_flat', float('nan')):.2f}, right-branching "
+                         f"{r.get('f1_right_branching', float('nan')):.2f}; malformed before repair "
+                         f"{r.get('malformed', '?')}, decoded in {r.get('decode_seconds', 0):.0f} s)")
     return "\n".join(x for x in lines if x)
 
 
@@ -147,7 +150,7 @@ def cmd_translate(args) -> int:
     from zoo import data as zdata, decode
     from zoo.model import build_model
     from zoo.spec import Config
-    from zoo.train import average_checkpoints, checkpoints, load_checkpoint
+    from zoo.train import average_checkpoints, checkpoints, load_checkpoint, target_vocab
     path = Path(args.checkpoint)
     run_dir = path if path.is_dir() else path.parent.parent
     cfg_file = run_dir / "config.json"
@@ -156,10 +159,11 @@ def cmd_translate(args) -> int:
         raise UserError(f"{path} is not a finished zoo run directory or checkpoint (need config.json and "
                         "checkpoints/step_*.pt, as written by `zoo train` or `zoo run`)")
     cfg = Config.model_validate_json(cfg_file.read_text())
+    tgt = target_vocab(cfg)
     sp_path = json.loads(summary.read_text())["bpe_model"] if summary.exists() else \
-        zdata.bpe_model(cfg.data.dataset, cfg.data.vocab_size, zdata.data_dir(None))
+        zdata.bpe_model(cfg.data.dataset, cfg.data.vocab_size, zdata.data_dir(None), source_only=tgt is not None)
     sp = zdata.load_sp(Path(sp_path))
-    model = build_model(cfg.model, sp.get_piece_size())
+    model = build_model(cfg.model, sp.get_piece_size(), tgt and tgt.get_piece_size())
     if path.is_file():
         use = [path]
     elif not checkpoints(run_dir):
@@ -179,7 +183,7 @@ def cmd_translate(args) -> int:
         if n > limit:
             print(f"zoo translate: warning: line {i + 1} has {n} word-pieces, more than the model's max_len "
                   f"{cfg.model.max_len} holds: only its first {limit} are translated", file=sys.stderr)
-    for hyp in decode.translate(model.eval(), sp, lines, cfg.eval):
+    for hyp in decode.translate(model.eval(), sp, lines, cfg.eval, tgt=tgt):
         print(hyp)
     return 0
 

@@ -776,28 +776,30 @@ def _cache_dir(root: Path, explicit: str | Path | None) -> Path:
     return _user_cache() / "bpe"
 
 
-def _train_text(name: str, root: Path, explicit) -> Iterator[str]:
-    """Both sides of the training split, streamed (WMT14 EN-FR has 36M pairs)."""
+def _train_text(name: str, root: Path, explicit, source_only: bool = False) -> Iterator[str]:
+    """Both sides (or the source side) of the training split, streamed (WMT14 EN-FR has 36M pairs)."""
     c = corpus(name)
     if not c.splits:
         for s, t in load_pairs(name, "train", explicit):
             yield s
-            yield t
+            if not source_only:
+                yield t
         return
     srcs, tgts = _split_files(c, "train", root, explicit)
-    for p in (*srcs, *tgts):
+    for p in (*srcs, *(() if source_only else tgts)):
         yield from _lines(p)
 
 
 def bpe_model(name: str, vocab_size: int, root: str | Path | None = None,
-              cache_dir: str | Path | None = None) -> Path:
+              cache_dir: str | Path | None = None, source_only: bool = False) -> Path:
     """Path to a sentencepiece BPE model shared by source and target, trained on both sides of
     the corpus' training split; trained once per (corpus, vocab_size) and cached.
 
     Ids: pad=0, unk=1, bos=2, eos=3. The vocabulary size is a hard limit: if the data cannot
     support `vocab_size` pieces, DataError says the maximum (we fail rather than silently train a
     smaller vocabulary than the spec asks for). Record `load_sp(path).get_piece_size()` with a run.
-    Safe under concurrency: a file lock serialises trainers, the model appears via os.replace."""
+    Safe under concurrency: a file lock serialises trainers, the model appears via os.replace.
+    source_only: trained on the source side alone (when the target has its own vocabulary)."""
     c = corpus(name)
     base = data_dir(root)
     # Fingerprint the training data so a changed corpus never reuses a stale model.
@@ -807,7 +809,8 @@ def bpe_model(name: str, vocab_size: int, root: str | Path | None = None,
         for p in srcs + tgts:
             fp.update(f"{p.name}:{p.stat().st_size}".encode())
     cache = _cache_dir(base, cache_dir)
-    path = cache / f"{name}-bpe{vocab_size}-{fp.hexdigest()[:10]}.model"
+    side = "-src" if source_only else ""
+    path = cache / f"{name}{side}-bpe{vocab_size}-{fp.hexdigest()[:10]}.model"
     if path.is_file():
         return path
     cache.mkdir(parents=True, exist_ok=True)
@@ -821,7 +824,7 @@ def bpe_model(name: str, vocab_size: int, root: str | Path | None = None,
 
         try:
             spm.SentencePieceTrainer.train(
-                sentence_iterator=_train_text(name, base, root), model_writer=model,
+                sentence_iterator=_train_text(name, base, root, source_only), model_writer=model,
                 model_type="bpe", vocab_size=vocab_size, character_coverage=1.0,
                 pad_id=PAD, unk_id=UNK, bos_id=BOS, eos_id=EOS,
                 # Sample at most 2M sentences (uniformly, over the whole stream) on big corpora.
@@ -849,13 +852,15 @@ def load_sp(path: str | Path):
 
 
 # --------------------------------------------------------------------------- batching
-def encode_pairs(sp, pairs: list[tuple[str, str]], max_len: int | None = None
+def encode_pairs(sp, pairs: list[tuple[str, str]], max_len: int | None = None, tgt_vocab=None
                  ) -> list[tuple[list[int], list[int]]]:
     """Token ids of each pair (no bos/eos: `collate` adds them). Pairs with more than `max_len`
-    ids on either side are dropped and the count logged (len(pairs) - len(result) is the count)."""
+    ids on either side are dropped and the count logged (len(pairs) - len(result) is the count).
+    tgt_vocab: the target side's own vocabulary (`encode(text) -> ids`), else sp encodes both."""
     threads = os.cpu_count() or 1
     src = sp.encode([s for s, _ in pairs], out_type=int, num_threads=threads)
-    tgt = sp.encode([t for _, t in pairs], out_type=int, num_threads=threads)
+    tgt = [tgt_vocab.encode(t) for _, t in pairs] if tgt_vocab is not None else \
+        sp.encode([t for _, t in pairs], out_type=int, num_threads=threads)
     out = [(x, y) for x, y in zip(src, tgt)
            if max_len is None or (len(x) <= max_len and len(y) <= max_len)]
     if len(out) < len(pairs):

@@ -52,9 +52,74 @@ def max_lengths(model, src: torch.Tensor, max_len_offset: int, pad: int = PAD,
     return n.clamp(min=1)
 
 
+# ---------------------------------------------------------------------------- tree constraint
+class TreeConstraint:
+    """Which next symbols keep a hypothesis a well-formed tree over its sentence's W words.
+
+    Per hypothesis (decoder row) a small state: the stack of closers its open constituents need,
+    its depth, its preterminals so far and whether its last symbol opened a constituent. A symbol
+    is allowed when, after it, the tree can still be finished within the sentence's max_len:
+      opener     inside the root (or as the first symbol), while a word is left for it;
+      preterminal inside the root, while preterminals < W;
+      closer     only the innermost constituent's own, never right after its opener (no empty
+                 constituent), and the root's only once every word has its preterminal;
+      eos        only after the root is closed (brackets balance, preterminals == W).
+    Feasibility: (words left) + (depth) + 1 tokens must still fit after each symbol, so the search
+    never runs out of length with a tree half built. All of it is tensor ops on (rows, V) masks.
+    """
+
+    def __init__(self, vocab, eos: int = EOS, max_depth: int = 64):
+        V = vocab.get_piece_size()
+        kinds = [vocab.id_to_piece(i) for i in range(V)]
+        closer = [vocab.closer(i) for i in range(V)]
+        self.eos, self.D = eos, max_depth
+        self.is_open = torch.tensor([c is not None for c in closer])  # openers with a known closer
+        self.is_close = torch.tensor([p.startswith(")") for p in kinds])
+        self.is_pre = torch.tensor([i >= 4 and p[0] not in "()" for i, p in enumerate(kinds)])
+        self.closer = torch.tensor([c if c is not None else 0 for c in closer])
+
+    def start(self, words: torch.Tensor) -> dict:
+        n, dev = words.numel(), words.device
+        z = torch.zeros(n, dtype=torch.long, device=dev)
+        return {"words": words.long(), "depth": z, "n_pre": z.clone(),
+                "after_open": torch.zeros(n, dtype=torch.bool, device=dev),
+                "stack": torch.zeros(n, self.D, dtype=torch.long, device=dev)}
+
+    @staticmethod
+    def select(state: dict, rows: torch.Tensor) -> dict:
+        return {k: v.index_select(0, rows) for k, v in state.items()}
+
+    def allowed(self, state: dict, t: int, max_len: torch.Tensor) -> torch.Tensor:
+        """(rows, V) bool: symbols that may be the (t+1)-th token of each row's hypothesis."""
+        d, left = state["depth"], state["words"] - state["n_pre"]
+        room = max_len - (t + 1)  # tokens that may still follow this one, eos included
+        dev = d.device
+        can_open = (left > 0) & (d < self.D) & ((d > 0) | (t == 0)) & (left + d + 2 <= room)
+        can_pre = (left > 0) & (d > 0) & (left + d <= room)
+        can_close = (d > 0) & ~state["after_open"] & ((d > 1) | (left == 0)) & (left + d <= room)
+        ok = (can_open[:, None] & self.is_open.to(dev)) | (can_pre[:, None] & self.is_pre.to(dev))
+        top = state["stack"].gather(1, (d - 1).clamp(min=0)[:, None]).squeeze(1)
+        rows = can_close.nonzero().flatten()
+        ok[rows, top[rows]] = True
+        ok[:, self.eos] = (d == 0) & (left == 0) & ((t > 0) | (state["words"] == 0))
+        return ok
+
+    def advance(self, state: dict, tok: torch.Tensor) -> dict:
+        """The state after each row appends tok (rows already gathered from their parents)."""
+        dev = tok.device
+        is_open, is_close = self.is_open.to(dev)[tok], self.is_close.to(dev)[tok]
+        d = state["depth"]
+        stack = state["stack"].clone()
+        rows = is_open.nonzero().flatten()
+        stack[rows, d[rows].clamp(max=self.D - 1)] = self.closer.to(dev)[tok[rows]]
+        return {"words": state["words"], "depth": d + is_open.long() - is_close.long(),
+                "n_pre": state["n_pre"] + self.is_pre.to(dev)[tok].long(), "after_open": is_open,
+                "stack": stack}
+
+
 # ---------------------------------------------------------------------------- beam search
 def _beam_search(model, src, beam_size, alpha, max_len_offset, bos, eos, pad, max_len_cap,
-                 min_len, use_cache, early_stop):
+                 min_len, use_cache, early_stop, tree=None, words=None):
     """Batched beam search; rows of the decoder batch are (active sentence, beam) pairs.
 
     Each step extends every live hypothesis by every token. Extensions by eos (and, at a
@@ -90,12 +155,18 @@ def _beam_search(model, src, beam_size, alpha, max_len_offset, bos, eos, pad, ma
     sent = torch.arange(B, device=dev)  # original index of each still-active sentence
     best_score = torch.full((B,), NEG_INF, device=dev)  # best finished hypothesis so far
     best = torch.full((B, int(max_lens.max())), pad, dtype=torch.long, device=dev)
+    if tree is not None:  # one state per decoder row, rows ordered (sentence, beam) like seqs
+        state = tree.start(torch.as_tensor(words, device=dev).repeat_interleave(k))
 
     for t in range(int(max_lens.max())):
         n, length = sent.numel(), t + 1  # hypotheses are `length` tokens long after this step
         inp = seqs[:, :, -1:] if use_cache else seqs  # the cache holds the past; else recompute
-        logits = model.decode(inp.reshape(n * k, -1), memory, src_mask, cache)[:, -1]
-        logp = logits.float().log_softmax(-1)
+        logits = model.decode(inp.reshape(n * k, -1), memory, src_mask, cache)[:, -1].float()
+        if tree is not None:  # mask before the softmax: forced symbols cost nothing
+            ok = tree.allowed(state, t, max_lens[sent].repeat_interleave(k))
+            ok[:, eos] |= ~ok.any(1)  # a row with no way on (never, by feasibility) ends here
+            logits = logits.masked_fill(~ok, NEG_INF)
+        logp = logits.log_softmax(-1)
         logp[:, [pad, bos]] = NEG_INF
         logp[(length <= min_len[sent]).repeat_interleave(k), eos] = NEG_INF
         V = logp.size(-1)
@@ -122,6 +193,9 @@ def _beam_search(model, src, beam_size, alpha, max_len_offset, bos, eos, pad, ma
         beam, tok = idx // V, idx % V
         seqs = torch.cat([seqs.gather(1, beam[..., None].expand(-1, -1, seqs.size(2))),
                           tok[..., None]], 2)
+        if tree is not None:
+            parent = (torch.arange(n, device=dev)[:, None] * k + beam).flatten()
+            state = tree.advance(tree.select(state, parent), tok.flatten())
 
         done = last | (scores[:, 0] == NEG_INF)
         if early_stop and alpha >= 0:
@@ -137,6 +211,8 @@ def _beam_search(model, src, beam_size, alpha, max_len_offset, bos, eos, pad, ma
         if keep.numel() < n:
             memory, src_mask = memory.index_select(0, row), src_mask.index_select(0, row)
             seqs, scores, sent = seqs[keep], scores[keep], sent[keep]
+            if tree is not None:
+                state = tree.select(state, (keep[:, None] * k + torch.arange(k, device=dev)).flatten())
     return [_strip(ids, eos, pad) for ids in best.tolist()]
 
 
@@ -151,13 +227,15 @@ def _strip(ids: list[int], eos: int, pad: int) -> list[int]:
 @_decoding
 def beam_search(model, src: torch.Tensor, beam_size: int, alpha: float, max_len_offset: int,
                 bos: int = BOS, eos: int = EOS, pad: int = PAD, max_len_cap: int | None = None,
-                min_len: int | torch.Tensor = 0, early_stop: bool = True) -> list[list[int]]:
+                min_len: int | torch.Tensor = 0, early_stop: bool = True,
+                tree: TreeConstraint | None = None, words: torch.Tensor | None = None) -> list[list[int]]:
     """Best hypothesis of each source row (src: (B, S) ids, pad-padded), decoded on the key/value
     cache. min_len: at least that many tokens before eos, one int or a (B,) tensor (benchmarks use
-    it to fix the length; parsing to keep a tree's one tag per word);
-    early_stop=False runs every sentence to max_len (tests check it changes nothing)."""
+    it to fix the length); tree with words ((B,) word counts): only well-formed trees with one
+    preterminal per word (TreeConstraint); early_stop=False runs every sentence to max_len
+    (tests check it changes nothing)."""
     return _beam_search(model, src, beam_size, alpha, max_len_offset, bos, eos, pad, max_len_cap,
-                        min_len, use_cache=True, early_stop=early_stop)
+                        min_len, use_cache=True, early_stop=early_stop, tree=tree, words=words)
 
 
 @_decoding
@@ -196,12 +274,16 @@ def greedy(model, src: torch.Tensor, max_len_offset: int, bos: int = BOS, eos: i
 
 # ---------------------------------------------------------------------------- text in, text out
 def translate(model, sp, sentences: list[str], eval_spec, batch_size_tokens: int = 4000,
-              max_len_cap: int | None = None) -> list[str]:
+              max_len_cap: int | None = None, tgt=None) -> list[str]:
     """Beam-search translations of `sentences` (same order), with eval_spec's beam_size,
     length_penalty and max_len_offset. Sources are encoded as in training (ids + eos), sorted by
     length and cut into batches of at most batch_size_tokens source positions, padding included
-    (the beam multiplies the decoder's work by beam_size)."""
+    (the beam multiplies the decoder's work by beam_size). tgt: the target side's own vocabulary
+    (parsing's trees.SymbolVocab), else sp decodes; eval_spec.tree_constraint turns on
+    TreeConstraint with one preterminal per space-separated source word."""
     device = next(model.parameters()).device
+    tgt = tgt or sp
+    tree = TreeConstraint(tgt) if getattr(eval_spec, "tree_constraint", False) else None
     cap = getattr(getattr(model, "spec", None), "max_len", None)  # positions the model embeds
     ids = [x[: cap - 1 if cap else None] + [EOS] for x in sp.encode(list(sentences), out_type=int)]
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
@@ -219,9 +301,11 @@ def translate(model, sp, sentences: list[str], eval_spec, batch_size_tokens: int
         # 2-token "(S" that an under-trained parser's beam otherwise prefers at alpha 0.3
         min_len = torch.tensor([int(len(sentences[i].split()) * eval_spec.min_len_per_word) for i in batch],
                                device=device)
+        words = torch.tensor([len(sentences[i].split()) for i in batch], device=device)
         hyps = beam_search(model, src.to(device), eval_spec.beam_size, eval_spec.length_penalty,
-                           eval_spec.max_len_offset, max_len_cap=max_len_cap, min_len=min_len)
+                           eval_spec.max_len_offset, max_len_cap=max_len_cap, min_len=min_len,
+                           tree=tree, words=words)
         for i, h in zip(batch, hyps):
-            out[i] = sp.decode(h)
+            out[i] = tgt.decode(h)
         start = end
     return out

@@ -97,16 +97,24 @@ def parse_f1(sources: list[str], hyps: list[str], refs: list[str]) -> dict:
 
     Each prediction is mapped back to a tree over the sentence's words, repaired when brackets or
     lengths are off, with the gold POS tags on its words (as Vinyals & Kaiser et al. score: the tags
-    only decide which words EVALB drops as punctuation), so every output scores."""
+    only decide which words EVALB drops as punctuation), so every output scores. `malformed` counts
+    the predictions that needed a repair (trees.malformed), before it. Beside it, on the same gold
+    trees, the F1 of two trivial parsers: the flat tree and the right-branching tree."""
     from zoo import evalb, trees
-    gold, test = [], []
+    gold, test, flat, right, bad = [], [], [], [], 0
     for src, hyp, ref in zip(sources, hyps, refs):
         words = src.split(" ")
         g = trees.delinearize(ref, words)
         gold.append(trees.to_bracketed(g))
         test.append(trees.to_bracketed(trees.delinearize(hyp, words, tags=g.tags())))
+        flat.append(trees.to_bracketed(trees.flat_tree(g)))
+        right.append(trees.to_bracketed(trees.right_branching(g)))
+        bad += trees.malformed(hyp, len(words)) is not None
     r = evalb.score(gold, test, evalb.COLLINS)
     nan0 = lambda x: 0.0 if math.isnan(x) else x  # EVALB prints -nan when nothing matched: F1 0
+    base = {name: nan0(evalb.score(gold, t, evalb.COLLINS).all.fmeasure) for name, t in
+            (("f1_flat", flat), ("f1_right_branching", right))}
     return {"f1": nan0(r.all.fmeasure), "f1_len40": nan0(r.cutoff.fmeasure), "precision": r.all.precision,
             "recall": r.all.recall, "complete_match": r.all.complete_match, "evalb_errors": r.all.errors,
+            "malformed": bad, "malformed_rate": bad / max(len(hyps), 1), **base,
             "f1_label": "EVALB bracketing F1, COLLINS.prm, gold POS tags on the words"}

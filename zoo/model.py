@@ -26,9 +26,9 @@ PAD = 0
 class MultiHeadAttention(nn.Module):
     """MultiHead(Q, K, V) = Concat(head_1..head_h) W^O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)."""
 
-    def __init__(self, d_model: int, h: int, d_k: int, d_v: int):
+    def __init__(self, d_model: int, h: int, d_k: int, d_v: int, dropout: float = 0.0):
         super().__init__()
-        self.h, self.d_k, self.d_v = h, d_k, d_v
+        self.h, self.d_k, self.d_v, self.dropout = h, d_k, d_v, dropout
         self.w_q = nn.Linear(d_model, h * d_k, bias=False)
         self.w_k = nn.Linear(d_model, h * d_k, bias=False)
         self.w_v = nn.Linear(d_model, h * d_v, bias=False)
@@ -50,7 +50,8 @@ class MultiHeadAttention(nn.Module):
                 k, v = torch.cat([cache["k"], k], 2), torch.cat([cache["v"], v], 2)
             cache["k"], cache["v"] = k, v
         # softmax(Q K^T / sqrt(d_k)) V; SDPA picks the fused kernel, the scale is the paper's
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal and cache is None)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal and cache is None,
+                                             dropout_p=self.dropout if self.training else 0.0)
         out = out.transpose(1, 2).reshape(x_q.size(0), x_q.size(1), self.h * self.d_v)
         return self.w_o(out)
 
@@ -58,12 +59,13 @@ class MultiHeadAttention(nn.Module):
 class FeedForward(nn.Module):
     """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2."""
 
-    def __init__(self, d_model: int, d_ff: int):
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
         super().__init__()
         self.w_1, self.w_2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+        self.drop = nn.Dropout(dropout)  # tensor2tensor's relu_dropout; 0 in the paper's specs
 
     def forward(self, x):
-        return self.w_2(F.relu(self.w_1(x)))
+        return self.w_2(self.drop(F.relu(self.w_1(x))))
 
 
 class Residual(nn.Module):
@@ -80,8 +82,8 @@ class Residual(nn.Module):
 class EncoderLayer(nn.Module):
     def __init__(self, m: ModelSpec):
         super().__init__()
-        self.self_attn = MultiHeadAttention(m.d_model, m.h, m.d_k, m.d_v)
-        self.ffn = FeedForward(m.d_model, m.d_ff)
+        self.self_attn = MultiHeadAttention(m.d_model, m.h, m.d_k, m.d_v, m.attention_dropout)
+        self.ffn = FeedForward(m.d_model, m.d_ff, m.ff_dropout)
         self.res1, self.res2 = Residual(m.d_model, m.dropout), Residual(m.d_model, m.dropout)
 
     def forward(self, x, src_mask):
@@ -92,9 +94,9 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     def __init__(self, m: ModelSpec):
         super().__init__()
-        self.self_attn = MultiHeadAttention(m.d_model, m.h, m.d_k, m.d_v)
-        self.cross_attn = MultiHeadAttention(m.d_model, m.h, m.d_k, m.d_v)
-        self.ffn = FeedForward(m.d_model, m.d_ff)
+        self.self_attn = MultiHeadAttention(m.d_model, m.h, m.d_k, m.d_v, m.attention_dropout)
+        self.cross_attn = MultiHeadAttention(m.d_model, m.h, m.d_k, m.d_v, m.attention_dropout)
+        self.ffn = FeedForward(m.d_model, m.d_ff, m.ff_dropout)
         self.res1, self.res2, self.res3 = (Residual(m.d_model, m.dropout) for _ in range(3))
 
     def forward(self, y, memory, src_mask, cache=None):
@@ -120,14 +122,20 @@ def sinusoid_table(max_len: int, d_model: int) -> torch.Tensor:
 
 
 class Transformer(nn.Module):
-    def __init__(self, m: ModelSpec, vocab_size: int, pad_id: int = PAD):
+    def __init__(self, m: ModelSpec, vocab_size: int, pad_id: int = PAD, tgt_vocab_size: int | None = None):
         super().__init__()
         self.spec, self.vocab_size, self.pad_id = m, vocab_size, pad_id
         d = m.d_model
         # Shared vocabulary: one matrix for source and target embeddings and the pre-softmax map.
+        # With a target vocabulary of its own (parsing), share_embeddings ties the target
+        # embedding and the pre-softmax map only.
         self.src_embed = nn.Embedding(vocab_size, d)
-        self.tgt_embed = self.src_embed if m.share_embeddings else nn.Embedding(vocab_size, d)
-        self.out_proj = None if m.share_embeddings else nn.Linear(d, vocab_size, bias=False)
+        if tgt_vocab_size is None:
+            self.tgt_embed = self.src_embed if m.share_embeddings else nn.Embedding(vocab_size, d)
+        else:
+            self.tgt_embed = nn.Embedding(tgt_vocab_size, d)
+        V_tgt = self.tgt_embed.num_embeddings
+        self.out_proj = None if m.share_embeddings else nn.Linear(d, V_tgt, bias=False)
         if m.positional_encoding == "sinusoidal":
             self.register_buffer("pe", sinusoid_table(m.max_len, d), persistent=False)
             self.pos_embed = None
@@ -215,8 +223,9 @@ def encoder_attention(model: Transformer, src: torch.Tensor, layer: int = -1) ->
     return scores.masked_fill(~mask, float("-inf")).softmax(-1)
 
 
-def build_model(m: ModelSpec, vocab_size: int) -> Transformer:
-    return Transformer(m, vocab_size)
+def build_model(m: ModelSpec, vocab_size: int, tgt_vocab_size: int | None = None) -> Transformer:
+    """vocab_size: the shared (or source) vocabulary; tgt_vocab_size: a separate target one."""
+    return Transformer(m, vocab_size, tgt_vocab_size=tgt_vocab_size)
 
 
 def count_params(model: nn.Module) -> int:

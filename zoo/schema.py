@@ -78,17 +78,19 @@ def profile_schema() -> dict:
                       "properties": {k: factor for k in sorted(SCALE_KEYS)}},
             "set": {**sections, "description": "fields set on every spec run under this profile"},
             "seeds": SEEDS,
-            "datasets": {"type": "object", "propertyNames": NAME, "additionalProperties": _dataset_entry(),
+            "datasets": {"type": "object", "propertyNames": NAME, "additionalProperties": _dataset_entry(sections),
                          "description": "corpus named by a spec -> data settings used instead"},
         },
         "$defs": _defs(),
     }
 
 
-def _dataset_entry() -> dict:
-    """DataSpec's fields, plus `prefer`: settings used instead when their corpus's training data is present."""
+def _dataset_entry(sections: dict) -> dict:
+    """DataSpec's fields, plus `prefer`: settings used instead when their corpus's training data is present,
+    and `set`: other sections' fields set for this corpus only (parsing's own recipe)."""
     data = _defs()["DataSpec"]
     prefer = {"$ref": "#/$defs/DataSpec", "required": ["dataset"],
               "description": "used instead of the other settings when this corpus's training split is in the "
                              "data directory (e.g. after `zoo data fetch wmt14_en_de`)"}
-    return {**data, "properties": {**data["properties"], "prefer": prefer}}
+    only = {**sections, "description": "fields set on every spec whose corpus this is (e.g. a parsing recipe)"}
+    return {**data, "properties": {**data["properties"], "prefer": prefer, "set": only}}

@@ -60,6 +60,10 @@ class ModelSpec(_Strict):
     d_k: int = Field(64, ge=1, le=4096, description="query/key size per head")
     d_v: int = Field(64, ge=1, le=4096, description="value size per head")
     dropout: float = Field(0.1, ge=0.0, lt=1.0, description="P_drop")
+    # tensor2tensor's parsing setup also drops attention weights and the FFN's hidden units; off
+    # (0) in the paper specs, which state only P_drop
+    attention_dropout: float = Field(0.0, ge=0.0, lt=1.0, description="dropout on attention weights")
+    ff_dropout: float = Field(0.0, ge=0.0, lt=1.0, description="dropout after the FFN's ReLU")
     positional_encoding: Literal["sinusoidal", "learned"] = "sinusoidal"
     max_len: int = Field(1024, ge=8, le=100000, description="longest position the model embeds")
     share_embeddings: bool = Field(True, description="one matrix for source, target and pre-softmax")
@@ -76,6 +80,9 @@ class DataSpec(_Strict):
     vocab_size: int = Field(37000, ge=16, le=1_000_000, description="shared source/target BPE size")
     max_len: int = Field(256, ge=4, le=100000, description="drop training pairs longer than this (word-pieces)")
     max_train_pairs: int | None = Field(None, ge=1, le=10**12, description="use only the first K pairs")
+    target_vocab: Literal["shared", "symbols"] = Field(
+        "shared", description="shared: one BPE for both sides (translation, the paper); symbols: the "
+        "tree side has its own whole-symbol vocabulary and vocab_size is the source-only BPE (parsing)")
 
     @field_validator("dataset")
     @classmethod
@@ -129,6 +136,8 @@ class EvalSpec(_Strict):
     metric: Literal["bleu", "f1"] = "bleu"
     extra_splits: list[str] = Field(default_factory=list, max_length=16, description="also score these splits (e.g. test)")
     min_len_per_word: float = Field(0.0, ge=0.0, le=100, description="no eos before this many tokens per source word")
+    tree_constraint: bool = Field(False, description="parsing: beam search only emits well-formed trees, "
+                                  "one preterminal per word (needs data.target_vocab: symbols)")
 
     @field_validator("split")
     @classmethod
@@ -186,6 +195,13 @@ class Config(_Strict):
         if self.eval.average_checkpoints > self.train.keep_checkpoints:
             raise ValueError(f"eval.average_checkpoints ({self.eval.average_checkpoints}) needs "
                              f"train.keep_checkpoints >= it (got {self.train.keep_checkpoints})")
+        return self
+
+    @model_validator(mode="after")
+    def _constraint_needs_symbols(self):
+        if self.eval.tree_constraint and self.data.target_vocab != "symbols":
+            raise ValueError("eval.tree_constraint needs data.target_vocab: symbols (the search must "
+                             "know which token opens, closes or stands for a word)")
         return self
 
     def config_hash(self) -> str:
@@ -636,11 +652,19 @@ def apply_profile(doc: Doc, profile_path: Path | None, data_dir: str | Path | No
     data_sec = out.data.get("data")
     name = data_sec.get("dataset", DataSpec().dataset) if isinstance(data_sec, dict) else None
     if isinstance(name, str) and name in maps:
+        # an entry's optional `set:` overrides other sections for that corpus only (a parsing recipe)
         entry = dict(maps[name])
-        m_locs = {("data",) + p[2:]: loc for p, loc in prof.locs.items() if p[:2] == ("datasets", name) and len(p) > 2}
+        extra = entry.pop("set", None) or {}
+        if not isinstance(extra, dict) or not set(extra) <= set(SECTIONS):
+            raise SpecError(prof.where(("datasets", name, "set")), f"datasets.{name}.set",
+                            f"must be a mapping of sections ({', '.join(SECTIONS)})")
+        m_locs = {("data",) + p[2:]: loc for p, loc in prof.locs.items()
+                  if p[:2] == ("datasets", name) and len(p) > 2 and p[2] != "set"}
         if "prefer" in entry:
             entry = _prefer(prof, name, entry, m_locs, data_dir, notes)
         out = deep_merge(out, {"data": entry}, m_locs)
+        s_locs = {p[3:]: loc for p, loc in prof.locs.items() if p[:3] == ("datasets", name, "set") and len(p) > 3}
+        out = deep_merge(out, extra, s_locs)
     return out
 
 

@@ -71,12 +71,27 @@ class Prepared:
     train: list  # [(src_ids, tgt_ids)]
     dev: list
     evals: dict  # split -> (sources, references): the spec's eval split first, then extra_splits
+    tgt_vocab: object = None  # the target side's own vocabulary (trees.SymbolVocab), None = shared BPE
+
+    @property
+    def tgt_vocab_size(self) -> int | None:
+        return None if self.tgt_vocab is None else self.tgt_vocab.get_piece_size()
+
+
+def target_vocab(cfg: Config, root: Path | None = None):
+    """The tree side's whole-symbol vocabulary (built from the training split) when the spec asks
+    for one (data.target_vocab: symbols), else None: source and target share the BPE."""
+    if cfg.data.target_vocab != "symbols":
+        return None
+    from zoo.trees import SymbolVocab
+    return SymbolVocab.from_targets(t for _, t in zdata.load_pairs(cfg.data.dataset, "train", zdata.data_dir(root)))
 
 
 def prepare(cfg: Config, root: Path | None = None) -> Prepared:
     root = zdata.data_dir(root)
     name = cfg.data.dataset
-    sp_path = zdata.bpe_model(name, cfg.data.vocab_size, root)
+    tgt_vocab = target_vocab(cfg, root)
+    sp_path = zdata.bpe_model(name, cfg.data.vocab_size, root, source_only=tgt_vocab is not None)
     sp = zdata.load_sp(sp_path)
     train_pairs = zdata.load_pairs(name, "train", root)
     if cfg.data.max_train_pairs:
@@ -89,8 +104,8 @@ def prepare(cfg: Config, root: Path | None = None) -> Prepared:
         evals[split] = ([s for s, _ in pairs], [t for _, t in pairs])
     if cfg.eval.max_sentences:
         dev_pairs = dev_pairs[: max(cfg.eval.max_sentences * 4, 64)]
-    return Prepared(sp_path, sp.get_piece_size(), zdata.encode_pairs(sp, train_pairs, cfg.data.max_len),
-                    zdata.encode_pairs(sp, dev_pairs, cfg.data.max_len), evals)
+    return Prepared(sp_path, sp.get_piece_size(), zdata.encode_pairs(sp, train_pairs, cfg.data.max_len, tgt_vocab),
+                    zdata.encode_pairs(sp, dev_pairs, cfg.data.max_len, tgt_vocab), evals, tgt_vocab)
 
 
 # -- checkpoints --------------------------------------------------------------------------------
@@ -241,7 +256,7 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
     check_memory(cfg, world, device)  # before the data or the model take any
     p = prepared or prepare(cfg, data_root)
     torch.manual_seed(cfg.train.seed)
-    model = build_model(cfg.model, p.vocab_size).to(device)  # same seed: identical weights on every worker
+    model = build_model(cfg.model, p.vocab_size, p.tgt_vocab_size).to(device)  # same seed: identical weights on every worker
     torch.manual_seed(cfg.train.seed * 1000 + rank)  # but each worker its own dropout masks
     opt = torch.optim.Adam(model.parameters(), lr=0.0, betas=tuple(cfg.train.optimizer.betas),
                            eps=cfg.train.optimizer.eps)
@@ -333,7 +348,7 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
     train_s = elapsed0 + time.time() - t_start
     summary = {"config_hash": cfg.config_hash(), "variant": cfg.variant, "profile": cfg.profile,
                "steps_done": step, "tokens_seen": tokens_seen, "train_seconds": train_s,
-               "dev_ppl": dev_ppl, "vocab_size_actual": p.vocab_size, "bpe_model": str(p.sp_path),
+               "dev_ppl": dev_ppl, "vocab_size_actual": p.vocab_size, "tgt_vocab_size": p.tgt_vocab_size, "bpe_model": str(p.sp_path),
                "dataset": cfg.data.dataset, "train_pairs": len(p.train), "device": str(device),
                "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
                "threads": torch.get_num_threads(), "workers": world}
@@ -398,7 +413,7 @@ def evaluate(cfg: Config, out: Path, model: Transformer, p: Prepared, device) ->
     per_split = {}
     for split, (srcs, refs) in p.evals.items():
         t = time.time()
-        hyps = decode.translate(model, sp, srcs, cfg.eval)
+        hyps = decode.translate(model, sp, srcs, cfg.eval, tgt=p.tgt_vocab)
         res = {"eval_split": split, "eval_sentences": len(hyps), "eval_weights": how,
                "decode_seconds": time.time() - t}
         if cfg.eval.metric == "f1":

@@ -306,3 +306,102 @@ def load_pairs(root: Path, split: str) -> list[tuple[str, str]]:
 def load_gold(root: Path, split: str) -> list[str]:
     """The split's cleaned gold trees, one EVALB line each (same order as load_pairs)."""
     return [to_bracketed(t) for t in load_trees(root, split)]
+
+
+# ---------------------------------------------------------------------------- whole-symbol targets
+PLACEHOLDER = "XX"  # every preterminal in a symbol target (Vinyals, Kaiser et al. 2014 normalize tags)
+SPECIALS = ("<pad>", "<unk>", "<s>", "</s>")  # ids 0-3, as in the BPE models
+# The Penn Treebank II phrase labels (Bies et al. 1995), so a label rare enough to miss the
+# training split (the sample's dev has one WHADJP) still has its symbols.
+PTB_LABELS = ("ADJP ADVP CONJP FRAG INTJ LST NAC NP NX PP PRN PRT QP RRC S SBAR SBARQ SINV SQ UCP "
+              "VP WHADJP WHADVP WHNP WHPP X").split()
+
+
+class SymbolVocab:
+    """The tree side's own vocabulary: one id per whole symbol, `(NP`, `)NP` or `XX`.
+
+    Preterminals are normalized to XX: the F1 we report puts the gold POS tags back on the words
+    (zoo.metrics.parse_f1), so predicting tags would only spend the model's capacity on something
+    the score ignores, and the search constraint needs one preterminal symbol per word anyway.
+    Built from the training targets only (sorted, so the ids are a function of the data);
+    the PTB's phrase labels are always in; other labels first seen in dev or test map to <unk>. Same calls as a sentencepiece model where the
+    code shares them: encode, decode, get_piece_size, id_to_piece."""
+
+    def __init__(self, symbols):
+        ptb = {b + x for x in PTB_LABELS for b in "()"}
+        self.pieces = list(SPECIALS) + sorted(set(symbols) | ptb | {PLACEHOLDER})
+        self.ids = {p: i for i, p in enumerate(self.pieces)}
+
+    @classmethod
+    def from_targets(cls, targets) -> "SymbolVocab":
+        return cls(s for t in targets for s in map(cls.normalize, t.split()))
+
+    @staticmethod
+    def normalize(tok: str) -> str:
+        return tok if tok[0] in "()" else PLACEHOLDER
+
+    def encode(self, text: str) -> list[int]:
+        return [self.ids.get(self.normalize(t), 1) for t in text.split()]
+
+    def decode(self, ids) -> str:
+        return " ".join(self.pieces[i] for i in ids if i >= len(SPECIALS))
+
+    def get_piece_size(self) -> int:
+        return len(self.pieces)
+
+    def id_to_piece(self, i: int) -> str:
+        return self.pieces[i]
+
+    def closer(self, i: int) -> int | None:
+        """The id of the symbol that closes opener i (None if i opens nothing or has no closer)."""
+        p = self.pieces[i]
+        return self.ids.get(")" + p[1:]) if p.startswith("(") else None
+
+
+def malformed(seq: str, n_words: int) -> str | None:
+    """Why a predicted sequence is not a well-formed tree over n_words words (None if it is):
+    one root, every closer matching its opener, no empty constituent, one preterminal per word.
+    delinearize repairs all of these; this counts what it had to repair."""
+    stack, n, roots, empty = [], 0, 0, False
+    for tok in seq.split():
+        if tok.startswith("("):
+            if not stack:
+                roots += 1
+            stack.append([tok[1:], 0])
+        elif tok.startswith(")"):
+            if not stack or stack[-1][0] != tok[1:]:
+                return f"closer {tok} does not match " + (f"({stack[-1][0]}" if stack else "any opener")
+            label, kids = stack.pop()
+            empty |= kids == 0
+            if stack:
+                stack[-1][1] += 1
+        else:
+            if not stack:
+                return "preterminal outside the root"
+            stack[-1][1] += 1
+            n += 1
+    if stack:
+        return f"{len(stack)} constituents left open"
+    if roots != 1:
+        return f"{roots} roots"
+    if empty:
+        return "empty constituent"
+    if n != n_words:
+        return f"{n} preterminals for {n_words} words"
+    return None
+
+
+# ---------------------------------------------------------------------------- trivial parsers
+def flat_tree(gold: Tree) -> Tree:
+    """Baseline: (S tag tag ... )S, one S over the sentence's preterminals and nothing inside."""
+    return Tree("S", [Tree(t, word=w) for t, w in zip(gold.tags(), gold.words())])
+
+
+def right_branching(gold: Tree, label: str = "VP") -> Tree:
+    """Baseline: S over the sentence, then every suffix of two or more words a constituent
+    labelled `label` (VP: of NP, VP and S the best on the dev split)."""
+    pre = [Tree(t, word=w) for t, w in zip(gold.tags(), gold.words())]
+    node = pre[-1]
+    for i in range(len(pre) - 2, -1, -1):
+        node = Tree("S" if i == 0 else label, [pre[i], node])
+    return node if node.word is None else Tree("S", [node])

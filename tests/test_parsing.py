@@ -1,0 +1,94 @@
+"""Parsing as the paper's Table 4 runs it: whole-symbol tree vocabulary, tree-constrained beam
+search (property test on random tiny models), malformed counts and trivial-parser baselines."""
+import random
+
+import pytest
+import torch
+
+from zoo import decode, metrics, trees
+from zoo.model import build_model
+from zoo.spec import ModelSpec, SpecError, resolve
+
+
+@pytest.fixture(scope="module")
+def vocab(data_root):
+    return trees.SymbolVocab.from_targets(t for _, t in trees.load_pairs(data_root, "train"))
+
+
+def test_symbol_vocab_round_trips_every_tree_of_the_sample(data_root, vocab):
+    assert vocab.get_piece_size() < 100 and vocab.id_to_piece(3) == "</s>"
+    n = 0
+    for split in trees.SPLITS:
+        for t in trees.load_trees(data_root, split):
+            ids = vocab.encode(trees.linearize(t))
+            assert 1 not in ids, split  # no <unk>: every label of dev and test is seen in training
+            back = trees.delinearize(vocab.decode(ids), t.words(), tags=t.tags())
+            assert trees.to_bracketed(back) == trees.to_bracketed(t)
+            assert trees.malformed(vocab.decode(ids), len(t.words())) is None
+            n += 1
+    assert n == 3914
+
+
+def test_malformed_reasons():
+    assert trees.malformed("(S (NP XX )NP XX )S", 2) is None
+    assert "match" in trees.malformed("(S (NP XX )VP XX )S", 2)
+    assert "open" in trees.malformed("(S (NP XX )NP XX", 2)
+    assert "preterminals" in trees.malformed("(S (NP XX )NP )S", 2)
+    assert "roots" in trees.malformed("(S XX )S (S XX )S", 2)
+    assert "empty" in trees.malformed("(S (NP )NP XX XX )S", 2)
+    assert trees.malformed("", 1) is not None
+
+
+def _random_model(seed: int, V_tgt: int, V_src: int = 30):
+    torch.manual_seed(seed)
+    m = ModelSpec(N=1, d_model=16, d_ff=32, h=2, d_k=8, d_v=8, dropout=0.0, max_len=128)
+    model = build_model(m, V_src, V_tgt).eval()
+    with torch.no_grad():  # a peaked, arbitrary distribution: the model "wants" malformed trees
+        model.tgt_embed.weight.mul_(8 * random.Random(seed).random() + 1)
+    return model
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_constrained_search_only_emits_well_formed_trees(vocab, seed):
+    rng = random.Random(seed)
+    model = _random_model(seed, vocab.get_piece_size())
+    tree = decode.TreeConstraint(vocab)
+    B = 6
+    words = torch.tensor([rng.randint(1, 12) for _ in range(B)])
+    src = torch.zeros(B, int(words.max()) + 1, dtype=torch.long)
+    for r, w in enumerate(words.tolist()):
+        src[r, :w] = torch.tensor([rng.randint(4, 29) for _ in range(w)])
+        src[r, w] = decode.EOS
+    # offsets from the tightest feasible (max_len = words + 3 leaves room for (S XX.. )S) upwards
+    for offset in (2, 5, 40):
+        for k in (1, 3):
+            hyps = decode.beam_search(model, src, k, rng.choice([0.0, 0.6, 1.0]), offset,
+                                      tree=tree, words=words)
+            for h, w in zip(hyps, words.tolist()):
+                seq = vocab.decode(h)
+                assert 4 + 0 <= min(h) and trees.malformed(seq, w) is None, (seq, w)
+                assert len(h) + 1 <= w + 1 + offset  # within the length limit, eos included
+    # without the constraint the same model emits malformed sequences: the test can fail
+    free = [vocab.decode(h) for h in decode.beam_search(model, src, 3, 0.6, 40)]
+    assert any(trees.malformed(s, w) for s, w in zip(free, words.tolist()))
+
+
+def test_parse_f1_counts_malformed_and_scores_baselines(data_root):
+    pairs = trees.load_pairs(data_root, "dev")[:40]
+    srcs, refs = [s for s, _ in pairs], [t for _, t in pairs]
+    r = metrics.parse_f1(srcs, refs, refs)
+    assert r["f1"] == 100.0 and r["malformed"] == 0
+    assert 5 < r["f1_flat"] < r["f1_right_branching"] < 40
+    flat = [trees.linearize(trees.flat_tree(trees.delinearize(t, s.split(" ")))) for s, t in pairs]
+    assert metrics.parse_f1(srcs, flat, refs)["f1"] == pytest.approx(r["f1_flat"])
+    bad = metrics.parse_f1(srcs, ["(S"] * len(refs), refs)
+    assert bad["malformed"] == len(refs) and bad["malformed_rate"] == 1.0
+
+
+def test_constraint_needs_symbol_targets(tmp_path):
+    spec = tmp_path / "p.yaml"
+    spec.write_text("data: {dataset: wsj_sample}\neval: {tree_constraint: true}\n")
+    with pytest.raises(SpecError, match="target_vocab"):
+        resolve(spec)
+    spec.write_text("data: {dataset: wsj_sample, target_vocab: symbols}\neval: {tree_constraint: true}\n")
+    assert resolve(spec)[0].eval.tree_constraint
