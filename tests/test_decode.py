@@ -220,3 +220,22 @@ def test_translate_keeps_order():
     spec = SimpleNamespace(beam_size=3, length_penalty=0.6, max_len_offset=5, min_len_per_word=0)
     for budget in (1, 12, 1000):  # one sentence per batch ... all in one batch
         assert translate(Copy(), WordPieces(), sents, spec, batch_size_tokens=budget) == sents
+
+
+class EosFirst(Copy):
+    """Prefers ending at once (an under-trained model's empty output), then copies the source."""
+
+    def decode(self, tgt_in, memory, src_mask, cache=None):
+        out = super().decode(tgt_in, memory, src_mask, cache)
+        if tgt_in.size(1) == 1 and (cache is None or cache[0]["n"] == 1):  # the first step
+            out[:, :, EOS] = 100.0
+        return out
+
+
+def test_eos_is_banned_at_the_first_step_by_default():
+    sents = ["ein Hund läuft", "zwei Kinder", ""]
+    spec = SimpleNamespace(beam_size=3, length_penalty=0.6, max_len_offset=5, min_len_per_word=0, min_len=0)
+    assert translate(EosFirst(), WordPieces(), sents, spec) == ["", "", ""]  # empty outputs win without the ban
+    spec.min_len = 1  # the spec's default
+    out = translate(EosFirst(), WordPieces(), sents, spec)
+    assert all(out[:2]) and out[2] == ""  # nothing forces words out of an empty source

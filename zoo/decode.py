@@ -299,7 +299,9 @@ def translate(model, sp, sentences: list[str], eval_spec, batch_size_tokens: int
             src[r, :len(ids[i])] = torch.tensor(ids[i])
         # a linearized tree holds one POS tag (>= 1 piece) per word: min_len_per_word 1 forbids the
         # 2-token "(S" that an under-trained parser's beam otherwise prefers at alpha 0.3
-        min_len = torch.tensor([int(len(sentences[i].split()) * eval_spec.min_len_per_word) for i in batch],
+        n_words = [len(sentences[i].split()) for i in batch]  # an empty source may translate to nothing
+        floor = getattr(eval_spec, "min_len", 1)
+        min_len = torch.tensor([max(min(floor, w), int(w * eval_spec.min_len_per_word)) for w in n_words],
                                device=device)
         words = torch.tensor([len(sentences[i].split()) for i in batch], device=device)
         hyps = beam_search(model, src.to(device), eval_spec.beam_size, eval_spec.length_penalty,

@@ -135,6 +135,9 @@ class EvalSpec(_Strict):
     max_sentences: int | None = Field(None, ge=1, le=10**9, description="score only the first K sentences")
     metric: Literal["bleu", "f1"] = "bleu"
     extra_splits: list[str] = Field(default_factory=list, max_length=16, description="also score these splits (e.g. test)")
+    min_len: int = Field(1, ge=0, le=100000, description="no eos before this many output tokens (1: never an "
+                         "empty output for a non-empty source, as fairseq; an under-trained model's p(eos|bos) "
+                         "is tiny, but at alpha 0.6 the empty hypothesis can outscore real ones)")
     min_len_per_word: float = Field(0.0, ge=0.0, le=100, description="no eos before this many tokens per source word")
     tree_constraint: bool = Field(False, description="parsing: beam search only emits well-formed trees, "
                                   "one preterminal per word (needs data.target_vocab: symbols)")
