@@ -668,7 +668,23 @@ def apply_profile(doc: Doc, profile_path: Path | None, data_dir: str | Path | No
         out = deep_merge(out, {"data": entry}, m_locs)
         s_locs = {p[3:]: loc for p, loc in prof.locs.items() if p[:3] == ("datasets", name, "set") and len(p) > 3}
         out = deep_merge(out, extra, s_locs)
-    return out
+    return _keep_checkpoint_share(out, t, base_t)
+
+
+def _keep_checkpoint_share(doc: Doc, before: dict, base_t: "TrainSpec") -> Doc:
+    """A profile that sets `train.steps` outright (one budget for every row) and not the checkpoint
+    cadence: the cadence keeps its share of the run, as `scale.steps` does, so the averaged window
+    stays the paper's late part of training (base: last 5 of 10-minute checkpoints in 12 hours)."""
+    t = doc.data.get("train")
+    if not isinstance(t, dict):
+        return doc
+    old_steps, old_every = before.get("steps", base_t.steps), before.get("checkpoint_every", base_t.checkpoint_every)
+    new_steps, new_every = t.get("steps", base_t.steps), t.get("checkpoint_every", base_t.checkpoint_every)
+    ints = all(isinstance(x, int) and not isinstance(x, bool) and x >= 1
+               for x in (old_steps, old_every, new_steps, new_every))
+    if ints and new_steps != old_steps and new_every == old_every:  # cadence untouched by the profile
+        t["checkpoint_every"] = max(1, round(old_every * new_steps / old_steps))
+    return doc
 
 
 def _prefer(prof: Doc, name: str, entry: dict, m_locs: dict, data_dir, notes: list[str] | None) -> dict:

@@ -407,9 +407,17 @@ def load_for_eval(cfg: Config, out: Path, model: Transformer) -> str:
 def evaluate(cfg: Config, out: Path, model: Transformer, p: Prepared, device) -> dict:
     """Decode and score each eval split; the spec's own split's figures go at the top level."""
     from zoo import decode, metrics
-    how = load_for_eval(cfg, out, model)
     model.eval()
     sp = zdata.load_sp(p.sp_path)
+    final = {}
+    if cfg.eval.average_checkpoints and cfg.eval.metric == "bleu":
+        # The final weights too, on the spec's own split, so a report can check that averaging helps
+        # at the same step (section 6.1) rather than compare it with some other run.
+        srcs, refs = p.evals[cfg.eval.split]
+        final = {"bleu_final_weights": metrics.bleu(decode.translate(model, sp, srcs, cfg.eval, tgt=p.tgt_vocab),
+                                                    refs)["bleu"]}
+    how = load_for_eval(cfg, out, model)
+    model.eval()
     per_split = {}
     for split, (srcs, refs) in p.evals.items():
         t = time.time()
@@ -424,6 +432,7 @@ def evaluate(cfg: Config, out: Path, model: Transformer, p: Prepared, device) ->
                     "bleu_tokenized_label": tok.get("label", ""), "bleu_stats": metrics.bleu_stats(hyps, refs)}
         atomic_write_text(inside(out, f"hyps.{split}.txt"), "\n".join(hyps) + "\n")  # split: a safe name
         per_split[split] = res
+    per_split[cfg.eval.split] |= final
     top = {k: v for k, v in per_split[cfg.eval.split].items() if k != "bleu_stats"}  # kept once, per split
     return top | {"splits": per_split, "attention": attention_map(model, sp, p, device)}
 
