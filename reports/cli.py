@@ -7,8 +7,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from zoo.runner.store import default_path
+
 DEFAULT_OUT = Path("reports") / "out"
-DEFAULT_RUNS = Path("runs") / "zoo.db"
+DEFAULT_RUNS = default_path()
 
 
 def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], profile: str | None = None) -> list[Path]:

@@ -5,6 +5,8 @@ fp32 on CPU. GPU numbers are NVIDIA's datasheet values; the CPU figure is an ass
 """
 from __future__ import annotations
 
+from zoo.result import Hardware, Placement  # noqa: F401 (the types peak() reads)
+
 # (substring of the hardware/device name, peak FLOP/s per device, what it is and where it comes from)
 GPU_PEAKS = [
     ("h200", 989e12, "H200 bf16 dense, 989 TFLOPS (NVIDIA H200 datasheet)"),
@@ -20,21 +22,21 @@ CPU_PEAK_PER_THREAD = 90e9
 CPU_NOTE = "CPU fp32, assumed 90 GFLOP/s per thread (2.8 GHz x 32 FLOP/cycle, AVX2-class FMA)"
 
 
-def peak(placement: dict | None, device: str | None) -> tuple[float, str] | None:
+def peak(p: "Placement | None", hw: "Hardware | None") -> tuple[float, str] | None:
     """(peak FLOP/s of everything the trial ran on, how it was obtained), or None when unknown.
 
-    `placement` is the store's structured record of where the trial ran (threads, workers, gpu_ids;
-    for several workers, each worker's threads); `device` the trial's torch device or GPU model name."""
-    p = placement or {}
-    n_workers = p.get("workers") or 1
-    name = (device or "").lower()
-    if p.get("gpu_ids") or any(k in name for k in ("gpu", "cuda", "nvidia")):
-        n = len(p.get("gpu_ids") or []) or n_workers
+    `p` is the store's structured record of where the trial ran (threads, workers, gpu_ids); `hw`
+    the run result's hardware (torch device and GPU model name). Both zoo.result models."""
+    n_workers = (p.workers if p else None) or (hw.workers if hw else 1)
+    gpu_ids = p.gpu_ids if p else []
+    name = f"{hw.device_name} {hw.device}".lower() if hw else ""
+    if gpu_ids or "cuda" in name or (hw and hw.device_name != "cpu"):
+        n = len(gpu_ids) or n_workers
         for key, flops, note in GPU_PEAKS:
             if key in name:
                 return flops * n, f"{n} x {note}"
         return None  # the GPU model is not recorded: no honest peak to divide by
-    if p.get("threads"):
-        n = p["threads"] * n_workers
+    if p and p.threads:
+        n = p.threads * n_workers
         return CPU_PEAK_PER_THREAD * n, f"{n} threads x {CPU_NOTE}"
     return None  # a store from before placements were kept: the threads are not known

@@ -186,15 +186,15 @@ def _draw_curves(loss: list, ppl: list):
 @_styled
 def attention(t: dict, img: Path) -> str | None:
     """Each head of the stored layer on one sentence, with its word-pieces; None without a map."""
-    a = t.get("attention") or {}
-    if not a.get("weights"):
+    a = t.get("attention")  # a zoo.result.Attention
+    if a is None or not a.weights:
         return None
-    return _cached(img, "attention", t, a, lambda: _draw_attention(t, a))
+    return _cached(img, "attention", t, a.model_dump(), lambda: _draw_attention(t, a))
 
 
-def _draw_attention(t: dict, a: dict):
+def _draw_attention(t: dict, a: "Attention"):
     # All heads tiled into one image on one axes: dozens of small subplots cost seconds to lay out.
-    heads, tokens = np.asarray(a["weights"], dtype=float), list(a.get("tokens") or [])
+    heads, tokens = np.asarray(a.weights, dtype=float), list(a.tokens)
     h, n = heads.shape[0], heads.shape[-1]
     cols = min(h, 4 if h <= 8 else 8)
     rows = math.ceil(h / cols)
@@ -222,6 +222,6 @@ def _draw_attention(t: dict, a: dict):
     for side in ax.spines.values():
         side.set_visible(False)
     fig.colorbar(im, ax=ax, fraction=0.025, pad=0.02)
-    ax.set_title(f"{t['variant']} ({t['profile']}): {a.get('layer', 'layer ?')} self-attention, "
+    ax.set_title(f"{t['variant']} ({t['profile']}): {a.layer} self-attention, "
                  f"{h} head{'s' * (h != 1)}, one eval sentence; rows are queries, columns keys", fontsize=8, pad=14)
     return fig

@@ -130,18 +130,18 @@ def grid(frame: pd.DataFrame) -> dict:
 
 def trial_view(label: str, t: dict, files: dict) -> dict:
     """One run's card: its key facts and its figures."""
-    m = t.get("metrics") or {}
+    m, x = t.get("metrics"), (t.get("metrics") and t["metrics"].primary)
     facts = [("spec", t["spec"]), ("variant", t["variant"]), ("profile", t["profile"]),
-             ("state", t["status"]), ("hardware", t.get("hardware") or m.get("device") or ""),
-             ("steps", f"{m.get('steps_done', t.get('step') or 0)} of {t.get('steps') or '?'}"),
+             ("state", t["status"]), ("hardware", t.get("hardware") or (m and m.hardware.device) or ""),
+             ("steps", f"{m.steps_done if m else t.get('step') or 0} of {t.get('steps') or '?'}"),
              ("target tokens seen", f"{t['tokens_seen']:,}" if t.get("tokens_seen") else ""),
              ("train time", _duration(t["train_seconds"]) if t.get("train_seconds") else ""),
-             ("BLEU signature", m.get("bleu_signature", "")),
-             ("tokenized BLEU", f"{m['bleu_tokenized']:.2f} ({m.get('bleu_tokenized_label') or 'not sacreBLEU'})"
-              if m.get("bleu_tokenized") is not None else ""),
+             ("BLEU signature", (x and x.bleu_signature) or ""),
+             ("tokenized BLEU", f"{x.bleu_tokenized:.2f} ({x.bleu_tokenized_label or 'not sacreBLEU'})"
+              if x and x.bleu_tokenized is not None else ""),
              ("error", t.get("error") or "")]
     return {"label": label, "facts": [(k, v) for k, v in facts if v], "curves": files.get("curves"),
-            "attention": files.get("attention"), "sentence": (t.get("attention") or {}).get("sentence"),
+            "attention": files.get("attention"), "sentence": t["attention"].sentence if t.get("attention") else None,
             "state": state(t).key}
 
 

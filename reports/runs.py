@@ -72,17 +72,15 @@ class Runs:
         import pandas as pd
         rows = []
         for t in sorted(self.trials, key=lambda t: (Path(t["spec"]).stem, t["variant"], t["profile"])):
-            m = t.get("metrics") or {}
+            m = t.get("metrics")  # a zoo.result.RunResult once finished
             row = {"spec": Path(t["spec"]).stem, "variant": t["variant"], "profile": t["profile"],
                    "seed": ((t.get("config") or {}).get("train") or {}).get("seed"),
-                   "status": t["status"], "steps_done": m.get("steps_done", t.get("step")), "steps": t.get("steps"),
-                   "dev_ppl": m.get("dev_ppl"), "tokens_seen": t.get("tokens_seen"),
+                   "status": t["status"], "steps_done": m.steps_done if m else t.get("step"), "steps": t.get("steps"),
+                   "dev_ppl": m and m.dev_ppl, "tokens_seen": t.get("tokens_seen"),
                    "train_seconds": t.get("train_seconds"), "config_hash": t.get("config_hash")}
-            splits = m.get("splits") or ({m["eval_split"]: m} if m.get("eval_split") else {})  # older rows
-            for split, scores in sorted(splits.items()):
-                for k in CSV_SCORES:
-                    if scores.get(k) is not None:
-                        row[f"{split}_{k}"] = scores[k]
+            for split, scores in sorted((m.splits if m else {}).items()):
+                d = scores.model_dump(include=set(CSV_SCORES))
+                row |= {f"{split}_{k}": d[k] for k in CSV_SCORES if d[k] is not None}
             rows.append(row)
         return pd.DataFrame(rows).convert_dtypes().round(3).to_csv(index=False, lineterminator="\n")
 

@@ -18,6 +18,7 @@ from zoo.reports import peaks
 from zoo.reports.runs import (TABLE2_SPECS, TABLE3_SPECS, TABLE4_SPECS, Runs, config_of, paper_configs)
 from zoo import costs, paper
 from zoo.errors import UserError
+from zoo.result import RunResult, SplitScore
 from zoo.spec import Config, profile_description
 
 
@@ -68,7 +69,7 @@ def state(t: dict | None) -> State:
         return State("failed", "failed: " + (reason if len(reason) <= 120 else reason[:117] + "..."))
     if s == "finished":
         if truncated(t):  # a wall-clock cap cut it short: shown, but kept out of every comparison
-            done, planned = t["metrics"]["steps_done"], t["steps"]
+            done, planned = t["metrics"].steps_done, t["steps"]
             limit = ((t.get("config") or {}).get("train") or {}).get("time_limit_minutes")
             return State("truncated", f"truncated: step {done} of {planned}" + (f", {limit:g}-minute limit" if limit else ""))
         return State("done")
@@ -79,22 +80,23 @@ def truncated(t: dict | None) -> bool:
     """A finished run that stopped before its planned steps (a time limit): not comparable to its group."""
     if not t or t["status"] != "finished":
         return False
-    done, planned = (t.get("metrics") or {}).get("steps_done"), t.get("steps")
+    done, planned = t["metrics"] and t["metrics"].steps_done, t.get("steps")
     return bool(done and planned and done < planned)
 
 
-def _metrics(t: dict | None) -> dict:
-    """A finished trial's metrics; nothing for the others (a running trial's figures are not final)."""
-    return (t.get("metrics") or {}) if t and t["status"] == "finished" else {}
+def _metrics(t: dict | None) -> RunResult | None:
+    """A finished trial's result; None for the others (a running trial's figures are not final)."""
+    return t.get("metrics") if t and t["status"] == "finished" else None
 
 
 def _vocab(t: dict | None, cfg: Config) -> int:
-    return _metrics(t).get("vocab_size_actual") or cfg.data.vocab_size
+    m = _metrics(t)
+    return (m and m.vocab_size_actual) or cfg.data.vocab_size
 
 
 def over_seeds(trials: list[dict], key: str) -> tuple[float | None, float | None, int]:
     """Mean, sample standard deviation (None for one seed) and count of a finished figure over seeds."""
-    vals = [v for x in trials if (v := (x.get("metrics") or {}).get(key)) is not None]
+    vals = [v for x in trials if x.get("metrics") and (v := x["metrics"].figure(key)) is not None]
     if not vals:
         return None, None, 0
     mean = sum(vals) / len(vals)
@@ -106,7 +108,7 @@ def flops_done(t: dict | None, cfg: Config | None) -> float | None:
     """Analytic training FLOPs of the steps actually done (per step x steps done, so far if running)."""
     if t is None or cfg is None:
         return None
-    steps = _metrics(t).get("steps_done") if t["status"] == "finished" else t.get("step")
+    steps = t["metrics"].steps_done if t["status"] == "finished" and t.get("metrics") else t.get("step")
     if not steps:
         return None
     return costs.train_flops_per_step(cfg, vocab_size=_vocab(t, cfg)) * steps
@@ -117,7 +119,7 @@ def data_split(t: dict | None, cfg: Config | None) -> str | None:
     if t is None or cfg is None:
         return None
     m = _metrics(t)
-    return f"{m.get('dataset') or cfg.data.dataset} / {m.get('eval_split') or cfg.eval.split}"
+    return f"{(m and m.dataset) or cfg.data.dataset} / {(m and m.eval_split) or cfg.eval.split}"
 
 
 def _frame(rows: list[list], index: list, columns: list[tuple], names=("group", "row")) -> pd.DataFrame:
@@ -221,11 +223,11 @@ def table3(runs: Runs) -> Table:
         if (our_bleu is not None or our_ppl is not None) and not truncated(t):
             measured.append((group, bleu, our_bleu, ppl, our_ppl))
             for key, ref, out in (("bleu", bleu, per_seed["bleu"]), ("dev_ppl", ppl, per_seed["dev_ppl"])):
-                vals = [x["metrics"][key] for x in seeds if x["metrics"].get(key) is not None]
+                vals = [v for x in seeds if (v := x["metrics"].figure(key)) is not None]
                 if vals:
                     out.append((ref, vals))
     frame = _frame(rows, index, T3_COLUMNS)
-    sigs = sorted({s for _, t in shown if (s := _metrics(t).get("bleu_signature"))})
+    sigs = sorted({s for _, t in shown if (m := _metrics(t)) and m.primary and (s := m.primary.bleu_signature)})
     notes = [
         "Paper: Vaswani et al. (2017) Table 3, EN-DE dev set newstest2013, perplexity per word-piece, "
         "BLEU, parameters x 1e6 (blank where the paper prints none). Spec columns: the configuration as "
@@ -301,7 +303,7 @@ def _claim_interval(runs: Runs, c) -> tuple:
         return None, "rows ran under different profiles"
     sides = [runs.seeds(t) for t in picked]
     if c.metric == "ppl":
-        values = [[x["metrics"]["dev_ppl"] for x in side if x["metrics"].get("dev_ppl")] for side in sides]
+        values = [[x["metrics"].dev_ppl for x in side if x["metrics"].dev_ppl] for side in sides]
         ours = C.scalar_interval("ppl", *values)
         return (ours, None) if ours else (None, "needs 2+ seeds")
     stats = [[_bleu_stats(x) for x in side] for side in sides]
@@ -326,8 +328,8 @@ def _kendall_notes(per_seed: dict) -> list[str]:
 
 def _bleu_stats(t: dict):
     import numpy as np
-    m = t.get("metrics") or {}
-    stats = ((m.get("splits") or {}).get(m.get("eval_split")) or {}).get("bleu_stats")
+    m = t.get("metrics")
+    stats = m.primary.bleu_stats if m and m.primary else None
     return np.asarray(stats, dtype="float32") if stats else None
 
 
@@ -380,19 +382,19 @@ def table2(runs: Runs) -> Table:
             t = runs.pick(2, row, group)
             cfg = config_of(t) or specs.get((group, row))
             m = _metrics(t)
-            test = (m.get("splits") or {}).get("test") or (m if m.get("eval_split") == "test" else {})
+            test = (m and m.split("test")) or SplitScore(eval_split="test")
             spent = flops_done(t, cfg)
-            pk = peaks.peak(t.get("placement"), m.get("device_name") or m.get("device")) if m else None
-            secs = m.get("train_seconds")
+            pk = peaks.peak(t.get("placement"), m.hardware) if m else None
+            secs = m and m.train_seconds
             util = spent / (secs * pk[0]) if spent and secs and pk else None
             if pk:
                 peak_notes.add(pk[1])
             elif m:
-                peak_notes.add(f"{group} {row}: no peak known for '{t.get('hardware') or m.get('device')}' "
+                peak_notes.add(f"{group} {row}: no peak known for '{t.get('hardware') or m.hardware.device}' "
                                "(the store does not name the device model or its threads), so no utilization")
             st = state(t)
             rows.append([
-                paper_bleu[(row, group)], test.get("bleu"), test.get("eval_weights"), test.get("bleu_final_weights"),
+                paper_bleu[(row, group)], test.bleu, test.eval_weights or None, test.bleu_final_weights,
                 paper.paper_cost_flops(row),
                 costs.train_flops_total(cfg, vocab_size=_vocab(t, cfg)) if cfg else None,
                 spent, secs, pk[0] if pk else None, util,
@@ -417,7 +419,7 @@ def table2(runs: Runs) -> Table:
     paper_cost = _frame(cost_rows, ["base", "big"], [("", "hardware-time estimate"),
                         ("", "analytic FLOPs of the spec"), ("", "implied utilization")], names=("row",))
 
-    sigs = sorted({s for _, t in shown if (s := ((_metrics(t).get("splits") or {}).get("test") or {}).get("bleu_signature"))})
+    sigs = sorted({s for _, t in shown if (m := _metrics(t)) and (x := m.split("test")) and (s := x.bleu_signature)})
     notes = [
         "Paper: Vaswani et al. (2017) Table 2, newstest2014. Literature rows are cited from the paper "
         "(reference numbers as printed there); they are not re-run here.",
@@ -472,8 +474,8 @@ def parsing_data(t: dict | None, cfg: Config | None) -> str | None:
     if cfg is None:
         return None
     m = _metrics(t)
-    split = m.get("eval_split") or cfg.eval.split
-    if (m.get("dataset") or cfg.data.dataset) == "wsj_sample":
+    split = (m and m.eval_split) or cfg.eval.split
+    if ((m and m.dataset) or cfg.data.dataset) == "wsj_sample":
         files = {"train": "wsj_0001-0159", "dev": "wsj_0160-0179", "test": "wsj_0180-0199"}.get(split, split)
         return f"NLTK WSJ sample (sections 00-01), {split} {files}; not comparable to section 23"
     return data_split(t, cfg)
@@ -492,14 +494,15 @@ def table4(runs: Runs) -> Table:
             floor_notes.append(f"{parser} ({training}) needs data: {need}")
         if ours:
             states.append(st)
-        flat, right = m.get("f1_flat"), m.get("f1_right_branching")
-        malformed = None if m.get("malformed") is None else f"{m['malformed']} of {m.get('eval_sentences')}"
-        rows.append([f1, m.get("f1"), flat, right, malformed, st, t and t["profile"], parsing_data(t, cfg)])
+        x = (m and m.primary) or SplitScore(eval_split="")
+        flat, right = x.f1_flat, x.f1_right_branching
+        malformed = None if x.malformed is None else f"{x.malformed} of {x.eval_sentences}"
+        rows.append([f1, x.f1, flat, right, malformed, st, t and t["profile"], parsing_data(t, cfg)])
         index.append((training, parser))
         if t:
             shown.append((ours, t))
-        if m.get("f1") is not None and flat is not None and m["f1"] <= max(flat, right or 0):
-            floor_notes.append(f"{parser} ({training}): the measured F1 {m['f1']:.2f} does not beat the trivial "
+        if x.f1 is not None and flat is not None and x.f1 <= max(flat, right or 0):
+            floor_notes.append(f"{parser} ({training}): the measured F1 {x.f1:.2f} does not beat the trivial "
                                f"parsers on the same trees (flat {flat:.2f}, right-branching {right:.2f}): it "
                                "recovers no more structure than they do.")
     cols = [("paper", "WSJ 23 F1"), ("measured", "F1"), ("measured", "flat tree F1"),

@@ -19,10 +19,10 @@ def cmd_run(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from zoo.runner.store import open_store
-    path = Path(args.runs or "runs/zoo.db")
+    from zoo.runner.store import default_path, open_store
+    path = Path(args.runs) if args.runs else default_path()
     if path.is_dir():
-        path = path / "zoo.db"
+        path = default_path(path)
     if not path.exists() and not args.runs:  # nothing has run here yet: an empty list, not an error
         print("[]" if args.json else f"no trials yet ({path} does not exist): start with `zoo run SPEC`")
         return 0
@@ -40,8 +40,10 @@ def cmd_status(args) -> int:
             r["note"] = f"driver pid {gone} is gone"  # killed: the next `zoo run` resumes it
     if args.json:
         for r in rows:  # per-sentence BLEU statistics are for the report's bootstrap, not for reading
-            for split in ((r.get("metrics") or {}).get("splits") or {}).values():
-                split.pop("bleu_stats", None)
+            if r.get("placement"):
+                r["placement"] = r["placement"].model_dump()
+            if r.get("metrics"):
+                r["metrics"] = r["metrics"].model_dump(mode="json", exclude={"splits": {"__all__": {"bleu_stats"}}})
         print(json.dumps(rows, indent=2, default=str))
         return 0
     if not rows:
@@ -50,9 +52,10 @@ def cmd_status(args) -> int:
     cols = ("spec", "variant", "profile", "status", "progress", "dev_ppl", "score", "hardware / error")
     table = [cols]
     for r in rows:
-        m = r.get("metrics") or {}
-        score = next((f"{k} {m[k]:.2f}" for k in ("bleu", "f1") if m.get(k) is not None), "-")
-        ppl = m.get("dev_ppl") or (r.get("best") or {}).get("dev_ppl")
+        m = r.get("metrics")  # a zoo.result.RunResult once finished
+        sc = m.primary.score if m and m.primary else None
+        score = f"{sc[0]} {sc[1]:.2f}" if sc else "-"
+        ppl = (m and m.dev_ppl) or (r.get("best") or {}).get("dev_ppl")
         state = f"{r['status']} ({r['note']})" if r.get("note") else r["status"]
         table.append((Path(r["spec"]).stem, r["variant"], r["profile"], state,
                       f"{r.get('step') or 0}/{r.get('steps') or '?'}", f"{ppl:.2f}" if ppl else "-", score,
@@ -118,6 +121,6 @@ def register(sub) -> None:
                        "and errors.")
     s.add_argument("spec", nargs="?", help="only this spec's trials")
     s.add_argument("--runs", metavar="STORE",
-                   help="the results store, or the --storage folder holding it (default runs/zoo.db)")
+                   help="the results store, or the --storage folder holding it (default ./runs/zoo.db)")
     s.add_argument("--json", action="store_true", help="print a JSON array")
     s.set_defaults(fn=cmd_status)

@@ -15,6 +15,8 @@ import time
 
 from ray import tune
 
+from zoo.result import LogPoint, Placement, RunResult
+
 LIVE: "Live | None" = None
 
 
@@ -23,19 +25,24 @@ class Forward(tune.Callback):
     had finished just before the last driver died (its summary is on disk; it re-trains nothing)."""
 
     def on_trial_start(self, iteration, trials, trial, **info):
-        _ours(trial) and LIVE.started(trial)
+        if _ours(trial):
+            LIVE.started(trial)
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
-        _ours(trial) and LIVE.result(trial, result.get("zoo") or {})
+        if _ours(trial):
+            LIVE.result(trial, result.get("zoo") or {})
 
     def on_trial_error(self, iteration, trials, trial, **info):
-        _ours(trial) and LIVE.failed(trial)
+        if _ours(trial):
+            LIVE.failed(trial)
 
     def on_trial_recover(self, iteration, trials, trial, **info):
-        _ours(trial) and LIVE.retrying(trial)
+        if _ours(trial):
+            LIVE.retrying(trial)
 
     def on_step_end(self, iteration, trials, **info):
-        LIVE and LIVE.tick()
+        if LIVE is not None:
+            LIVE.tick()
 
 
 class Live:
@@ -57,13 +64,14 @@ class Live:
         self._say(f"{v}: started")
 
     def result(self, trial, m: dict) -> None:
+        """One event from the trial (see runner.trial): each is parsed into its zoo.result model."""
         v, row = _variant(trial), self.rows[_variant(trial)]
         event = m.get("event")
         if event == "start":
-            p = m["placement"]
-            self._save(v, placement=p, hardware=_hardware(p))
-            self._say(f"{v}: on {p['hostname']} (node {p['node_id'][:8]}, pid {p['pid']})"
-                      + (f", GPU {','.join(p['gpu_ids'])}" if p.get("gpu_ids") else ""))
+            p = Placement.model_validate(m["placement"])
+            self._save(v, placement=p.model_dump(), hardware=_hardware(p))
+            self._say(f"{v}: on {p.hostname} (node {p.node_id[:8]}, pid {p.pid})"
+                      + (f", GPU {','.join(p.gpu_ids)}" if p.gpu_ids else ""))
         elif event == "resumed":
             self._save(v, resumed_from=m["step"])
             self._say(f"{v}: resumed from its checkpoint at step {m['step']}")
@@ -72,40 +80,40 @@ class Live:
             self._save(v, warning=note)
             self._say(f"{v}: {note}; resuming from the one before it")
         elif event == "done":
-            self._done(v, m)
+            self._done(v, RunResult.model_validate(m))
         elif "step" in m:
-            row.update({k: m[k] for k in ("step", "steps", "loss", "dev_ppl", "tokens_per_s", "elapsed_s")
-                        if m.get(k) is not None})
+            pt = LogPoint.model_validate(m)
+            row.update({k: x for k in ("step", "steps", "loss", "dev_ppl", "tokens_per_s", "elapsed_s")
+                        if (x := getattr(pt, k)) is not None})
             best = self.best.setdefault(v, {})
             for k in ("loss", "dev_ppl"):
-                if m.get(k) is not None and m[k] < best.get(k, math.inf):
-                    best[k], best[f"{k}_step"] = m[k], m["step"]
-            self.store.add_points(self.spec, v, self.profile, [m])
-            self._save(v, step=m["step"], steps=m.get("steps"), tokens_seen=m.get("tokens_seen"),
-                       train_seconds=m.get("elapsed_s"), best=best)
-            if "dev_ppl" in m:
-                self._say(f"{v}: step {m['step']}/{m.get('steps')}  dev ppl {m['dev_ppl']:.2f}")
+                if (x := getattr(pt, k)) is not None and x < best.get(k, math.inf):
+                    best[k], best[f"{k}_step"] = x, pt.step
+            self.store.add_points(self.spec, v, self.profile, [pt.model_dump(exclude_none=True)])
+            self._save(v, step=pt.step, steps=pt.steps, tokens_seen=pt.tokens_seen, train_seconds=pt.elapsed_s, best=best)
+            if pt.dev_ppl is not None:
+                self._say(f"{v}: step {pt.step}/{pt.steps}  dev ppl {pt.dev_ppl:.2f}")
         self.tick()
 
-    def _done(self, v: str, s: dict) -> None:
-        self.rows[v].update(state="finished", step=s.get("steps_done"), dev_ppl=s.get("dev_ppl"))
+    def _done(self, v: str, r: RunResult) -> None:
+        self.rows[v].update(state="finished", step=r.steps_done, dev_ppl=r.dev_ppl)
         best = self.best.get(v) or {}
-        if s.get("dev_ppl") is not None and s["dev_ppl"] < best.get("dev_ppl", math.inf):
-            best |= {"dev_ppl": s["dev_ppl"], "dev_ppl_step": s.get("steps_done")}
-        ckpt = f"{self.run_dirs[v]}/checkpoints/step_{s['steps_done']:08d}.pt"  # zoo.train saves the last step
-        self._save(v, status="finished", metrics={k: x for k, x in s.items() if k not in ("attention", "event")},
-                   attention=s.get("attention"), best=best or None, step=s.get("steps_done"),
-                   tokens_seen=s.get("tokens_seen"), train_seconds=s.get("train_seconds"),
+        if r.dev_ppl is not None and r.dev_ppl < best.get("dev_ppl", math.inf):
+            best |= {"dev_ppl": r.dev_ppl, "dev_ppl_step": r.steps_done}
+        ckpt = f"{self.run_dirs[v]}/checkpoints/step_{r.steps_done:08d}.pt"  # zoo.train saves the last step
+        self._save(v, status="finished", metrics=r.stored(),
+                   attention=r.attention.model_dump() if r.attention else None, best=best or None,
+                   step=r.steps_done, tokens_seen=r.tokens_seen, train_seconds=r.train_seconds,
                    checkpoint=ckpt, finished_at=time.time(), error=None)
-        score = next((f"{k} {s[k]:.2f}" for k in ("bleu", "f1") if s.get(k) is not None), "")
-        self._say(f"{v}: finished  dev ppl {s.get('dev_ppl') or float('nan'):.2f}  {score}".rstrip())
+        score = f"{r.primary.score[0]} {r.primary.score[1]:.2f}" if r.primary and r.primary.score else ""
+        self._say(f"{v}: finished  dev ppl {r.dev_ppl or float('nan'):.2f}  {score}".rstrip())
 
     def reconcile(self, result) -> None:
         """A trial that a restored experiment had already seen finish (the driver died before the
         store heard of it): record it from the final result Tune kept."""
         v, m = result.config["trial"]["variant"], (result.metrics or {}).get("zoo") or {}
         if v in self.rows and self.rows[v]["state"] != "finished" and not result.error and m.get("event") == "done":
-            self._done(v, m)
+            self._done(v, RunResult.model_validate(m))
 
     def failed(self, trial) -> None:
         v = _variant(trial)
@@ -168,11 +176,11 @@ def _variant(trial) -> str:
     return trial.config["trial"]["variant"]
 
 
-def _hardware(p: dict) -> str:
-    n = p.get("workers", 1)
-    t = p.get("threads", 1)
-    what = f"GPU {','.join(p['gpu_ids'])}" if p.get("gpu_ids") else f"cpu, {t} thread{'s' * (t != 1)}"
-    return f"{what}{f', {n} workers' if n > 1 else ''} on {p['hostname']} (node {p['node_id'][:8]}, pid {p['pid']})"
+def _hardware(p: Placement) -> str:
+    """The display line for `zoo status` (reports read the structured placement, never this)."""
+    n, t = p.workers, p.threads
+    what = f"GPU {','.join(p.gpu_ids)}" if p.gpu_ids else f"cpu, {t} thread{'s' * (t != 1)}"
+    return f"{what}{f', {n} workers' if n > 1 else ''} on {p.hostname} (node {p.node_id[:8]}, pid {p.pid})"
 
 
 def _error_text(trial) -> str:

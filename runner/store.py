@@ -13,6 +13,10 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from pydantic import BaseModel
+
+from zoo.result import Attention, Placement, RunResult
+
 STATES = ("pending", "running", "finished", "failed")
 
 SCHEMA = """
@@ -51,8 +55,13 @@ ADDED = {
 JSON_COLS = ("config", "metrics", "best", "attention", "placement")
 
 
+DEFAULT_STORAGE = Path("runs")  # `zoo run`'s --storage, relative to where it runs
+STORE_NAME = "zoo.db"
+
+
 def default_path(storage: str | Path | None = None) -> Path:
-    return Path(storage or "runs") / "zoo.db"
+    """The results store inside a storage folder (default ./runs/zoo.db): its one home."""
+    return Path(storage or DEFAULT_STORAGE) / STORE_NAME
 
 
 class Store:
@@ -95,8 +104,9 @@ class Store:
 
     # -- writes ---------------------------------------------------------------------------------
     def upsert(self, spec: str, variant: str, profile: str, **fields) -> None:
-        """Insert or update one trial's row; JSON columns take Python objects."""
-        fields = {k: (json.dumps(v, default=str) if k in JSON_COLS and v is not None else v)
+        """Insert or update one trial's row; JSON columns take Python objects or zoo.result models."""
+        fields = {k: (json.dumps(v.model_dump(mode="json") if isinstance(v, BaseModel) else v, default=str)
+                      if k in JSON_COLS and v is not None else v)
                   for k, v in fields.items()}
         if "status" in fields and fields["status"] not in STATES:
             raise ValueError(f"status must be one of {STATES}")
@@ -157,10 +167,18 @@ class Store:
 
 
 def _decode(row: sqlite3.Row) -> dict:
+    """A trial row; its `metrics` a zoo.result.RunResult (None until the trial finished), its
+    `placement` and `attention` zoo.result models too."""
     d = dict(row)
     for k in JSON_COLS:
         if d.get(k):
             d[k] = json.loads(d[k])
+    if d.get("metrics"):  # the row names the variant and profile where an older summary did not
+        d["metrics"] = RunResult.model_validate({"variant": d["variant"], "profile": d["profile"], **d["metrics"]})
+    else:
+        d["metrics"] = None
+    d["placement"] = Placement.model_validate(d["placement"]) if d.get("placement") else None
+    d["attention"] = Attention.model_validate(d["attention"]) if d.get("attention") else None
     return d
 
 

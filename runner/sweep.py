@@ -23,6 +23,9 @@ from pathlib import Path
 
 from zoo.errors import UserError
 from zoo.paths import inside, inside_uri
+from zoo.runner.store import DEFAULT_STORAGE, default_path
+from zoo.spec import auto_profile
+
 
 class Storage:
     """Where trials write (a filesystem path or a URI) and where the results store lives."""
@@ -32,12 +35,12 @@ class Storage:
         self.uri = storage if storage and "://" in storage and not storage.startswith("file://") else None
         if self.uri:
             self.root = self.uri.rstrip("/")
-            self.local = Path("runs").resolve()  # the store and trial scratch stay on this machine
+            self.local = DEFAULT_STORAGE.resolve()  # the store and trial scratch stay on this machine
         else:
-            path = storage.removeprefix("file://") if storage else "runs"
+            path = storage.removeprefix("file://") if storage else DEFAULT_STORAGE
             self.local = Path(path).expanduser().resolve()
             self.root = str(self.local)
-        self.store_path = self.local / "zoo.db"
+        self.store_path = default_path(self.local)
         # where trials write on the node that runs them: the storage itself, or for a URI a local copy
         self.scratch_root = Path.home() / ".cache" / "zoo" / "runs" if self.uri else self.local
 
@@ -104,8 +107,8 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
 
 def _run(spec, spec_key, profile, variants, sets, address, st: Storage, store, rerun, max_concurrent,
          data_dir, seeds, stream) -> int:
-    if profile == "auto" and address is None:
-        profile = _local_profile()
+    if address is None:
+        profile = auto_profile(profile)
     if profile != "auto":
         cfgs = _resolve(spec, variants, profile, sets, seeds, data_dir)
         todo = _todo(store, spec_key, cfgs, rerun)
@@ -124,7 +127,7 @@ def _run(spec, spec_key, profile, variants, sets, address, st: Storage, store, r
             local.connect(address)
             _check_shared(st, address)
         if profile == "auto":
-            profile = "gpu" if local.cluster_gpus() else "cpu"
+            profile = auto_profile(profile, gpus=local.cluster_gpus())
             cfgs = _resolve(spec, variants, profile, sets, seeds, data_dir)
             todo = _todo(store, spec_key, cfgs, rerun)
             if not todo:
@@ -271,7 +274,7 @@ def _summary(live, store, spec_key, profile, st: Storage, stream) -> int:
           f"(of {len(states)} run now)", file=stream)
     for v in failed:
         print(f"  {v} failed: {rows[v]['error']}", file=stream)
-    runs = "" if st.store_path == Path("runs/zoo.db").resolve() else f" --runs {st.store_path}"
+    runs = "" if st.store_path == default_path().resolve() else f" --runs {st.store_path}"
     print(f"results: {st.store_path} (trial folders under {st.root}/)\n"
           f"see them: zoo status{runs}   tables: zoo report{runs}", file=stream)
     if unfinished:
@@ -281,7 +284,7 @@ def _summary(live, store, spec_key, profile, st: Storage, stream) -> int:
 
 
 def _nothing_to_do(cfgs, st: Storage, stream) -> int:
-    runs = "" if st.store_path == Path("runs/zoo.db").resolve() else f" --runs {st.store_path}"
+    runs = "" if st.store_path == default_path().resolve() else f" --runs {st.store_path}"
     print(f"nothing to run: all {len(cfgs)} trials ({', '.join(c.trial for c in cfgs)}) already finished "
           f"with this config (--rerun runs them again)\nresults: {st.store_path}\n"
           f"see them: zoo status{runs}   tables: zoo report{runs}", file=stream)
@@ -320,18 +323,15 @@ def _todo(store, spec_key, cfgs, rerun):
     return out
 
 
-def _local_profile() -> str:
-    """`auto` on this machine: gpu when it has one, else cpu (the embedded Ray sees the same GPUs)."""
-    import torch
-    return "gpu" if torch.cuda.is_available() else "cpu"
-
-
 def _check_data(cfgs, data_dir) -> None:
     """Missing corpora are a user error here, not four failed trials later (this machine's data only)."""
     from zoo import data as zdata
     for name, splits in {c.data.dataset: {"train", "dev", c.eval.split, *c.eval.extra_splits} for c in cfgs}.items():
         for split in sorted(splits):
-            zdata.load_pairs(name, split, data_dir) if split != "train" else _check_train(name, data_dir)
+            if split == "train":
+                _check_train(name, data_dir)
+            else:
+                zdata.load_pairs(name, split, data_dir)
 
 
 def _check_train(name, data_dir) -> None:

@@ -6,7 +6,7 @@ under the single key "zoo" (the driver's callback writes the results store from 
   {"event": "start", "placement": {...}}   where it runs (node, host, pid, GPU ids, threads)
   {"step": ..., "loss": ..., ...}          zoo.train's log points, every 10 steps and at evaluations
   {"event": "resumed", "step": N}          picked up from a checkpoint
-  {"event": "done", **summary}             the final summary (metrics, attention map)
+  {"event": "done", **result}              the final zoo.result.RunResult, as JSON
 Several workers (or several GPUs) per trial run data-parallel as a Ray Train TorchTrainer started
 from inside the trial; its rank-0 reports reach Tune through TuneReportCallback.
 """
@@ -54,7 +54,8 @@ def resources(config: dict):
 
 
 def _train(cfg, setup: dict, report) -> dict:
-    """zoo.train with the trial's report function; the summary also when train returns early."""
+    """zoo.train with the trial's report function; its RunResult as JSON (Ray sends plain values),
+    also when train returns early."""
     from zoo.train import train
 
     def rep(m: dict) -> None:
@@ -62,8 +63,7 @@ def _train(cfg, setup: dict, report) -> dict:
             return  # rank 0 only, and absent when train returns early: the caller sends it
         report(_plain(m))
 
-    summary = train(cfg, Path(setup["out_dir"]), setup.get("data_dir"), report=rep)
-    return _plain(summary)
+    return train(cfg, Path(setup["out_dir"]), setup.get("data_dir"), report=rep).model_dump(mode="json")
 
 
 def _plain(m: dict) -> dict:

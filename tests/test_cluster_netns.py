@@ -237,8 +237,8 @@ def test_zoo_run_on_a_two_node_cluster_with_token_auth(cluster, tmp_path, data_r
 
     # Results landed in the store, from trials on both nodes (their ZOO_DATA_DIR came from `zoo run`).
     for x in after.values():
-        assert x["metrics"]["steps_done"] == STEPS and x["metrics"]["dev_ppl"] > 1 and "bleu" in x["metrics"]
-    ips = {v: x["placement"]["node_ip"] for v, x in after.items()}
+        assert x["metrics"].steps_done == STEPS and x["metrics"].dev_ppl > 1 and x["metrics"].primary.bleu is not None
+    ips = {v: x["placement"].node_ip for v, x in after.items()}
     assert set(ips.values()) == {HEAD, NODE}, ips
     status = subprocess.run([sys.executable, "-m", "zoo.cli", "status", "--json", "--runs", str(shared)],
                             cwd=REPO, capture_output=True, text=True, timeout=60)

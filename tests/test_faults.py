@@ -182,7 +182,7 @@ def test_a_truncated_newest_checkpoint_falls_back_to_the_one_before(trained, tmp
     assert {"event": "resumed", "step": 3} in events
     assert (run / "checkpoints" / "step_00000006.pt.bad").exists()  # set aside: no later run trips on it
     assert (run / "checkpoints" / "step_00000006.pt").exists() and (run / "summary.json").exists()
-    assert summary["config_hash"] == smoke_cfg().config_hash()
+    assert summary.config_hash == smoke_cfg().config_hash()
 
 
 def test_the_skipped_checkpoint_is_named_in_the_store(tmp_path):
@@ -381,7 +381,7 @@ def test_a_diverged_dev_loss_is_non_finite_not_an_overflow(data_root):
         for name, w in model.named_parameters():
             if w.dim() == 2:
                 w.mul_(300.0)  # a model that diverged: logits far past exp()'s range
-    assert dev_perplexity(model, p.dev[:20], torch.device("cpu"), 600) == float("inf")
+    assert dev_perplexity(model, p.dev[:20], 600) == float("inf")
 
 
 def test_a_diverged_zoo_train_exits_2_with_the_non_finite_loss_message(tmp_path, data_root):

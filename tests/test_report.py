@@ -270,7 +270,9 @@ def test_report_never_imports_ray(tmp_path):
 ])
 def test_device_peak_from_the_placement(placement, device, flops):
     from zoo.reports.peaks import peak
-    got = peak(placement, device)
+    from zoo.result import Hardware, Placement
+    hw = Hardware(device="cpu" if device == "cpu" else "cuda:0", device_name=device)
+    got = peak(Placement.model_validate(placement) if placement else None, hw)
     assert (got and got[0]) == flops
 
 
@@ -375,7 +377,7 @@ def test_a_time_limited_row_is_truncated_and_compared_with_nothing(tmp_path, cap
     store = synthetic_store(tmp_path / "zoo.db")
     st = Store(store)
     row = next(t for t in st.trials() if t["variant"] == "A2")
-    m = {**row["metrics"], "steps_done": row["steps"] // 2}  # a 5-minute cap stopped it halfway
+    m = row["metrics"].model_copy(update={"steps_done": row["steps"] // 2})  # a 5-minute cap stopped it halfway
     st.upsert(row["spec"], "A2", row["profile"], metrics=m)
     assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
     md = (tmp_path / "out" / "table3.md").read_text()
@@ -393,18 +395,20 @@ def test_seeds_show_as_mean_spread_and_count(tmp_path):
     store = synthetic_store(tmp_path / "zoo.db")
     st = Store(store)
     a1 = next(t for t in st.trials() if t["variant"] == "A1")
-    for seed, bleu in ((2, a1["metrics"]["bleu"] + 1.0), (3, a1["metrics"]["bleu"] + 2.0)):
+    for seed, bleu in ((2, a1["metrics"].primary.bleu + 1.0), (3, a1["metrics"].primary.bleu + 2.0)):
+        m = a1["metrics"].model_copy(deep=True)
+        m.primary.bleu = bleu
         cfg = {**a1["config"], "trial": f"A1-seed{seed}", "train": {**a1["config"]["train"], "seed": seed}}
         st.upsert(a1["spec"], f"A1-seed{seed}", a1["profile"], **{k: a1[k] for k in (
             "config_hash", "paper_table", "paper_group", "paper_row", "status", "step", "steps")},
-            config=cfg, metrics={**a1["metrics"], "bleu": bleu}, finished_at=(a1["finished_at"] or 0) + seed)
+            config=cfg, metrics=m, finished_at=(a1["finished_at"] or 0) + seed)
     assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
     md = (tmp_path / "out" / "table3.md").read_text()
     header = md[md.index("\n|") + 1:].splitlines()[0]
     cols = [c.strip() for c in header.strip("|").split(" | ")]
     row = {r[0]: r for r in table_rows(md)}["A1"]
     assert row[cols.index("measured seeds")] == "3"
-    assert float(row[cols.index("measured BLEU")]) == pytest.approx(a1["metrics"]["bleu"] + 1.0, abs=0.01)
+    assert float(row[cols.index("measured BLEU")]) == pytest.approx(a1["metrics"].primary.bleu + 1.0, abs=0.01)
     assert row[cols.index("measured BLEU sd")] == "1.00"
     assert {r[0]: r for r in table_rows(md)}["A2"][cols.index("measured BLEU sd")] == ""  # one seed
 
@@ -423,9 +427,9 @@ def test_claims_section_gives_verdicts_from_stored_sentence_scores(tmp_path, dat
     st = Store(store)
     by = {t["variant"]: t for t in st.trials() if t["paper_table"] == 3}
     for row, p in (("base", 0.05), ("A1", 0.4), ("A3", 0.2), ("A4", 0.2)):  # base >> A1; A3 ~ A4
-        m = by[row]["metrics"]
-        split = {**m["splits"][m["eval_split"]], "bleu_stats": stats(p, hash(row) % 100)}
-        st.upsert(by[row]["spec"], row, by[row]["profile"], metrics={**m, "splits": {m["eval_split"]: split}})
+        m = by[row]["metrics"].model_copy(deep=True)
+        m.primary.bleu_stats = stats(p, hash(row) % 100)
+        st.upsert(by[row]["spec"], row, by[row]["profile"], metrics=m)
     assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
     md = (tmp_path / "out" / "table3.md").read_text()
     claims = md[md.index("## Claims"):md.index("## Rank agreement")]

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from zoo.result import RunResult
 from zoo.runner import local, sweep
 from zoo.runner.store import Store
 
@@ -81,8 +82,9 @@ def test_run_smoke_sweep_status_and_cached_rerun(tmp_path, data_root):
     assert sorted(r["variant"] for r in st) == ["A1", "A2", "A3", "A4"]
     for r in st:
         assert (r["spec"], r["profile"], r["status"], r["error"]) == (SPEC, "smoke", "finished", None)
-        assert r["metrics"]["steps_done"] == 40 and r["metrics"]["dev_ppl"] > 1 and "bleu" in r["metrics"]
-        assert r["config_hash"] == r["metrics"]["config_hash"] and r["placement"]["pid"] > 0
+        m = RunResult.model_validate(r["metrics"])  # `zoo status --json` prints the stored RunResult
+        assert m.steps_done == 40 and m.dev_ppl > 1 and m.primary.bleu is not None and m.hardware.threads == 1
+        assert r["config_hash"] == m.config_hash and r["placement"]["pid"] > 0
     assert "finished" in zoo("status", "--runs", str(storage)).stdout
     assert not local.read_pidfile(storage), "the pidfile goes with a clean stop"
 
@@ -180,7 +182,7 @@ def test_cluster_two_nodes_and_a_failing_trial(cluster, tmp_path, data_root):
     assert rc == 1, out
     assert r["A2"]["status"] == "failed" and "FileExistsError" in r["A2"]["error"], r["A2"]["error"]
     assert r["A1"]["status"] == r["A3"]["status"] == "finished"
-    nodes = {v: x["placement"]["node_id"] for v, x in r.items() if x.get("placement")}
+    nodes = {v: x["placement"].node_id for v, x in r.items() if x.get("placement")}
     assert len(set(nodes.values())) == 2, nodes
     assert "A2 failed: FileExistsError" in out, out
 
@@ -192,8 +194,8 @@ def test_data_parallel_two_workers_match_one(cluster, tmp_path, data_root):
     rc2, out2, two = _run(cl, tmp_path, "dp2", ["A1"], [*same, "resources.workers=2"])
     rc1, out1, one = _run(cl, tmp_path, "dp1", ["A1"], same)
     assert rc1 == rc2 == 0, out1 + out2
-    assert two["A1"]["placement"]["workers"] == 2 and two["A1"]["metrics"]["workers"] == 2
-    assert one["A1"]["metrics"]["workers"] == 1
+    assert two["A1"]["placement"].workers == 2 and two["A1"]["metrics"].hardware.workers == 2
+    assert one["A1"]["metrics"].hardware.workers == 1
     p2 = Store(tmp_path / "dp2" / "zoo.db").points(SPEC, "A1", "smoke")
     p1 = Store(tmp_path / "dp1" / "zoo.db").points(SPEC, "A1", "smoke")
     assert [p["step"] for p in p1] == [p["step"] for p in p2] == [1, 2, 3, 4, 5]
@@ -211,7 +213,7 @@ def test_fake_gpus_two_trials_side_by_side(cluster, tmp_path, data_root):
     cl.wait_for_nodes()
     rc, out, r = _run(cl, tmp_path, "gpu", ["A1", "A2"], ["resources.gpus=1", "train.steps=60"])
     assert rc == 0, out
-    ids = {v: x["placement"]["gpu_ids"] for v, x in r.items()}
+    ids = {v: x["placement"].gpu_ids for v, x in r.items()}
     assert sorted(sum(ids.values(), [])) == ["0", "1"], ids
     assert all("GPU" in x["hardware"] for x in r.values())
     assert max(x["started_at"] for x in r.values()) < min(x["finished_at"] for x in r.values()), "not concurrent"

@@ -56,24 +56,26 @@ def test_smoke_run_trains_and_scores(repo, data_root, tmp_path):
     cfg = _smoke(repo, sets=["train.steps=12", "train.eval_every=6", "train.checkpoint_every=4", "train.keep_checkpoints=2"])
     seen = []
     s = train(cfg, tmp_path / "run", data_root, report=seen.append)
-    assert s["steps_done"] == 12 and s["dev_ppl"] > 1 and 0 <= s["bleu"] <= 100
-    assert "nrefs:1|case:mixed" in s["bleu_signature"] and s["eval_split"] == "dev"
+    assert s.steps_done == 12 and s.dev_ppl > 1 and 0 <= s.primary.bleu <= 100
+    assert "nrefs:1|case:mixed" in s.primary.bleu_signature and s.eval_split == "dev"
     losses = [m["loss"] for m in seen if "loss" in m]
     assert losses[-1] < losses[0]  # it learns something
     assert len(checkpoints(tmp_path / "run")) == cfg.train.keep_checkpoints  # last k kept
-    att = s["attention"]
-    assert len(att["weights"]) == cfg.model.h and len(att["weights"][0]) == len(att["tokens"])
-    assert all(abs(sum(row) - 1) < 1e-3 for row in att["weights"][0])
+    att = s.attention
+    assert len(att.weights) == cfg.model.h and len(att.weights[0]) == len(att.tokens)
+    assert all(abs(sum(row) - 1) < 1e-3 for row in att.weights[0])
     # a finished run is not redone
     t = time.time()
-    assert train(cfg, tmp_path / "run", data_root)["steps_done"] == 12 and time.time() - t < 2
+    assert train(cfg, tmp_path / "run", data_root).steps_done == 12 and time.time() - t < 2
 
 
 def test_averaging_uses_last_k(repo, data_root, tmp_path):
     cfg = _smoke(repo, "table2_en_de_base.yaml", None, ["train.steps=8", "train.checkpoint_every=2"])
     assert cfg.eval.average_checkpoints == 5 and cfg.eval.split == "test"
     s = train(cfg, tmp_path / "run", data_root)
-    assert s["eval_weights"] == "average of the last 4 checkpoints" and s["eval_split"] == "test"
+    assert s.primary.eval_weights == "average of the last 4 checkpoints" and s.eval_split == "test"
+    # the same run's final weights, scored at the same step, so averaging is judged against its own run
+    assert s.primary.bleu_final_weights is not None
 
 
 def test_resume_continues_exactly(repo, data_root, tmp_path):
@@ -124,4 +126,4 @@ def test_missing_data_is_a_clear_error(repo, tmp_path):
                                           ("table3_D.yaml", "D3"), ("table3_E.yaml", None), ("big.yaml", None)])
 def test_smoke_trains_every_kind_of_row(repo, data_root, tmp_path, spec, variant):
     cfg = _smoke(repo, spec, variant, ["train.steps=4", "eval.max_sentences=2"])
-    assert train(cfg, tmp_path / "r", data_root)["steps_done"] == 4
+    assert train(cfg, tmp_path / "r", data_root).steps_done == 4

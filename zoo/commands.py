@@ -80,16 +80,18 @@ class Progress:
         if m.get("event") == "done" or "step" not in m:
             return
         import time
-        now, step, steps = time.time(), m["step"], m["steps"]
+        from zoo.result import LogPoint
+        pt = LogPoint.model_validate(m)
+        now, step, steps = time.time(), pt.step, pt.steps or pt.step
         if self.t0 is None:
             self.t0, self.s0 = now, step - 1
         rate = (step - self.s0) / max(now - self.t0, 1e-9)
         eta = (steps - step) / rate if rate > 0 else float("nan")
         parts = [f"step {step}/{steps}"]
-        if "loss" in m:
-            parts += [f"loss {m['loss']:.3f}", f"lr {m['lr']:.2e}", f"{m['tokens_per_s']:.0f} tok/s"]
-        if "dev_ppl" in m:
-            parts.append(f"dev ppl {m['dev_ppl']:.2f}")
+        if pt.loss is not None:
+            parts += [f"loss {pt.loss:.3f}", f"lr {pt.lr:.2e}", f"{pt.tokens_per_s:.0f} tok/s"]
+        if pt.dev_ppl is not None:
+            parts.append(f"dev ppl {pt.dev_ppl:.2f}")
         parts.append(f"ETA {eta / 60:.1f} min")
         text = "  ".join(parts)
         if self.tty:
@@ -100,8 +102,8 @@ class Progress:
 
 def cmd_train(args) -> int:
     from zoo.paths import inside
-    from zoo.spec import profile_description, resolve
-    profile = _auto_profile(args.profile)
+    from zoo.spec import auto_profile, profile_description, resolve
+    profile = auto_profile(args.profile)
     cfgs = resolve(args.spec, args.variant, profile, args.set, data_dir=args.data_dir)
     if len(cfgs) > 1:
         names = ", ".join(c.variant for c in cfgs)
@@ -121,35 +123,33 @@ def cmd_train(args) -> int:
     return 0
 
 
-def _summary_text(s: dict) -> str:
-    lines = [f"variant {s['variant']} ({s['profile']}): {s['steps_done']} steps, "
-             f"{s['tokens_seen']} target tokens in {s['train_seconds'] / 60:.1f} min "
-             f"({s['tokens_seen'] / max(s['train_seconds'], 1e-9):.0f} tok/s) on {s['device']}",
-             f"dev perplexity (per word-piece): {s['dev_ppl']:.2f}" if s.get("dev_ppl") else ""]
-    for r in (s.get("splits") or {s.get("eval_split"): s}).values():
-        if "bleu" in r:
-            lines += [f"{r['eval_split']} sacreBLEU {r['bleu']:.2f} ({r['eval_sentences']} sentences, "
-                      f"{r['eval_weights']})", f"  signature: {r['bleu_signature']}",
-                      f"  {r.get('bleu_tokenized_label') or 'tokenized BLEU'}: {r['bleu_tokenized']:.2f}"]
-        if "f1" in r:
-            lines.append(f"{r['eval_split']} bracketing F1 {r['f1']:.2f} (EVALB, {r['eval_sentences']} sentences; "
-                         f"flat tree {r.get('f1_flat', float('nan')):.2f}, right-branching "
-                         f"{r.get('f1_right_branching', float('nan')):.2f}; malformed before repair "
-                         f"{r.get('malformed', '?')}, decoded in {r.get('decode_seconds', 0):.0f} s)")
+def _summary_text(r) -> str:
+    """What `zoo train` prints at the end, from its zoo.result.RunResult."""
+    lines = [f"variant {r.variant} ({r.profile}): {r.steps_done} steps, {r.tokens_seen} target tokens in "
+             f"{r.train_seconds / 60:.1f} min ({r.tokens_per_s:.0f} tok/s) on {r.hardware.device}",
+             f"dev perplexity (per word-piece): {r.dev_ppl:.2f}" if r.dev_ppl else ""]
+    for x in r.splits.values():
+        if x.bleu is not None:
+            lines += [f"{x.eval_split} sacreBLEU {x.bleu:.2f} ({x.eval_sentences} sentences, {x.eval_weights})",
+                      f"  signature: {x.bleu_signature}",
+                      f"  {x.bleu_tokenized_label or 'tokenized BLEU'}: {x.bleu_tokenized:.2f}"]
+            if x.bleu_final_weights is not None:
+                lines.append(f"  final weights, same step: {x.bleu_final_weights:.2f}")
+        if x.f1 is not None:
+            nan = float("nan")
+            lines.append(f"{x.eval_split} bracketing F1 {x.f1:.2f} (EVALB, {x.eval_sentences} sentences; "
+                         f"flat tree {x.f1_flat if x.f1_flat is not None else nan:.2f}, right-branching "
+                         f"{x.f1_right_branching if x.f1_right_branching is not None else nan:.2f}; malformed "
+                         f"before repair {x.malformed if x.malformed is not None else '?'}, decoded in "
+                         f"{x.decode_seconds or 0:.0f} s)")
     return "\n".join(x for x in lines if x)
-
-
-def _auto_profile(profile: str) -> str:
-    if profile != "auto":
-        return profile
-    import torch
-    return "gpu" if torch.cuda.is_available() else "cpu"
 
 
 def cmd_translate(args) -> int:
     from zoo import data as zdata, decode
     from zoo.model import build_model
     from zoo.spec import Config
+    from zoo.result import RunResult
     from zoo.train import average_checkpoints, checkpoints, load_checkpoint, target_vocab
     path = Path(args.checkpoint)
     run_dir = path if path.is_dir() else path.parent.parent
@@ -160,7 +160,7 @@ def cmd_translate(args) -> int:
                         "checkpoints/step_*.pt, as written by `zoo train` or `zoo run`)")
     cfg = Config.model_validate_json(cfg_file.read_text())
     tgt = target_vocab(cfg)
-    sp_path = json.loads(summary.read_text())["bpe_model"] if summary.exists() else \
+    sp_path = RunResult.model_validate_json(summary.read_text()).bpe_model if summary.exists() else \
         zdata.bpe_model(cfg.data.dataset, cfg.data.vocab_size, zdata.data_dir(None), source_only=tgt is not None)
     sp = zdata.load_sp(Path(sp_path))
     model = build_model(cfg.model, sp.get_piece_size(), tgt and tgt.get_piece_size())

@@ -19,7 +19,7 @@ import functools
 
 import torch
 
-PAD, UNK, BOS, EOS = 0, 1, 2, 3
+from zoo.data import BOS, EOS, PAD, UNK  # the token ids have one home: the BPE that defines them
 NEG_INF = float("-inf")
 
 

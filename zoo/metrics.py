@@ -12,7 +12,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-PAD = 0
+from zoo.data import PAD  # the token ids have one home: the BPE that defines them
 
 
 def _check(hyps: list[str], refs: list[str]) -> None:
@@ -60,10 +60,12 @@ def tokenized_bleu(hyps: list[str], refs: list[str]) -> dict:
 
 # ---------------------------------------------------------------------------- perplexity
 def perplexity(total_nll: float, n_tokens: int) -> float:
-    """exp(mean negative log-likelihood per token): per word-piece when the tokens are pieces."""
+    """exp(mean negative log-likelihood per token): per word-piece when the tokens are pieces;
+    inf for a diverged model, whose mean is past exp()'s range."""
     if n_tokens <= 0:
         raise ValueError("perplexity needs at least one token")
-    return math.exp(total_nll / n_tokens)
+    mean = total_nll / n_tokens
+    return math.exp(mean) if mean < 700 else math.inf
 
 
 def dev_nll(model, batches) -> tuple[float, int]:

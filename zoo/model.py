@@ -20,7 +20,7 @@ from torch import nn
 
 from zoo.spec import ModelSpec
 
-PAD = 0
+from zoo.data import PAD  # the token ids have one home: the BPE that defines them
 
 
 class MultiHeadAttention(nn.Module):

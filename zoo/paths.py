@@ -7,11 +7,12 @@ name reaches a path some other way, `inside()` refuses any path that resolves ou
 """
 from __future__ import annotations
 
+import errno
 import os
 import re
 from pathlib import Path
 
-from zoo.errors import UserError
+from zoo.errors import UserError, disk_full
 
 # letters, digits and _ . + - = ; not starting with a dot (no "..", no hidden files), no "/" or "\",
 # ASCII only (no look-alike or invisible characters), at most 64 characters
@@ -60,12 +61,17 @@ def inside_uri(root: str, *parts: str) -> str:
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Write text so a reader (or a crash) sees the old file or the new one, never half of one."""
+    """Write text so a reader (or a crash) sees the old file or the new one, never half of one;
+    a full disk is a clear error naming the file."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
+    except OSError as e:
+        if e.errno == errno.ENOSPC:
+            raise disk_full(path, e) from None
+        raise
     finally:
         tmp.unlink(missing_ok=True)
     return path

@@ -593,6 +593,17 @@ def find_profile(name: str, spec_path: Path | None = None) -> Path | None:
     raise SpecError("--profile", "", f"unknown profile '{name}'{_did_you_mean(name, known)}")
 
 
+def auto_profile(profile: str, gpus: float | None = None) -> str:
+    """`auto`: the gpu profile where there are GPUs, else cpu. `gpus`: what a cluster offers; None =
+    this machine's own (torch is imported only then). Any other name is returned as it is."""
+    if profile != "auto":
+        return profile
+    if gpus is None:
+        import torch
+        gpus = torch.cuda.device_count()
+    return "gpu" if gpus else "cpu"
+
+
 def apply_profile(doc: Doc, profile_path: Path | None, data_dir: str | Path | None = None,
                   notes: list[str] | None = None) -> Doc:
     """The profile overlaid on a spec. A `datasets:` entry's `prefer:` settings replace the others when

@@ -28,11 +28,12 @@ import torch.nn.functional as F
 
 from zoo import data as zdata
 from zoo.errors import UserError, disk_full
-from zoo.model import PAD, Transformer, build_model
-from zoo.paths import inside
+from zoo.data import BOS, EOS, PAD
+from zoo.model import Transformer, build_model
+from zoo.paths import atomic_write_text, inside
+from zoo.result import Attention, Hardware, LogPoint, RunResult, SplitScore
 from zoo.spec import Config
 
-BOS, EOS = 2, 3
 Report = Callable[[dict], None]
 
 
@@ -127,13 +128,6 @@ def _atomic_save(obj, path: Path) -> None:
     tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
     with _writing(path, tmp):
         torch.save(obj, tmp)
-        os.replace(tmp, path)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
-    with _writing(path, tmp):
-        tmp.write_text(text)
         os.replace(tmp, path)
 
 
@@ -236,18 +230,29 @@ def available_memory() -> int | None:
     return have
 
 
+@dataclass
+class _State:
+    """Where the loop stands; a checkpoint holds the same fields, so a resumed run continues exactly."""
+    step: int = 0
+    epoch: int = 0
+    cursor: int = 0
+    elapsed0: float = 0.0  # training seconds before this process (earlier attempts)
+    tokens_seen: int = 0
+    dev_ppl: float | None = None
+
+
 def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report | None = None,
-          prepared: Prepared | None = None) -> dict:
-    """Train (or resume) one variant into `out`; return the summary (also written to summary.json)."""
+          prepared: Prepared | None = None) -> RunResult:
+    """Train (or resume) one variant into `out`, then decode and score it; return the result (also
+    written to summary.json). A run whose summary matches its config returns it without training."""
     out = Path(out)
     (out / "checkpoints").mkdir(parents=True, exist_ok=True)
     report = report or (lambda m: None)
     rank, world = _world()
     summary_path = out / "summary.json"
-    if summary_path.exists():
-        done = json.loads(summary_path.read_text())
-        if done.get("config_hash") == cfg.config_hash():
-            return done  # finished before: nothing to redo
+    done = _finished(summary_path)
+    if done is not None and done.config_hash == cfg.config_hash():
+        return done  # finished before: nothing to redo
     if rank == 0:
         atomic_write_text(out / "config.json", json.dumps(cfg.model_dump(mode="json"), indent=2))
 
@@ -260,104 +265,122 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
     torch.manual_seed(cfg.train.seed * 1000 + rank)  # but each worker its own dropout masks
     opt = torch.optim.Adam(model.parameters(), lr=0.0, betas=tuple(cfg.train.optimizer.betas),
                            eps=cfg.train.optimizer.eps)
-    step, epoch, cursor, elapsed0 = 0, 0, 0, 0.0
-    tokens_seen = 0
+    st = _State()
     ck = _resume(out, model, opt, device, rank, report)
     if ck:  # resume exactly where the last loadable checkpoint left off
-        step, epoch, cursor = ck["step"], ck["epoch"], ck["cursor"]
-        elapsed0, tokens_seen = ck.get("elapsed", 0.0), ck.get("tokens_seen", 0)
+        st = _State(ck["step"], ck["epoch"], ck["cursor"], ck.get("elapsed", 0.0), ck.get("tokens_seen", 0))
         torch.set_rng_state(ck["rng"])
-        report({"event": "resumed", "step": step})
+        report({"event": "resumed", "step": st.step})
+    train_s = _loop(cfg, out, model, opt, p, device, st, report)
 
+    result = RunResult(
+        config_hash=cfg.config_hash(), variant=cfg.variant, profile=cfg.profile, steps_done=st.step,
+        tokens_seen=st.tokens_seen, train_seconds=train_s, dev_ppl=st.dev_ppl, vocab_size_actual=p.vocab_size,
+        tgt_vocab_size=p.tgt_vocab_size, bpe_model=str(p.sp_path), dataset=cfg.data.dataset,
+        train_pairs=len(p.train), eval_split=cfg.eval.split,
+        hardware=Hardware(device=str(device), threads=torch.get_num_threads(), workers=world,
+                          device_name=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"))
+    if rank == 0:
+        result.splits, result.attention = evaluate(cfg, out, model, p, device)
+        result.total_seconds = time.time() - t0
+        atomic_write_text(summary_path, result.model_dump_json(indent=2))
+        report({"event": "done", **result.model_dump(mode="json")})
+    return result
+
+
+def _finished(summary_path: Path) -> RunResult | None:
+    """The run's result when it finished before; None when absent or unreadable (a half-copied or
+    foreign file is not a reason to skip training)."""
+    try:
+        return RunResult.model_validate_json(summary_path.read_text())
+    except (OSError, ValueError):  # pydantic's ValidationError is a ValueError
+        return None
+
+
+def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, st: _State, report: Report) -> float:
+    """Train from `st` to the planned steps (or the time limit), updating `st`; log, evaluate the
+    dev perplexity and checkpoint on their cadences. Returns the training seconds, earlier attempts included."""
+    rank, world = _world()
     lengths = [(len(s) + 1, len(t) + 1) for s, t in p.train]  # + eos / bos
     n_parts = world * _accumulation(cfg, world)
-    eps = cfg.train.label_smoothing
-    use_bf16 = device.type == "cuda"
-    history = []
-    last_log, log_tokens, pad_frac = time.time(), 0, 0.0
-    dev_ppl = None
-    batches = zdata.make_batches(lengths, cfg.train.batch_tokens, cfg.train.seed, epoch)
+    last_log, log_tokens = time.time(), 0
+    batches = zdata.make_batches(lengths, cfg.train.batch_tokens, cfg.train.seed, st.epoch)
     t_start = time.time()
+    elapsed = st.elapsed0
     model.train()
-    while step < cfg.train.steps:
-        if cursor >= len(batches):
-            epoch, cursor = epoch + 1, 0
-            batches = zdata.make_batches(lengths, cfg.train.batch_tokens, cfg.train.seed, epoch)
-        batch = batches[cursor]
-        cursor += 1
-        step += 1
-        lr = noam_lr(step, cfg.model.d_model, cfg.train.schedule.warmup_steps, cfg.train.schedule.lr_scale)
+    while st.step < cfg.train.steps:
+        if st.cursor >= len(batches):
+            st.epoch, st.cursor = st.epoch + 1, 0
+            batches = zdata.make_batches(lengths, cfg.train.batch_tokens, cfg.train.seed, st.epoch)
+        batch = batches[st.cursor]
+        st.cursor += 1
+        st.step += 1
+        lr = noam_lr(st.step, cfg.model.d_model, cfg.train.schedule.warmup_steps, cfg.train.schedule.lr_scale)
         for g in opt.param_groups:
             g["lr"] = lr
-        parts = zdata.shard(batch, lengths, n_parts)
         n_tgt = sum(lengths[i][1] for i in batch)  # the whole step's target tokens, on every worker
-        opt.zero_grad(set_to_none=True)
-        step_loss = step_nll = 0.0
-        for part in parts[rank::world]:
-            if not part:
-                continue
-            b = zdata.collate(p.train, part)
-            src, tgt_in, tgt_out = b.src.to(device), b.tgt_in.to(device), b.tgt_out.to(device)
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16):
-                logits = model(src, tgt_in)
-            loss, nll = smoothed_loss(logits, tgt_out, eps)
-            (loss / n_tgt).backward()  # normalised by the step's tokens: splitting does not change the gradient
-            step_loss, step_nll = step_loss + loss.item(), step_nll + nll.item()
-            pad_frac = b.padding_fraction
-        if world > 1:
-            for prm in model.parameters():
-                if prm.grad is not None:
-                    dist.all_reduce(prm.grad)
-            t = torch.tensor([step_loss, step_nll], dtype=torch.float64)
-            dist.all_reduce(t)
-            step_loss, step_nll = t.tolist()
+        step_loss, step_nll, pad_frac = _step(cfg, model, opt, p, device, zdata.shard(batch, lengths, n_parts), n_tgt)
         if not math.isfinite(step_loss):
-            raise NonFiniteLoss(f"non-finite loss at step {step} (lr {lr:.3g}); lower train.schedule.lr_scale")
+            raise NonFiniteLoss(f"non-finite loss at step {st.step} (lr {lr:.3g}); lower train.schedule.lr_scale")
         opt.step()
-        tokens_seen += n_tgt
+        st.tokens_seen += n_tgt
         log_tokens += n_tgt
-        history.append(step_loss / n_tgt)
 
-        elapsed = elapsed0 + time.time() - t_start
-        final = step == cfg.train.steps or _out_of_time(cfg, elapsed)
-        row = None
-        if step % cfg.train.log_every == 0 or step == 1 or final:
+        elapsed = st.elapsed0 + time.time() - t_start
+        final = st.step == cfg.train.steps or _out_of_time(cfg, elapsed)
+        point = None
+        if st.step % cfg.train.log_every == 0 or st.step == 1 or final:
             now = time.time()
-            tps = log_tokens / max(now - last_log, 1e-9)
+            point = LogPoint(step=st.step, steps=cfg.train.steps, loss=step_loss / n_tgt, nll=step_nll / n_tgt,
+                             lr=lr, tokens_per_s=log_tokens / max(now - last_log, 1e-9), elapsed_s=elapsed,
+                             epoch=st.epoch, padding_fraction=pad_frac, tokens_seen=st.tokens_seen)
             last_log, log_tokens = now, 0
-            row = {"step": step, "steps": cfg.train.steps, "loss": step_loss / n_tgt, "nll": step_nll / n_tgt,
-                   "lr": lr, "tokens_per_s": tps, "elapsed_s": elapsed, "epoch": epoch,
-                   "padding_fraction": pad_frac, "tokens_seen": tokens_seen}
-        if step % cfg.train.eval_every == 0 or final:
-            dev_ppl = dev_perplexity(model, p.dev, device, cfg.train.batch_tokens)
-            if not math.isfinite(dev_ppl):  # finite training loss, but the dev loss is past exp()'s range
-                raise NonFiniteLoss(f"non-finite loss at step {step} (lr {lr:.3g}): the dev perplexity "
+        if st.step % cfg.train.eval_every == 0 or final:
+            st.dev_ppl = dev_perplexity(model, p.dev, cfg.train.batch_tokens)
+            if not math.isfinite(st.dev_ppl):  # finite training loss, but the dev loss is past exp()'s range
+                raise NonFiniteLoss(f"non-finite loss at step {st.step} (lr {lr:.3g}): the dev perplexity "
                                     "overflows; lower train.schedule.lr_scale")
             model.train()
-            row = (row or {"step": step, "steps": cfg.train.steps, "elapsed_s": elapsed}) | {"dev_ppl": dev_ppl}
-        if row:
+            point = point or LogPoint(step=st.step, steps=cfg.train.steps, elapsed_s=elapsed)
+            point.dev_ppl = st.dev_ppl
+        if point:
+            row = point.model_dump(exclude_none=True)
             if rank == 0:
                 with _writing(out / "metrics.jsonl"), open(out / "metrics.jsonl", "a") as f:
                     f.write(json.dumps(row) + "\n")
             report(row)
-        if (step % cfg.train.checkpoint_every == 0 or final) and rank == 0:
-            _save(out, cfg, model, opt, step, epoch, cursor, elapsed, tokens_seen)
+        if (st.step % cfg.train.checkpoint_every == 0 or final) and rank == 0:
+            _save(out, cfg, model, opt, st.step, st.epoch, st.cursor, elapsed, st.tokens_seen)
         if final:
             break
+    return st.elapsed0 + time.time() - t_start
 
-    train_s = elapsed0 + time.time() - t_start
-    summary = {"config_hash": cfg.config_hash(), "variant": cfg.variant, "profile": cfg.profile,
-               "steps_done": step, "tokens_seen": tokens_seen, "train_seconds": train_s,
-               "dev_ppl": dev_ppl, "vocab_size_actual": p.vocab_size, "tgt_vocab_size": p.tgt_vocab_size, "bpe_model": str(p.sp_path),
-               "dataset": cfg.data.dataset, "train_pairs": len(p.train), "device": str(device),
-               "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-               "threads": torch.get_num_threads(), "workers": world}
-    if rank == 0:
-        summary |= evaluate(cfg, out, model, p, device)
-        summary["total_seconds"] = time.time() - t0
-        atomic_write_text(summary_path, json.dumps(summary, indent=2))
-        report({"event": "done", **summary})
-    return summary
+
+def _step(cfg: Config, model: Transformer, opt, p: Prepared, device, parts: list, n_tgt: int) -> tuple[float, float, float]:
+    """Gradients of one optimizer step: this worker's shards of the batch, then the sum over workers.
+    Returns the step's summed loss and NLL (over all workers) and the last shard's padding fraction."""
+    rank, world = _world()
+    opt.zero_grad(set_to_none=True)
+    step_loss = step_nll = pad_frac = 0.0
+    for part in parts[rank::world]:
+        if not part:
+            continue
+        b = zdata.collate(p.train, part)
+        src, tgt_in, tgt_out = b.src.to(device), b.tgt_in.to(device), b.tgt_out.to(device)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+            logits = model(src, tgt_in)
+        loss, nll = smoothed_loss(logits, tgt_out, cfg.train.label_smoothing)
+        (loss / n_tgt).backward()  # normalised by the step's tokens: splitting does not change the gradient
+        step_loss, step_nll = step_loss + loss.item(), step_nll + nll.item()
+        pad_frac = b.padding_fraction
+    if world > 1:
+        for prm in model.parameters():
+            if prm.grad is not None:
+                dist.all_reduce(prm.grad)
+        t = torch.tensor([step_loss, step_nll], dtype=torch.float64)
+        dist.all_reduce(t)
+        step_loss, step_nll = t.tolist()
+    return step_loss, step_nll, pad_frac
 
 
 def _accumulation(cfg: Config, world: int) -> int:
@@ -378,19 +401,12 @@ def _save(out, cfg, model, opt, step, epoch, cursor, elapsed, tokens_seen):
         old.unlink(missing_ok=True)
 
 
-@torch.inference_mode()
-def dev_perplexity(model: Transformer, pairs: list, device, batch_tokens: int) -> float:
-    """Per-word-piece perplexity on the dev pairs, without label smoothing."""
-    model.eval()
+def dev_perplexity(model: Transformer, pairs: list, batch_tokens: int) -> float:
+    """Per-word-piece perplexity on the dev pairs, without label smoothing (zoo.metrics computes it)."""
+    from zoo import metrics
     lengths = [(len(s) + 1, len(t) + 1) for s, t in pairs]
-    nll, n = 0.0, 0
-    for batch in zdata.make_batches(lengths, max(batch_tokens, 2000), 0, 0):
-        b = zdata.collate(pairs, batch)
-        logits = model(b.src.to(device), b.tgt_in.to(device))
-        _, s = smoothed_loss(logits, b.tgt_out.to(device), 0.0)
-        nll, n = nll + s.item(), n + b.n_tgt_tokens
-    mean = nll / max(n, 1)
-    return math.exp(mean) if mean < 700 else math.inf  # a diverged model: exp() would overflow
+    batches = (zdata.collate(pairs, b) for b in zdata.make_batches(lengths, max(batch_tokens, 2000), 0, 0))
+    return metrics.dev_perplexity(model, batches)
 
 
 def load_for_eval(cfg: Config, out: Path, model: Transformer) -> str:
@@ -404,18 +420,17 @@ def load_for_eval(cfg: Config, out: Path, model: Transformer) -> str:
     return "final weights"
 
 
-def evaluate(cfg: Config, out: Path, model: Transformer, p: Prepared, device) -> dict:
-    """Decode and score each eval split; the spec's own split's figures go at the top level."""
+def evaluate(cfg: Config, out: Path, model: Transformer, p: Prepared, device) -> tuple[dict[str, SplitScore], Attention]:
+    """Decode and score each eval split (the spec's own and its extra splits); the attention map."""
     from zoo import decode, metrics
     model.eval()
     sp = zdata.load_sp(p.sp_path)
-    final = {}
+    final = None
     if cfg.eval.average_checkpoints and cfg.eval.metric == "bleu":
         # The final weights too, on the spec's own split, so a report can check that averaging helps
         # at the same step (section 6.1) rather than compare it with some other run.
         srcs, refs = p.evals[cfg.eval.split]
-        final = {"bleu_final_weights": metrics.bleu(decode.translate(model, sp, srcs, cfg.eval, tgt=p.tgt_vocab),
-                                                    refs)["bleu"]}
+        final = metrics.bleu(decode.translate(model, sp, srcs, cfg.eval, tgt=p.tgt_vocab), refs)["bleu"]
     how = load_for_eval(cfg, out, model)
     model.eval()
     per_split = {}
@@ -429,21 +444,20 @@ def evaluate(cfg: Config, out: Path, model: Transformer, p: Prepared, device) ->
         else:
             b, tok = metrics.bleu(hyps, refs), metrics.tokenized_bleu(hyps, refs)
             res |= {"bleu": b["bleu"], "bleu_signature": b["signature"], "bleu_tokenized": tok["bleu"],
-                    "bleu_tokenized_label": tok.get("label", ""), "bleu_stats": metrics.bleu_stats(hyps, refs)}
+                    "bleu_tokenized_label": tok.get("label", ""), "bleu_stats": metrics.bleu_stats(hyps, refs),
+                    "bleu_final_weights": final if split == cfg.eval.split else None}
         atomic_write_text(inside(out, f"hyps.{split}.txt"), "\n".join(hyps) + "\n")  # split: a safe name
-        per_split[split] = res
-    per_split[cfg.eval.split] |= final
-    top = {k: v for k, v in per_split[cfg.eval.split].items() if k != "bleu_stats"}  # kept once, per split
-    return top | {"splits": per_split, "attention": attention_map(model, sp, p, device)}
+        per_split[split] = SplitScore.model_validate(res)
+    return per_split, attention_map(model, sp, p, device)
 
 
-def attention_map(model: Transformer, sp, p: Prepared, device, max_tokens: int = 24) -> dict:
+def attention_map(model: Transformer, sp, p: Prepared, device, max_tokens: int = 24) -> Attention:
     """Each head of the last encoder layer on one short eval sentence, for the report's heat map."""
     from zoo.model import encoder_attention
     srcs = p.evals[next(iter(p.evals))][0]
     text = min((s for s in srcs[:200] if 6 <= len(sp.encode(s)) < max_tokens), key=len, default=srcs[0])
     ids = sp.encode(text)[: max_tokens - 1] + [EOS]
     w = encoder_attention(model.eval(), torch.tensor([ids], device=device))[0]
-    return {"layer": f"encoder {len(model.encoder)}", "sentence": text,
-            "tokens": [sp.id_to_piece(i) for i in ids[:-1]] + ["</s>"],
-            "weights": [[[round(x, 4) for x in row] for row in head] for head in w.float().cpu().tolist()]}
+    return Attention(layer=f"encoder {len(model.encoder)}", sentence=text,
+                     tokens=[sp.id_to_piece(i) for i in ids[:-1]] + ["</s>"],
+                     weights=[[[round(x, 4) for x in row] for row in head] for head in w.float().cpu().tolist()])
