@@ -19,11 +19,12 @@ import shutil
 import sqlite3
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from zoo.errors import UserError
 from zoo.paths import inside, inside_uri
-from zoo.runner.store import DEFAULT_STORAGE, default_path
+from zoo.runner.store import DEFAULT_STORAGE, Store, default_path
 from zoo.spec import auto_profile
 
 
@@ -91,8 +92,8 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
     lock = RunLock(st.local).acquire()  # one run per storage, for the whole run
     store = open_store(st.store_path, write=True)
     try:
-        return _run(spec, spec_key, profile, variants, sets, address, st, store, rerun, max_concurrent,
-                    data_dir, seeds, stream)
+        sw = Sweep(spec, spec_key, st, store, rerun, max_concurrent, data_dir, stream)
+        return _run(sw, profile, variants, sets, seeds, address)
     except Exception as e:  # Tune wraps what its callbacks raise (the store's writes) in a TuneError
         if not disk_full(e):
             raise
@@ -105,36 +106,50 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
         lock.release()
 
 
-def _run(spec, spec_key, profile, variants, sets, address, st: Storage, store, rerun, max_concurrent,
-         data_dir, seeds, stream) -> int:
+@dataclass
+class Sweep:
+    """One `zoo run`'s fixed context, handed down instead of a dozen loose parameters."""
+    spec: str  # the spec file as given
+    spec_key: str  # its key in the store
+    st: Storage
+    store: Store
+    rerun: bool
+    max_concurrent: int | None
+    data_dir: str | None
+    stream: object
+
+    def plan(self, profile: str, variants, sets, seeds) -> tuple[list, list]:
+        """(every resolved trial config, those not finished yet with this config)."""
+        cfgs = _resolve(self.spec, variants, profile, sets, seeds, self.data_dir)
+        return cfgs, _todo(self.store, self.spec_key, cfgs, self.rerun)
+
+
+def _run(sw: Sweep, profile: str, variants, sets, seeds, address: str | None) -> int:
     if address is None:
         profile = auto_profile(profile)
-    if profile != "auto":
-        cfgs = _resolve(spec, variants, profile, sets, seeds, data_dir)
-        todo = _todo(store, spec_key, cfgs, rerun)
+    if profile != "auto":  # known before Ray starts: nothing to do means no Ray at all
+        cfgs, todo = sw.plan(profile, variants, sets, seeds)
         if not todo:
-            return _nothing_to_do(cfgs, st, stream)
+            return _nothing_to_do(cfgs, sw.st, sw.stream)
         if address is None:
-            _check_data(cfgs, data_dir)
+            _check_data(cfgs, sw.data_dir)
 
     from zoo.runner import local
     local_ray = None
     try:
         if address is None:
-            local_ray = local.LocalRay(st.local)
+            local_ray = local.LocalRay(sw.st.local)
             local_ray.start()
         else:
             local.connect(address)
-            _check_shared(st, address)
-        if profile == "auto":
+            _check_shared(sw.st, address)
+        if profile == "auto":  # a cluster's: gpu when its nodes have GPUs
             profile = auto_profile(profile, gpus=local.cluster_gpus())
-            cfgs = _resolve(spec, variants, profile, sets, seeds, data_dir)
-            todo = _todo(store, spec_key, cfgs, rerun)
+            cfgs, todo = sw.plan(profile, variants, sets, seeds)
             if not todo:
-                return _nothing_to_do(cfgs, st, stream)
-        check_fits(todo, local.node_resources(), spec)
-        return _sweep(spec, spec_key, profile, cfgs, todo, st, store, rerun, max_concurrent, data_dir,
-                      local_ray, stream)
+                return _nothing_to_do(cfgs, sw.st, sw.stream)
+        check_fits(todo, local.node_resources(), sw.spec)
+        return _sweep(sw, cfgs, todo, local_ray)
     finally:
         if local_ray:
             local_ray.stop()
@@ -143,57 +158,25 @@ def _run(spec, spec_key, profile, variants, sets, address, st: Storage, store, r
             ray.shutdown()
 
 
-def _sweep(spec, spec_key, profile, cfgs, todo, st: Storage, store, rerun, max_concurrent, data_dir,
-           local_ray, stream) -> int:
-    from ray import tune
-    from zoo.runner import progress, trial
+def _sweep(sw: Sweep, cfgs: list, todo: list, local_ray) -> int:
+    """Register the trials to run in the store, then run them as one Tune experiment (restored when
+    an earlier driver was killed), with the live table; return the exit code."""
+    from zoo.runner import progress
     from zoo.spec import profile_description
-    stem = Path(spec).stem
+    st, stem = sw.st, Path(sw.spec).stem
     profile = cfgs[0].profile  # the profile's name (a profile file's stem), as it names folders
     plan = json.dumps([[c.trial, c.config_hash(), c.resources.model_dump(),
-                        st.scratch_dir(stem, c.trial, profile)] for c in cfgs] + [data_dir], sort_keys=True)
+                        st.scratch_dir(stem, c.trial, profile)] for c in cfgs] + [sw.data_dir], sort_keys=True)
     name = f"{stem}-{profile}-{hashlib.sha256(plan.encode()).hexdigest()[:8]}"
     exp_path = f"{st.root}/tune/{name}"
     run_dirs = {c.trial: st.run_dir(stem, c.trial, profile) for c in todo}
-    print(f"zoo run {spec}: {len(todo)} of {len(cfgs)} trials to run ({', '.join(run_dirs)})\n"
-          f"profile {profile_description(profile, Path(spec))}\n"
-          f"results {st.store_path}  trials {st.root}/{stem}/", file=stream, flush=True)
-    for c in todo:
-        scratch = st.scratch_dir(stem, c.trial, profile)
-        if rerun or _stale(store.get(spec_key, c.trial, profile), scratch, c):
-            _wipe(scratch, st.scratch_root, run_dirs[c.trial] if st.uri else None, st.root)
-            store.clear_points(spec_key, c.trial, profile)
-            store.upsert(spec_key, c.trial, profile, **dict.fromkeys(FRESH))
-        store.upsert(spec_key, c.trial, profile, config_hash=c.config_hash(), config=c.model_dump(mode="json"),
-                     paper_table=c.paper.table, paper_group=c.paper.group, paper_row=c.paper.row,
-                     status="pending", steps=c.train.steps, run_dir=run_dirs[c.trial], experiment=exp_path,
-                     error=None, resumed_from=None)
-
-    trainable = tune.with_resources(trial.trainable, trial.resources)
-    tuner = None
-    if not rerun and tune.Tuner.can_restore(exp_path):
-        try:
-            tuner = tune.Tuner.restore(exp_path, trainable, resume_unfinished=True, resume_errored=True)
-            print(f"resuming the experiment {exp_path} (what finished stays finished)", file=stream, flush=True)
-        except Exception as e:  # a damaged experiment state: the trials' own checkpoints still resume them
-            print(f"cannot restore {exp_path} ({type(e).__name__}: {e}); starting it afresh", file=stream)
-    if tuner is None:
-        if not st.uri and Path(exp_path).exists():
-            shutil.rmtree(inside(st.local, "tune", name))  # a finished or --rerun experiment: Tune bookkeeping only
-        trials = [{"variant": c.trial, "config": c.model_dump(mode="json"), "data_dir": data_dir,
-                   "out_dir": st.scratch_dir(stem, c.trial, profile),
-                   "mirror": run_dirs[c.trial] if st.uri else None,
-                   "train_storage": f"{st.root}/tune/{name}-train"} for c in todo]
-        tuner = tune.Tuner(
-            trainable, param_space={"trial": tune.grid_search(trials)},
-            tune_config=tune.TuneConfig(max_concurrent_trials=max_concurrent,
-                                        trial_name_creator=progress.trial_name,
-                                        trial_dirname_creator=progress.trial_name),
-            run_config=tune.RunConfig(
-                name=name, storage_path=f"{st.root}/tune", verbose=0, callbacks=[progress.Forward()],
-                failure_config=tune.FailureConfig(max_failures=max(c.resources.max_retries for c in todo))))
-    live = progress.Live(store, spec_key, profile, run_dirs, exp_path,
-                         on_tick=local_ray.refresh if local_ray else None, stream=stream)
+    print(f"zoo run {sw.spec}: {len(todo)} of {len(cfgs)} trials to run ({', '.join(run_dirs)})\n"
+          f"profile {profile_description(profile, Path(sw.spec))}\n"
+          f"results {st.store_path}  trials {st.root}/{stem}/", file=sw.stream, flush=True)
+    _register(sw, todo, profile, run_dirs, exp_path)
+    tuner = _tuner(sw, todo, profile, name, exp_path, run_dirs)
+    live = progress.Live(sw.store, sw.spec_key, profile, run_dirs, exp_path,
+                         on_tick=local_ray.refresh if local_ray else None, stream=sw.stream)
     progress.LIVE = live
     try:
         for result in tuner.fit():
@@ -204,7 +187,52 @@ def _sweep(spec, spec_key, profile, cfgs, todo, st: Storage, store, rerun, max_c
         progress.LIVE = None
     if live.tty:
         live.draw()
-    return _summary(live, store, spec_key, profile, st, stream)
+    return _summary(live, sw.store, sw.spec_key, profile, st, sw.stream)
+
+
+def _register(sw: Sweep, todo: list, profile: str, run_dirs: dict, exp_path: str) -> None:
+    """Each trial's store row, pending; a stale or --rerun trial's folder and row start afresh."""
+    st, stem = sw.st, Path(sw.spec).stem
+    for c in todo:
+        scratch = st.scratch_dir(stem, c.trial, profile)
+        if sw.rerun or _stale(sw.store.get(sw.spec_key, c.trial, profile), scratch, c):
+            _wipe(scratch, st.scratch_root, run_dirs[c.trial] if st.uri else None, st.root)
+            sw.store.clear_points(sw.spec_key, c.trial, profile)
+            sw.store.upsert(sw.spec_key, c.trial, profile, **dict.fromkeys(FRESH))
+        sw.store.upsert(sw.spec_key, c.trial, profile, config_hash=c.config_hash(), config=c.model_dump(mode="json"),
+                        paper_table=c.paper.table, paper_group=c.paper.group, paper_row=c.paper.row,
+                        status="pending", steps=c.train.steps, run_dir=run_dirs[c.trial], experiment=exp_path,
+                        error=None, resumed_from=None)
+
+
+def _tuner(sw: Sweep, todo: list, profile: str, name: str, exp_path: str, run_dirs: dict):
+    """The Tune experiment: restored when a killed driver left one (what finished stays finished),
+    else a new one with one grid point per trial."""
+    from ray import tune
+    from zoo.runner import progress, trial
+    st, stem = sw.st, Path(sw.spec).stem
+    trainable = tune.with_resources(trial.trainable, trial.resources)
+    if not sw.rerun and tune.Tuner.can_restore(exp_path):
+        try:
+            tuner = tune.Tuner.restore(exp_path, trainable, resume_unfinished=True, resume_errored=True)
+            print(f"resuming the experiment {exp_path} (what finished stays finished)", file=sw.stream, flush=True)
+            return tuner
+        except Exception as e:  # a damaged experiment state: the trials' own checkpoints still resume them
+            print(f"cannot restore {exp_path} ({type(e).__name__}: {e}); starting it afresh", file=sw.stream)
+    if not st.uri and Path(exp_path).exists():
+        shutil.rmtree(inside(st.local, "tune", name))  # a finished or --rerun experiment: Tune bookkeeping only
+    trials = [{"variant": c.trial, "config": c.model_dump(mode="json"), "data_dir": sw.data_dir,
+               "out_dir": st.scratch_dir(stem, c.trial, profile),
+               "mirror": run_dirs[c.trial] if st.uri else None,
+               "train_storage": f"{st.root}/tune/{name}-train"} for c in todo]
+    return tune.Tuner(
+        trainable, param_space={"trial": tune.grid_search(trials)},
+        tune_config=tune.TuneConfig(max_concurrent_trials=sw.max_concurrent,
+                                    trial_name_creator=progress.trial_name,
+                                    trial_dirname_creator=progress.trial_name),
+        run_config=tune.RunConfig(
+            name=name, storage_path=f"{st.root}/tune", verbose=0, callbacks=[progress.Forward()],
+            failure_config=tune.FailureConfig(max_failures=max(c.resources.max_retries for c in todo))))
 
 
 def disk_full(e: BaseException) -> bool:
