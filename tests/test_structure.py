@@ -1,0 +1,72 @@
+"""The structure stays a straight line (issue 11): spec -> model -> trial -> store -> report.
+
+Read from the source with ast (nothing is imported): no import circle among module-level imports, and
+no module imports a later stage, not even lazily inside a function (the CLI modules sit on top)."""
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FOLDERS = {"zoo": "zoo", "runner": "zoo.runner", "reports": "zoo.reports"}
+# stages in order; a module may import its own stage and earlier ones
+STAGES = [
+    # the spec, and the corpora it names (validation checks names and splits against zoo.data's catalog)
+    {"zoo.errors", "zoo.paths", "zoo.paper", "zoo.result", "zoo.spec", "zoo.schema", "zoo.data", "zoo.trees"},
+    {"zoo.evalb", "zoo.model", "zoo.costs", "zoo.metrics", "zoo.decode", "zoo.claims"},   # model and scores
+    {"zoo.train"},                                                                        # a trial's work
+    {"zoo.runner.store"},                                                                 # the store
+    {"zoo.runner.local", "zoo.runner.trial", "zoo.runner.progress", "zoo.runner.sweep"},  # trials on Ray
+    {"zoo.reports.peaks", "zoo.reports.runs", "zoo.reports.tables", "zoo.reports.plots",
+     "zoo.reports.render"},                                                               # the report
+]
+CLI = {"zoo", "zoo.cli", "zoo.commands", "zoo.runner.cli", "zoo.reports.cli", "zoo.runner", "zoo.reports"}
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for folder, pkg in FOLDERS.items():
+        for f in (REPO / folder).glob("*.py"):
+            out[pkg if f.stem == "__init__" else f"{pkg}.{f.stem}"] = f
+    return out
+
+
+def imports(path: Path, name: str, top_only: bool) -> set[str]:
+    tree = ast.parse(path.read_text())
+    nodes = tree.body if top_only else list(ast.walk(tree))
+    got = set()
+    for n in nodes:
+        if isinstance(n, ast.Import):
+            got |= {a.name for a in n.names}
+        elif isinstance(n, ast.ImportFrom) and n.module and n.level == 0:
+            got.add(n.module)
+            got |= {f"{n.module}.{a.name}" for a in n.names}  # `from zoo import data`
+    return got
+
+
+def test_every_module_has_a_stage():
+    assert set(modules()) - CLI == set().union(*STAGES)
+
+
+def test_no_import_circle():
+    mods = modules()
+    graph = {m: {x for x in imports(p, m, top_only=True) if x in mods and x != m} for m, p in mods.items()}
+    state: dict[str, int] = {}
+
+    def visit(m, path):
+        state[m] = 1
+        for x in graph[m]:
+            assert state.get(x) != 1, "import circle: " + " -> ".join(path + [x])
+            if x not in state:
+                visit(x, path + [x])
+        state[m] = 2
+    for m in graph:
+        if m not in state:
+            visit(m, [m])
+
+
+def test_no_module_imports_a_later_stage():
+    mods = modules()
+    stage = {m: i for i, s in enumerate(STAGES) for m in s}
+    bad = [f"{m} (stage {stage[m]}) imports {x} (stage {stage[x]})"
+           for m, p in mods.items() if m in stage
+           for x in imports(p, m, top_only=False) if x in stage and stage[x] > stage[m]]
+    assert not bad, "\n".join(bad)
