@@ -1,4 +1,4 @@
-"""`zoo run` and `zoo status`. Ray is imported only when a sweep actually starts."""
+"""`zoo run`, `zoo status` and `zoo merge`. Ray is imported only when a sweep actually starts."""
 from __future__ import annotations
 
 import json
@@ -16,6 +16,20 @@ def cmd_run(args) -> int:
     return sweep.run(args.spec, profile=args.profile, variants=args.variant, sets=args.set, address=args.address,
                      storage=args.storage, rerun=args.rerun, max_concurrent=args.max_concurrent,
                      data_dir=args.data_dir, seeds=list(range(1, args.seeds + 1)) if args.seeds else None)
+
+
+def cmd_merge(args) -> int:
+    from zoo.runner.store import default_path, open_store
+    path = lambda x: default_path(x) if Path(x).is_dir() else Path(x)
+    into = open_store(path(args.into), write=True)
+    for src in args.sources:
+        if not path(src).exists():
+            raise UserError(f"{src}: no results store there (a zoo.db, or the --storage folder holding it)")
+        if path(src).resolve() == path(args.into).resolve():
+            raise UserError(f"{src}: that is the store being merged into")
+        copied, kept = into.merge(open_store(path(src)))
+        print(f"{src}: {copied} trials copied, {kept} kept (newer in {args.into})")
+    return 0
 
 
 def cmd_status(args) -> int:
@@ -115,6 +129,14 @@ def register(sub) -> None:
     s.add_argument("--no-download", action="store_true",
                    help="never fetch a missing corpus on first use (also: ZOO_DOWNLOAD=0)")
     s.set_defaults(fn=cmd_run)
+
+    s = sub.add_parser("merge", help="copy the trials of other results stores into one",
+                       description="Copy the trials and curves of other results stores (runs on several "
+                       "machines, or two `zoo run`s with their own --storage) into one, so `zoo report` reads "
+                       "them together. Where both hold a trial, the one updated last wins.")
+    s.add_argument("into", metavar="STORE", help="the store to copy into (created when missing)")
+    s.add_argument("sources", nargs="+", metavar="SOURCE", help="stores to copy from (read only)")
+    s.set_defaults(fn=cmd_merge)
 
     s = sub.add_parser("status", help="trials in the results store: state, progress, metrics, errors",
                        description="List the trials in the results store with their state, progress, metrics "

@@ -103,6 +103,33 @@ class Store:
             c.close()
 
     # -- writes ---------------------------------------------------------------------------------
+    def merge(self, other: "Store") -> tuple[int, int]:
+        """Copy another store's trials and their curves into this one (runs on several machines, or
+        two `zoo run`s with their own --storage, reported together). Where both hold a trial, the one
+        updated last wins, with its curve. Returns (trials copied, trials kept as they were)."""
+        mine = {(t["spec"], t["variant"], t["profile"]): t.get("updated_at") or 0 for t in self.trials()}
+        copied = kept = 0
+        with other._conn() as src:
+            rows = src.execute("SELECT * FROM trials").fetchall()
+            for r in rows:
+                key = (r["spec"], r["variant"], r["profile"])
+                if key in mine and mine[key] >= (r["updated_at"] or 0):
+                    kept += 1
+                    continue
+                pts = src.execute("SELECT * FROM points WHERE spec=? AND variant=? AND profile=?", key).fetchall()
+                with self._conn() as c:  # one transaction per trial: its row and its curve together
+                    c.execute("DELETE FROM trials WHERE spec=? AND variant=? AND profile=?", key)
+                    c.execute("DELETE FROM points WHERE spec=? AND variant=? AND profile=?", key)
+                    cols = [k for k in r.keys()]
+                    c.execute(f"INSERT INTO trials ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                              tuple(r))
+                    for pt in pts:
+                        pc = list(pt.keys())
+                        c.execute(f"INSERT INTO points ({', '.join(pc)}) VALUES ({', '.join('?' * len(pc))})",
+                                  tuple(pt))
+                copied += 1
+        return copied, kept
+
     def upsert(self, spec: str, variant: str, profile: str, **fields) -> None:
         """Insert or update one trial's row; JSON columns take Python objects or zoo.result models."""
         fields = {k: (json.dumps(v.model_dump(mode="json") if isinstance(v, BaseModel) else v, default=str)
