@@ -4,7 +4,9 @@
 # (no GPU). Run from the repository root after README's set-up:
 #   bash reports/reference/ablation-cpu2/commands.sh
 # Two chains of `zoo run` share one loopback-only Ray head with 2 CPUs; each trial takes 1 CPU
-# (1 thread). The budget is steps, so a slower or busier machine takes longer, not fewer steps.
+# (1 thread). A `zoo run` holds its --storage for itself, so each chain has its own and `zoo merge`
+# joins them for the report. The budget is steps, so a slower or busier machine takes longer, not
+# fewer steps.
 set -uo pipefail
 cd "$(git rev-parse --show-toplevel)"
 export ZOO_DATA_DIR="${ZOO_DATA_DIR:-../shared/data}"
@@ -22,13 +24,14 @@ ray_pids=$(comm -13 <(echo "$before") <(ps -eo pid= | sort) | while read -r p; d
   grep -qa -e 'site-packages/ray' -e 'ray::' /proc/$p/cmdline 2>/dev/null && echo "$p"; done)
 trap 'kill $ray_pids 2>/dev/null; sleep 3; kill -9 $ray_pids 2>/dev/null' EXIT
 
-chain() { for s in "$@"; do
-  .venv/bin/zoo run "specs/$s.yaml" --profile ablation --address 127.0.0.1:$PORT --storage $STORE; done; }
-t2() { .venv/bin/zoo run "specs/$1.yaml" --profile ablation --seeds 1 --address 127.0.0.1:$PORT --storage $STORE; }
+chain() { local store=$1; shift; for s in "$@"; do
+  .venv/bin/zoo run "specs/$s.yaml" --profile ablation --address 127.0.0.1:$PORT --storage $store; done; }
+t2() { .venv/bin/zoo run "specs/$2.yaml" --profile ablation --seeds 1 --address 127.0.0.1:$PORT --storage $1; }
 # the longest trials first, so the last ones to finish are short; Table 2 with one seed each
 # (averaging is judged against the same run's final weights)
-{ t2 table2_en_de_big; chain big table3_C; } > $STORE.chain1.log 2>&1 &
-{ t2 table2_en_de_base; chain table3_A table3_B table3_D table3_E base; } > $STORE.chain2.log 2>&1 &
+{ t2 $STORE table2_en_de_big; chain $STORE big table3_C; } > $STORE.chain1.log 2>&1 &
+{ t2 $STORE-b table2_en_de_base; chain $STORE-b table3_A table3_B table3_D table3_E base; } > $STORE-b.chain2.log 2>&1 &
 wait
+.venv/bin/zoo merge $STORE/zoo.db $STORE-b/zoo.db
 .venv/bin/zoo status --runs $STORE/zoo.db
 .venv/bin/zoo report --runs $STORE/zoo.db --out $OUT --profile ablation

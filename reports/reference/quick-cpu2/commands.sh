@@ -22,10 +22,12 @@ ray_pids=$(comm -13 <(echo "$before") <(ps -eo pid= | sort) | while read -r p; d
   grep -qa -e 'site-packages/ray' -e 'ray::' /proc/$p/cmdline 2>/dev/null && echo "$p"; done)
 trap 'kill $ray_pids 2>/dev/null; sleep 3; kill -9 $ray_pids 2>/dev/null' EXIT
 
-chain() { for s in "$@"; do
-  .venv/bin/zoo run "specs/$s.yaml" --profile quick --address 127.0.0.1:$PORT --storage $STORE; done; }
-chain table3_C table3_B base big table2_en_de_big > $STORE.chain1.log 2>&1 &
-chain table3_A table3_D table3_E table2_en_de_base table4_wsj > $STORE.chain2.log 2>&1 &
+# a `zoo run` holds its --storage for itself: each chain has its own, joined by `zoo merge`
+chain() { local store=$1; shift; for s in "$@"; do
+  .venv/bin/zoo run "specs/$s.yaml" --profile quick --address 127.0.0.1:$PORT --storage $store; done; }
+chain $STORE table3_C table3_B base big table2_en_de_big > $STORE.chain1.log 2>&1 &
+chain $STORE-b table3_A table3_D table3_E table2_en_de_base table4_wsj > $STORE-b.chain2.log 2>&1 &
 wait
+.venv/bin/zoo merge $STORE/zoo.db $STORE-b/zoo.db
 .venv/bin/zoo status --runs $STORE/zoo.db
 .venv/bin/zoo report --runs $STORE/zoo.db --out $OUT --profile quick
