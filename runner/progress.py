@@ -79,6 +79,12 @@ class Live:
             note = f"checkpoint {m['path']} cannot be loaded ({m['error']}); set aside as {m['moved_to']}"
             self._save(v, warning=note)
             self._say(f"{v}: {note}; resuming from the one before it")
+        elif event == "no_optimizer_state":
+            note = (f"resumed from {m['path']} (step {m['step']}), an older checkpoint that keeps weights only: "
+                    "Adam's moments start afresh")
+            old = (self.store.get(self.spec, v, self.profile) or {}).get("warning")
+            self._save(v, warning=f"{old}; {note}" if old else note)
+            self._say(f"{v}: {note}")
         elif event == "done":
             self._done(v, RunResult.model_validate(m))
         elif "step" in m:

@@ -180,6 +180,8 @@ def test_a_truncated_newest_checkpoint_falls_back_to_the_one_before(trained, tmp
     bad = [e for e in events if e.get("event") == "bad_checkpoint"]
     assert len(bad) == 1 and bad[0]["path"] == str(newest) and bad[0]["error"], events
     assert {"event": "resumed", "step": 3} in events
+    # the one before keeps weights only (issue 12): training goes on, with Adam's moments afresh, and says so
+    assert any(e.get("event") == "no_optimizer_state" and e["step"] == 3 for e in events), events
     assert (run / "checkpoints" / "step_00000006.pt.bad").exists()  # set aside: no later run trips on it
     assert (run / "checkpoints" / "step_00000006.pt").exists() and (run / "summary.json").exists()
     assert summary.config_hash == smoke_cfg().config_hash()

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from zoo.spec import resolve
-from zoo.train import average_checkpoints, checkpoints, noam_lr, smoothed_loss, train
+from zoo.train import average_checkpoints, checkpoints, load_checkpoint, noam_lr, smoothed_loss, train
 
 
 def test_noam_schedule_at_known_steps():
@@ -60,7 +60,10 @@ def test_smoke_run_trains_and_scores(repo, data_root, tmp_path):
     assert "nrefs:1|case:mixed" in s.primary.bleu_signature and s.eval_split == "dev"
     losses = [m["loss"] for m in seen if "loss" in m]
     assert losses[-1] < losses[0]  # it learns something
-    assert len(checkpoints(tmp_path / "run")) == cfg.train.keep_checkpoints  # last k kept
+    kept = checkpoints(tmp_path / "run")
+    assert len(kept) == cfg.train.keep_checkpoints  # last k kept
+    # only the newest carries the optimizer state; the older ones hold what averaging needs
+    assert [("optim" in load_checkpoint(k)) for k in kept] == [False] * (len(kept) - 1) + [True]
     att = s.attention
     assert len(att.weights) == cfg.model.h and len(att.weights[0]) == len(att.tokens)
     assert all(abs(sum(row) - 1) < 1e-3 for row in att.weights[0])

@@ -77,6 +77,10 @@ class Progress:
             print(f"checkpoint {m['path']} cannot be loaded ({m['error']}); set aside as {m['moved_to']}, "
                   "trying the one before it", file=self.stream)
             return
+        if m.get("event") == "no_optimizer_state":
+            print(f"resumed from {m['path']}, an older checkpoint with weights only: Adam's moments start afresh",
+                  file=self.stream)
+            return
         if m.get("event") == "done" or "step" not in m:
             return
         import time

@@ -182,8 +182,11 @@ def _resume(out: Path, model, opt, device, rank: int, report: Report) -> dict | 
         try:
             ck = load_checkpoint(path, device)
             model.load_state_dict(ck["model"])
-            opt.load_state_dict(ck["optim"])
             int(ck["step"]), int(ck["epoch"]), int(ck["cursor"]), ck["rng"]
+            if "optim" in ck:
+                opt.load_state_dict(ck["optim"])
+            else:  # an older, weights-only checkpoint (the newest could not be loaded): Adam starts afresh
+                report({"event": "no_optimizer_state", "path": str(path), "step": int(ck["step"])})
             return ck
         except Exception as e:  # torch's zip errors, weights_only refusals, missing keys, wrong shapes
             why = next((l.strip() for l in str(e).splitlines() if l.strip()), type(e).__name__)[:300]
@@ -397,8 +400,23 @@ def _save(out, cfg, model, opt, step, epoch, cursor, elapsed, tokens_seen):
           "cursor": cursor, "elapsed": elapsed, "tokens_seen": tokens_seen, "rng": torch.get_rng_state(),
           "config": cfg.model_dump(mode="json")}
     _atomic_save(ck, out / "checkpoints" / f"step_{step:08d}.pt")
-    for old in checkpoints(out)[: -cfg.train.keep_checkpoints]:
+    kept = checkpoints(out)
+    for old in kept[: -cfg.train.keep_checkpoints]:
         old.unlink(missing_ok=True)
+    # Only the newest keeps the optimizer state (Adam's two moments: twice the weights); the older
+    # ones need weights only, for averaging (big keeps 20: about 51 GB with Adam state, 17 GB without).
+    for old in kept[-cfg.train.keep_checkpoints:-1]:
+        _weights_only(old)
+
+
+def _weights_only(path: Path) -> None:
+    try:
+        ck = load_checkpoint(path)
+    except Exception:  # unreadable: left for _resume to set aside, never a reason to stop training
+        return
+    if "optim" in ck:
+        del ck["optim"]
+        _atomic_save(ck, path)
 
 
 def dev_perplexity(model: Transformer, pairs: list, batch_tokens: int) -> float:
