@@ -13,6 +13,7 @@ Claims are written from the paper's text and Table 3 (../shared/paper), never fr
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
@@ -164,5 +165,8 @@ def kendall_tau(paper_values: Sequence[float], ours: Sequence[Sequence[float]], 
         m = np.array([np.mean(rng.choice(ours[r], size=len(ours[r]))) for r in rows])
         if len(set(rows)) > 2:
             taus.append(kendalltau(p[rows], m).statistic)
-    lo, hi = np.nanpercentile(taus, [2.5, 97.5])
+    taus = [t for t in taus if np.isfinite(t)]  # a resample of tied rows has no tau
+    if not taus:  # too few distinct rows to resample: no interval rather than a numpy warning
+        return float(tau), math.nan, math.nan
+    lo, hi = np.percentile(taus, [2.5, 97.5])
     return float(tau), float(lo), float(hi)
