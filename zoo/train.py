@@ -404,7 +404,7 @@ def _save(out, cfg, model, opt, step, epoch, cursor, elapsed, tokens_seen):
     for old in kept[: -cfg.train.keep_checkpoints]:
         old.unlink(missing_ok=True)
     # Only the newest keeps the optimizer state (Adam's two moments: twice the weights); the older
-    # ones need weights only, for averaging (big keeps 20: about 51 GB with Adam state, 17 GB without).
+    # ones need weights only, for averaging (big keeps 20: about 51 GB with Adam state, 19 GB without).
     for old in kept[-cfg.train.keep_checkpoints:-1]:
         _weights_only(old)
 
