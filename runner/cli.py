@@ -13,9 +13,18 @@ def cmd_run(args) -> int:
         raise UserError("--max-concurrent must be 1 or more")
     if args.seeds is not None and not 1 <= args.seeds <= 100:
         raise UserError(f"--seeds must be between 1 and 100 (got {args.seeds})")
+    seeds = list(range(1, args.seeds + 1)) if args.seeds else None
+    if args.plan:  # what it would cost; nothing runs, no Ray starts
+        from zoo.runner import plan
+        from zoo.spec import auto_profile
+        cfgs = sweep._resolve(args.spec, args.variant, auto_profile(args.profile), args.set, seeds, args.data_dir)
+        plan.print_plan(plan.plan(cfgs, measure=not args.no_measure), args.json)
+        return 0
+    if args.json:
+        raise UserError("--json goes with --plan (zoo status --json lists the trials of a run)")
     return sweep.run(args.spec, profile=args.profile, variants=args.variant, sets=args.set, address=args.address,
                      storage=args.storage, rerun=args.rerun, max_concurrent=args.max_concurrent,
-                     data_dir=args.data_dir, seeds=list(range(1, args.seeds + 1)) if args.seeds else None)
+                     data_dir=args.data_dir, seeds=seeds)
 
 
 def cmd_merge(args) -> int:
@@ -128,6 +137,11 @@ def register(sub) -> None:
     s.add_argument("--data-dir", help="data directory (default $ZOO_DATA_DIR or the user cache)")
     s.add_argument("--no-download", action="store_true",
                    help="never fetch a missing corpus on first use (also: ZOO_DOWNLOAD=0)")
+    s.add_argument("--plan", action="store_true", help="list the trials and what they will cost (parameters, "
+                   "training FLOPs, peak memory, checkpoint disk, wall time from a throughput measured here); "
+                   "run nothing")
+    s.add_argument("--json", action="store_true", help="with --plan: a JSON array, one object per trial")
+    s.add_argument("--no-measure", action="store_true", help="with --plan: skip the throughput measurement")
     s.set_defaults(fn=cmd_run)
 
     s = sub.add_parser("merge", help="copy the trials of other results stores into one",

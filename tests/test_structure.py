@@ -14,7 +14,8 @@ STAGES = [
     {"zoo.evalb", "zoo.model", "zoo.costs", "zoo.metrics", "zoo.decode", "zoo.claims"},   # model and scores
     {"zoo.train"},                                                                        # a trial's work
     {"zoo.runner.store"},                                                                 # the store
-    {"zoo.runner.local", "zoo.runner.trial", "zoo.runner.progress", "zoo.runner.sweep"},  # trials on Ray
+    {"zoo.runner.local", "zoo.runner.trial", "zoo.runner.progress", "zoo.runner.sweep",
+     "zoo.runner.plan"},                                                                   # trials on Ray
     {"zoo.reports.peaks", "zoo.reports.runs", "zoo.reports.tables", "zoo.reports.plots",
      "zoo.reports.render"},                                                               # the report
 ]

@@ -173,6 +173,9 @@ class Config(_Strict):
     spec: str = ""
     profile: str = "paper"
     profile_description: str = Field("", max_length=10_000, description="what the profile meant when this ran")
+    overrides: dict[str, Any] = Field(default_factory=dict, description=(
+        "what this trial changes from its spec: the variant's fields as the spec writes them (before a "
+        "profile scales them) and the seed, as dotted names (a label: not hashed)"))
     description: str = Field("", max_length=10_000)
     paper: PaperRef = PaperRef()
     model: ModelSpec = ModelSpec()
@@ -842,11 +845,23 @@ def resolve(path: str | Path, variant: str | None = None, profile: str = "paper"
         for seed in axis or [None]:
             ds = d if seed is None else deep_merge(d, {"train": {"seed": seed}}, {})
             header = {"variant": name, "trial": name if seed is None else f"{name}-seed{seed}",
+                      "overrides": _dotted(over) | ({} if seed is None else {"train.seed": seed}),
                       "spec": str(path), "profile": profile_name(profile),
                       "profile_description": " ".join([prof_text, *notes]).strip()}
             cfg = _validate(ds, header)
             _check_corpus(ds, cfg)
             out.append(cfg)
+    return out
+
+
+def _dotted(d: dict, prefix: str = "") -> dict:
+    """{"model": {"h": 1}} -> {"model.h": 1}."""
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and v:
+            out |= _dotted(v, f"{prefix}{k}.")
+        else:
+            out[f"{prefix}{k}"] = v
     return out
 
 

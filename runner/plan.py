@@ -1,0 +1,116 @@
+"""`zoo run SPEC --plan [--json]`: what a run will cost, before anything starts.
+
+Each trial's parameters, training FLOPs (zoo.costs), estimated peak memory of a training process,
+checkpoint disk, and a wall time estimated from a throughput measured here and now: a few training
+steps of the trial's own model (random ids, `resources.cpus` threads, short sentences of a few
+hundred tokens a step). Small steps run below a real step's efficiency, so the estimate leans long.
+No Ray starts and nothing is written.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+from pydantic import BaseModel
+
+from zoo import costs
+from zoo.spec import Config
+
+MEASURE_TOKENS = 512  # target tokens per measured step: seconds even for the paper's big model on a CPU
+
+
+class PlannedTrial(BaseModel):
+    trial: str
+    variant: str
+    seed: int
+    overrides: dict
+    params: int
+    train_flops_total: float
+    peak_memory_bytes: int
+    checkpoint_bytes: int  # the kept checkpoints: weights each, plus Adam's two moments in the newest
+    cpus: float  # per trial (resources.cpus)
+    measured_flops_per_s: float | None = None
+    est_seconds: float | None = None
+
+
+def plan(cfgs: list[Config], measure: bool = True, stream=sys.stderr) -> list[PlannedTrial]:
+    rates: dict[str, float] = {}  # one measurement per distinct model and thread count
+    out = []
+    for c in cfgs:
+        P = costs.params_analytic(c.model, c.data.vocab_size)
+        flops = costs.train_flops_total(c)
+        rate = None
+        if measure:
+            key = json.dumps([c.model.model_dump(mode="json"), c.data.vocab_size, c.resources.cpus], sort_keys=True)
+            if key not in rates:
+                print(f"measuring {c.trial} ...", file=stream, flush=True)
+                rates[key] = measured_flops_per_s(c)
+            rate = rates[key]
+        out.append(PlannedTrial(
+            trial=c.trial, variant=c.variant, seed=c.train.seed, overrides=c.overrides, params=P,
+            train_flops_total=flops, peak_memory_bytes=int(costs.train_memory(c)["total"]),
+            checkpoint_bytes=costs.FLOAT * P * (c.train.keep_checkpoints + 2), cpus=c.resources.cpus,
+            measured_flops_per_s=rate, est_seconds=flops / rate if rate else None))
+    return out
+
+
+def measured_flops_per_s(c: Config, steps: int = 2) -> float:
+    """Model FLOP/s of a few training steps of this trial's model on this machine (after one warm-up)."""
+    import torch
+    import torch.nn.functional as F
+    from zoo.model import build_model
+    threads = torch.get_num_threads()
+    torch.set_num_threads(max(1, int(c.resources.cpus)))  # what a trial gets
+    try:
+        L = min(costs.SEQ_LEN, c.model.max_len - 1)
+        B = max(1, MEASURE_TOKENS // L)
+        model = build_model(c.model, c.data.vocab_size)
+        opt = torch.optim.Adam(model.parameters())
+        src = torch.randint(4, c.data.vocab_size, (B, L))
+        tgt = torch.randint(4, c.data.vocab_size, (B, L))
+        t = 0.0
+        for i in range(steps + 1):
+            t0 = time.perf_counter()
+            logits = model(src, tgt)
+            F.cross_entropy(logits.view(-1, logits.size(-1)), tgt.view(-1)).backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            t += (time.perf_counter() - t0) if i else 0.0  # the first step warms up
+        work = 3 * costs.forward_flops(c.model, c.data.vocab_size, B * L, B * L, L, L) * steps
+        return work / t
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _size(n: float, unit: str = "B") -> str:
+    for k, p in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= p:
+            return f"{n / p:.1f} {k}{unit}"
+    return f"{n:.0f} {unit}"
+
+
+def _dur(s: float | None) -> str:
+    if s is None:
+        return "-"
+    return f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.1f} min" if s >= 60 else f"{s:.0f} s"
+
+
+def print_plan(rows: list[PlannedTrial], as_json: bool, stream=sys.stdout) -> None:
+    if as_json:
+        print(json.dumps([r.model_dump(mode="json") for r in rows], indent=2), file=stream)
+        return
+    head = ("trial", "seed", "overrides", "params", "train FLOPs", "peak memory", "checkpoints", "est. training")
+    table = [head] + [(r.trial, str(r.seed), ", ".join(f"{k}={v}" for k, v in r.overrides.items()) or "-",
+                       _size(r.params, ""), _size(r.train_flops_total, "FLOP"), _size(r.peak_memory_bytes),
+                       _size(r.checkpoint_bytes), _dur(r.est_seconds)) for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(head))]
+    for row in table:
+        print("  ".join(x.ljust(w) for x, w in zip(row, widths)).rstrip(), file=stream)
+    total = sum(r.est_seconds or 0 for r in rows)
+    slots = max(1, int((os.cpu_count() or 1) // max(r.cpus for r in rows))) if rows else 1
+    print(f"\n{len(rows)} trials, {_size(sum(r.train_flops_total for r in rows), 'FLOP')} of training, "
+          f"{_size(sum(r.checkpoint_bytes for r in rows))} of checkpoints; est. {_dur(total)} one after another"
+          + (f", about {_dur(total / slots)} with {slots} at once on this machine" if slots > 1 and total else ""),
+          file=stream)
