@@ -32,3 +32,40 @@ def test_plan_lists_every_trial_with_its_cost_and_runs_nothing(tmp_path):
 def test_json_without_plan_is_a_usage_error(tmp_path):
     r = zoo("run", "table3_A", "--profile", "smoke", "--json", cwd=tmp_path)
     assert r.returncode == 2 and "--plan" in r.stderr and "Traceback" not in r.stderr
+
+
+GRID = """extends: base
+seeds: [1, 2]
+sweep:
+  grid:
+    model.h: [1, 4]
+    model.dropout: [0.0, 0.1]
+"""
+
+
+def test_a_grid_times_seeds_is_planned_as_one_trial_each(tmp_path):
+    (tmp_path / "grid.yaml").write_text(GRID)
+    r = zoo("run", "grid.yaml", "--profile", "smoke", "--plan", "--json", "--no-measure", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert len(rows) == 8 and len({x["trial"] for x in rows}) == 8
+    assert "grid-h=4-dropout=0.1-seed2" in {x["trial"] for x in rows}
+    assert {(x["overrides"]["model.h"], x["overrides"]["model.dropout"], x["seed"]) for x in rows} == \
+        {(h, p, s) for h in (1, 4) for p in (0.0, 0.1) for s in (1, 2)}
+    # the schema `zoo schema` prints accepts it too
+    import jsonschema
+    import yaml
+    schema = json.loads(zoo("schema", cwd=tmp_path).stdout)
+    jsonschema.validate(yaml.safe_load(GRID), schema)
+
+
+def test_one_bad_combination_fails_the_whole_command_and_says_which(tmp_path):
+    (tmp_path / "bad.yaml").write_text("extends: base\nsweep:\n  grid:\n    model.dropout: [0.1, 1.5]\n    model.h: [1, 2]\n")
+    r = zoo("run", "bad.yaml", "--profile", "smoke", "--plan", cwd=tmp_path)
+    assert r.returncode == 2 and "bad.yaml:4: model.dropout" in r.stderr and "bad-dropout=1.5-h=1" in r.stderr
+    (tmp_path / "typo.yaml").write_text("extends: base\nsweep:\n  grid:\n    modle.h: [1, 2]\n")
+    r = zoo("run", "typo.yaml", "--profile", "smoke", "--plan", cwd=tmp_path)
+    assert r.returncode == 2 and "typo.yaml:4: sweep.grid.modle.h" in r.stderr and "Traceback" not in r.stderr
+    (tmp_path / "rand.yaml").write_text("extends: base\nsweep:\n  random: {samples: 8}\n")
+    r = zoo("run", "rand.yaml", "--profile", "smoke", "--plan", cwd=tmp_path)
+    assert r.returncode == 2 and "rand.yaml:3: sweep" in r.stderr and "not there yet" in r.stderr

@@ -50,8 +50,8 @@ def cmd_validate(args) -> int:
     for f in files:
         try:
             cfgs = resolve(f, profile=args.profile)
-            names = ", ".join(c.variant for c in cfgs)
-            print(f"ok    {f}  ({len(cfgs)} variant{'s' * (len(cfgs) != 1)}: {names})")
+            names = ", ".join(c.trial for c in cfgs)  # a grid's or seeds' trials by their own names
+            print(f"ok    {f}  ({len(cfgs)} trial{'s' * (len(cfgs) != 1)}: {names})")
         except SpecError as e:
             bad += 1
             print(f"FAIL  {e}")

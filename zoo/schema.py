@@ -51,13 +51,22 @@ def spec_schema() -> dict:
     return {
         "$schema": DRAFT, "title": "zoo spec file", "type": "object", "additionalProperties": False,
         "properties": {
-            "extends": {"type": "string", "pattern": r"\.ya?ml$",
-                        "description": "a spec file this one builds on: relative to this file, or absolute"},
+            "extends": {"type": "string", "pattern": r"(\.ya?ml$)|(^[A-Za-z0-9_][A-Za-z0-9_+=-]{0,63}$)",
+                        "description": "a spec this one builds on: a .yaml file relative to this one or absolute, "
+                                       "or a built-in spec's name (base, big, ...)"},
             "name": {**NAME, "description": "the variant's name when there is no `variants:`"},
             "description": {"type": "string"},
             "paper": {"$ref": "#/$defs/PaperRef"},
             **_sections(),
             "seeds": SEEDS,
+            "sweep": {"type": "object", "additionalProperties": False, "required": ["grid"],
+                      "description": "trials for every combination of the grid's values (x variants x seeds)",
+                      "properties": {"grid": {
+                          "type": "object", "minProperties": 1,
+                          "propertyNames": {"pattern": r"^(model|data|train|eval|resources)(\.[A-Za-z_][A-Za-z0-9_]*)+$"},
+                          "additionalProperties": {"type": "array", "minItems": 1, "uniqueItems": True,
+                                                   "items": {"type": ["number", "string", "boolean", "null"]}},
+                          "description": "dotted spec field -> the values to try"}}},
             "variants": {"type": "object", "minProperties": 1, "propertyNames": NAME,
                          "additionalProperties": overrides,
                          "description": "variant name -> overrides of this file's sections"},

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import copy
 import difflib
-import hashlib
 import functools
+import hashlib
+import itertools
 import json
 import logging
 import os
@@ -217,9 +218,10 @@ class Config(_Strict):
 
 
 SECTIONS = ("model", "data", "train", "eval", "resources")
-FILE_KEYS = {"extends", "name", "description", "paper", "variants", "seeds", *SECTIONS}
+FILE_KEYS = {"extends", "name", "description", "paper", "variants", "seeds", "sweep", *SECTIONS}
 PROFILE_KEYS = {"description", "scale", "set", "datasets", "seeds"}
 MAX_SEEDS = 100
+MAX_GRID = 1000  # trials one grid may make (before seeds)
 SCALE_KEYS = {"width", "depth", "steps"}
 
 
@@ -787,6 +789,8 @@ def _validate(doc: Doc, header: dict) -> Config:
                 msg += f" (got {shorten(repr(err['input']), 80)})"
         # point at the field, or its nearest parent, where the data set it
         where = doc.where(tuple(p for p in loc))
+        if header.get("trial") and header["trial"] != header.get("variant"):  # one combination of a grid
+            msg += f" (in the trial {header['trial']})"
         raise SpecError(where, field, msg) from None
 
 
@@ -808,6 +812,51 @@ def _seeds(doc: Doc, prof_path: Path | None, cli: list[int] | None) -> list[int]
     return value
 
 
+def _grid(doc: Doc) -> list[tuple[str, dict, dict]]:
+    """The grid axis of `sweep: {grid: {model.h: [1, 4], ...}}`: per combination, (a path-safe name
+    suffix, the nested overrides, their locations for errors); one empty point without a grid."""
+    sw = doc.data.get("sweep")
+    if sw is None:
+        return [("", {}, {})]
+    if not isinstance(sw, dict) or set(map(str, sw)) != {"grid"}:
+        other = next((k for k in sw if k != "grid"), None) if isinstance(sw, dict) else None
+        raise SpecError(doc.where(("sweep",) + ((other,) if other is not None else ())),
+                        f"sweep.{shorten(other)}" if other is not None else "sweep", "takes `grid:` (every combination of dotted spec fields, "
+                        "e.g. {grid: {model.h: [1, 4, 16]}}); random search and early stopping are not there yet")
+    grid = sw["grid"]
+    if not isinstance(grid, dict) or not grid:
+        raise SpecError(doc.where(("sweep", "grid")), "sweep.grid", "must map dotted spec fields to lists of values, "
+                        "e.g. {model.h: [1, 4, 16], model.dropout: [0.0, 0.1]}")
+    n = 1
+    for k, vals in grid.items():
+        where, field = doc.where(("sweep", "grid", k)), f"sweep.grid.{shorten(k)}"
+        parts = str(k).split(".")
+        if len(parts) < 2 or parts[0] not in SECTIONS or not all(parts):
+            raise SpecError(where, field, f"keys are dotted spec fields, a section ({', '.join(SECTIONS)}) and a "
+                            "field, e.g. model.h or train.schedule.lr_scale")
+        if not isinstance(vals, list) or not vals or any(isinstance(v, (dict, list)) for v in vals) \
+                or len({repr(v) for v in vals}) != len(vals):
+            raise SpecError(where, field, f"must be a non-empty list of different plain values (got {shorten(repr(vals))})")
+        n *= len(vals)
+    if n > MAX_GRID:
+        raise SpecError(doc.where(("sweep", "grid")), "sweep.grid", f"makes {n} combinations; at most {MAX_GRID}")
+    out = []
+    for i, combo in enumerate(itertools.product(*grid.values())):
+        nested, locs = {}, {}
+        for k, v in zip(grid, combo):
+            *head, last = str(k).split(".")
+            node = nested
+            for h in head:
+                node = node.setdefault(h, {})
+            node[last] = v
+            locs[tuple(str(k).split("."))] = doc.locs.get(("sweep", "grid", k))
+        suffix = "-".join(f"{str(k).split('.')[-1]}={v}" for k, v in zip(grid, combo))
+        if name_problem(f"x-{suffix}"):  # a value a folder name cannot carry: number the point instead
+            suffix = f"g{i + 1}"
+        out.append((suffix, nested, {k: l for k, l in locs.items() if l}))
+    return out
+
+
 def resolve(path: str | Path, variant: str | None = None, profile: str = "paper",
             sets: list[str] | None = None, seeds: list[int] | None = None,
             data_dir: str | Path | None = None) -> list[Config]:
@@ -825,15 +874,18 @@ def resolve(path: str | Path, variant: str | None = None, profile: str = "paper"
     prof_path = find_profile(profile, path)
     set_data, set_locs = parse_set(sets)
     axis = _seeds(doc, prof_path, seeds)
+    grid = _grid(doc)
     prof_text = _description(prof_path)
     out = []
-    for name, over in variants.items():
+    for (name, over), (suffix, point, plocs) in itertools.product(variants.items(), grid):
         if variant is not None and name != variant:
             continue
         vlocs = {p[2:]: l for p, l in doc.raw.locs.items() if p[:2] == ("variants", name) and len(p) > 2}
-        d = deep_merge(doc, over, vlocs)
+        d = deep_merge(deep_merge(doc, over, vlocs), point, plocs)  # variant x grid point
+        stem = f"{name}-{suffix}" if suffix else name
+        over = {**_dotted(over), **_dotted(point)}
         if prof_path is not None:  # the spec as written must be valid too, not only what a profile leaves of it
-            _validate(d, {"variant": name, "spec": str(path)})
+            _validate(d, {"variant": name, "trial": stem, "spec": str(path)})
         notes: list[str] = []
         d = apply_profile(d, prof_path, data_dir, notes)
         d = deep_merge(d, set_data, set_locs)
@@ -844,8 +896,8 @@ def resolve(path: str | Path, variant: str | None = None, profile: str = "paper"
             d.data["paper"] = {**paper, "row": name}
         for seed in axis or [None]:
             ds = d if seed is None else deep_merge(d, {"train": {"seed": seed}}, {})
-            header = {"variant": name, "trial": name if seed is None else f"{name}-seed{seed}",
-                      "overrides": _dotted(over) | ({} if seed is None else {"train.seed": seed}),
+            header = {"variant": name, "trial": stem if seed is None else f"{stem}-seed{seed}",
+                      "overrides": over | ({} if seed is None else {"train.seed": seed}),
                       "spec": str(path), "profile": profile_name(profile),
                       "profile_description": " ".join([prof_text, *notes]).strip()}
             cfg = _validate(ds, header)
