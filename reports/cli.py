@@ -43,6 +43,22 @@ def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], pro
     return written
 
 
+def build_sweep(runs_path: Path, out: Path, spec: str, formats: list[str], profile: str | None = None) -> list[Path]:
+    """The page of one swept spec (`zoo report --sweep SPEC`): every point, its seeds, a figure per field."""
+    from zoo.reports import plots, render, runs as runs_mod, sweep
+    runs = runs_mod.load(runs_path, profile)
+    table = sweep.sweep_table(runs, spec)
+    img = out / "img"
+    figures = plots.sweep(table, img)
+    meta = render.meta(runs_path, profile, len(runs.trials), runs.note)
+    cards, written = [], [img / f for _, f in figures]
+    for label, trial in table.trials:
+        files = {"curves": plots.curves(trial, runs.points(trial), img)}
+        cards.append(render.trial_view(label, trial, files))
+        written += [img / f for f in files.values() if f]
+    return written + render.write_table(table, out, formats, meta, figures, cards, [])
+
+
 def cmd_report(args) -> int:
     t0 = time.time()
     tables = [args.table] if args.table else [2, 3, 4]
@@ -55,7 +71,8 @@ def cmd_report(args) -> int:
         from zoo.errors import UserError
         raise UserError(f"--runs {args.runs}: no results store at {runs}: run `zoo run SPEC` first, or point "
                         "--runs at the zoo.db inside the --storage folder a run used")
-    written = build(runs, out, tables, formats, args.profile)
+    written = build_sweep(runs, out, args.sweep, formats, args.profile) if args.sweep else \
+        build(runs, out, tables, formats, args.profile)
     pages = [p for p in written if p.suffix != ".png"]
     print(f"report written to {out} ({len(pages)} pages, {len(written) - len(pages)} figures in "
           f"{out / 'img'}, {time.time() - t0:.1f} s)")
@@ -72,5 +89,7 @@ def register(sub) -> None:
     s.add_argument("--format", choices=["md", "html", "all"], default="all", help="output format (default all)")
     s.add_argument("--out", default=str(DEFAULT_OUT), help=f"output folder (default {DEFAULT_OUT})")
     s.add_argument("--runs", help=f"results store, or the --storage folder holding it (default {DEFAULT_RUNS})")
+    s.add_argument("--sweep", metavar="SPEC", help="instead of the paper's tables: one page for this swept spec "
+                   "(every grid point and variant, mean and spread over seeds, a figure per swept field)")
     s.add_argument("--profile", help="only runs of this profile (default: the most recent finished run per row)")
     s.set_defaults(fn=cmd_report)

@@ -225,3 +225,40 @@ def _draw_attention(t: dict, a: "Attention"):
     ax.set_title(f"{t['variant']} ({t['profile']}): {a.layer} self-attention, "
                  f"{h} head{'s' * (h != 1)}, one eval sentence; rows are queries, columns keys", fontsize=8, pad=14)
     return fig
+
+
+@_styled
+def sweep(t: Table, img: Path) -> list[tuple[str, str]]:
+    """The measured metric (mean over seeds, sd as error bars) against each swept field."""
+    frame = t.sections[0].frame
+    fields, label = t.sections[0].data[0]
+    out = []
+    for f in fields:
+        x, y, err = frame[("swept", f)], frame[("measured", label)], frame[("measured", f"{label} sd")]
+        keep = [i for i in range(len(frame)) if x.iloc[i] is not None and y.iloc[i] is not None]
+        if not keep:
+            continue
+        payload = [[str(x.iloc[i]), float(y.iloc[i]), float(err.iloc[i] or 0)] for i in keep]
+
+        def draw(payload=payload, f=f):
+            fig = Figure(figsize=(5.2, 3.4))
+            ax = fig.subplots()
+            xs = [p[0] for p in payload]
+            numeric = all(_is_number(v) for v in xs)
+            pos = [float(v) for v in xs] if numeric else [sorted(set(xs)).index(v) for v in xs]
+            ax.errorbar(pos, [p[1] for p in payload], yerr=[p[2] for p in payload], fmt="o", capsize=3)
+            if not numeric:
+                ax.set_xticks(range(len(set(xs))), sorted(set(xs)))
+            ax.set(xlabel=f, ylabel=f"{label} (mean over seeds)", title=f"{t.title}: {label} against {f}")
+            return fig
+        name = _cached(img, "sweep", {"spec": t.name, "variant": f, "profile": ""}, payload, draw)
+        out.append((f"{label} against {f}", name))
+    return out
+
+
+def _is_number(v: str) -> bool:
+    try:
+        float(v)
+        return True
+    except ValueError:
+        return False

@@ -1,0 +1,38 @@
+"""`zoo report --sweep SPEC` (issue 15): every point of a grid, mean and spread over seeds, a figure per field."""
+import subprocess
+import sys
+from pathlib import Path
+
+from zoo.runner.store import Store
+from zoo.spec import resolve
+
+REPO = Path(__file__).resolve().parents[1]
+GRID = "extends: base\nseeds: [1, 2]\nsweep:\n  grid: {model.h: [1, 4], model.dropout: [0.0, 0.1]}\n"
+
+
+def test_the_sweep_page_shows_every_point_over_its_seeds(tmp_path):
+    spec = tmp_path / "grid.yaml"
+    spec.write_text(GRID)
+    st = Store(tmp_path / "zoo.db")
+    for c in resolve(spec, profile="smoke"):
+        o = c.overrides
+        bleu = 10 + o["model.h"] + 5 * o["model.dropout"] + 0.5 * o["train.seed"]  # seeds 1, 2: mean + 0.75
+        m = {"variant": c.variant, "profile": c.profile, "steps_done": c.train.steps, "dev_ppl": 30.0,
+             "eval_split": "dev", "splits": {"dev": {"eval_split": "dev", "bleu": bleu}}}
+        st.upsert(str(spec), c.trial, c.profile, status="finished", config_hash=c.config_hash(),
+                  config=c.model_dump(mode="json"), steps=c.train.steps, step=c.train.steps, metrics=m)
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "zoo.cli", "report", "--sweep", str(spec), "--runs",
+                        str(tmp_path / "zoo.db"), "--out", str(out)], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 0, r.stderr
+    md = (out / "sweep-grid.md").read_text()
+    for name, bleu in (("grid-h=1-dropout=0.0", 11.75), ("grid-h=4-dropout=0.1", 15.25)):
+        line = next(l for l in md.splitlines() if l.startswith(f"| {name} |"))
+        assert f"| {bleu:.2f} |" in line and "| 2 |" in line, line  # the mean over its 2 seeds
+    assert sum(l.startswith("| grid-") for l in md.splitlines()) == 4
+    assert len(list((out / "img").glob("sweep_*.png"))) == 2  # BLEU against model.h and model.dropout
+    assert (out / "sweep-grid.html").exists()
+
+    missing = subprocess.run([sys.executable, "-m", "zoo.cli", "report", "--sweep", "other.yaml", "--runs",
+                              str(tmp_path / "zoo.db"), "--out", str(out)], capture_output=True, text=True, cwd=REPO)
+    assert missing.returncode == 2 and "no trials of that spec" in missing.stderr
