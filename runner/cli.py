@@ -24,7 +24,7 @@ def cmd_run(args) -> int:
         raise UserError("--json goes with --plan (zoo status --json lists the trials of a run)")
     return sweep.run(args.spec, profile=args.profile, variants=args.variant, sets=args.set, address=args.address,
                      storage=args.storage, rerun=args.rerun, max_concurrent=args.max_concurrent,
-                     data_dir=args.data_dir, seeds=seeds)
+                     data_dir=args.data_dir, seeds=seeds, loggers=args.logger)
 
 
 def cmd_merge(args) -> int:
@@ -137,6 +137,8 @@ def register(sub) -> None:
     s.add_argument("--data-dir", help="data directory (default $ZOO_DATA_DIR or the user cache)")
     s.add_argument("--no-download", action="store_true",
                    help="never fetch a missing corpus on first use (also: ZOO_DOWNLOAD=0)")
+    s.add_argument("--logger", action="append", choices=["wandb", "mlflow"], help="also log to W&B or MLflow "
+                   "through Ray Tune's callbacks (needs that package; TensorBoard files are always written)")
     s.add_argument("--plan", action="store_true", help="list the trials and what they will cost (parameters, "
                    "training FLOPs, peak memory, checkpoint disk, wall time from a throughput measured here); "
                    "run nothing")

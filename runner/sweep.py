@@ -19,7 +19,7 @@ import shutil
 import sqlite3
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from zoo.errors import UserError
@@ -73,6 +73,7 @@ class Storage:
 def run(spec: str, profile: str = "auto", variants: list[str] | None = None, sets: list[str] | None = None,
         address: str | None = None, storage: str | None = None, rerun: bool = False,
         max_concurrent: int | None = None, data_dir: str | None = None, seeds: list[int] | None = None,
+        loggers: list[str] | None = None,
         stream=sys.stdout) -> int:
     """Run the spec's variants; return the exit code (0 all finished, 1 some failed, 130 interrupted)."""
     from zoo.runner.store import open_store
@@ -82,6 +83,7 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
     if os.environ.get("ZOO_DATA_DIR"):
         os.environ["ZOO_DATA_DIR"] = os.path.abspath(os.path.expanduser(os.environ["ZOO_DATA_DIR"]))
     _resolve(spec, variants, "paper" if profile == "auto" else profile, sets, seeds, data_dir)  # spec mistakes first
+    callbacks = logger_callbacks(loggers)  # a logger that is not installed: said before anything starts
     if address is not None and storage is None:
         raise UserError("--address joins a cluster whose nodes all write results, so --storage must say where: "
                         "a path that every node mounts at the same place (NFS, Lustre, ...) or a cloud URI "
@@ -92,7 +94,7 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
     lock = RunLock(st.local).acquire()  # one run per storage, for the whole run
     store = open_store(st.store_path, write=True)
     try:
-        sw = Sweep(spec, spec_key, st, store, rerun, max_concurrent, data_dir, stream)
+        sw = Sweep(spec, spec_key, st, store, rerun, max_concurrent, data_dir, stream, callbacks)
         return _run(sw, profile, variants, sets, seeds, address)
     except Exception as e:  # Tune wraps what its callbacks raise (the store's writes) in a TuneError
         if not disk_full(e):
@@ -117,11 +119,37 @@ class Sweep:
     max_concurrent: int | None
     data_dir: str | None
     stream: object
+    loggers: list = field(default_factory=list)  # Ray Tune logger callbacks (W&B, MLflow) the user named
 
     def plan(self, profile: str, variants, sets, seeds) -> tuple[list, list]:
         """(every resolved trial config, those not finished yet with this config)."""
         cfgs = _resolve(self.spec, variants, profile, sets, seeds, self.data_dir)
         return cfgs, _todo(self.store, self.spec_key, cfgs, self.rerun)
+
+
+LOGGERS = {  # --logger NAME: (the package it needs, Ray Tune's callback for it)
+    "wandb": ("wandb", "ray.air.integrations.wandb", "WandbLoggerCallback"),
+    "mlflow": ("mlflow", "ray.air.integrations.mlflow", "MLflowLoggerCallback"),
+}
+
+
+def logger_callbacks(names: list[str] | None) -> list:
+    """Ray Tune's W&B or MLflow callback for each name (TensorBoard files are always written, per
+    trial); a name whose package is not installed is a clear error before anything runs."""
+    import importlib
+    import importlib.util
+    out = []
+    for n in names or []:
+        if n not in LOGGERS:
+            raise UserError(f"--logger {n}: unknown; choose from {', '.join(LOGGERS)} (TensorBoard files are "
+                            "always written to each trial's folder)")
+        package, module, cls = LOGGERS[n]
+        if importlib.util.find_spec(package) is None:
+            raise UserError(f"--logger {n} needs the `{package}` package: pip install {package} (and log in as "
+                            f"{package} asks), or leave --logger {n} out")
+        out.append(getattr(importlib.import_module(module), cls)(project="zoo") if n == "wandb"
+                   else getattr(importlib.import_module(module), cls)(experiment_name="zoo"))
+    return out
 
 
 def _run(sw: Sweep, profile: str, variants, sets, seeds, address: str | None) -> int:
@@ -231,7 +259,7 @@ def _tuner(sw: Sweep, todo: list, profile: str, name: str, exp_path: str, run_di
                                     trial_name_creator=progress.trial_name,
                                     trial_dirname_creator=progress.trial_name),
         run_config=tune.RunConfig(
-            name=name, storage_path=f"{st.root}/tune", verbose=0, callbacks=[progress.Forward()],
+            name=name, storage_path=f"{st.root}/tune", verbose=0, callbacks=[progress.Forward(), *sw.loggers],
             failure_config=tune.FailureConfig(max_failures=max(c.resources.max_retries for c in todo))))
 
 

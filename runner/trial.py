@@ -57,13 +57,46 @@ def _train(cfg, setup: dict, report) -> dict:
     """zoo.train with the trial's report function; its RunResult as JSON (Ray sends plain values),
     also when train returns early."""
     from zoo.train import train
+    tb = TensorBoard(Path(setup["out_dir"]))
 
     def rep(m: dict) -> None:
         if m.get("event") == "done":
             return  # rank 0 only, and absent when train returns early: the caller sends it
+        tb.point(m)
         report(_plain(m))
 
-    return train(cfg, Path(setup["out_dir"]), setup.get("data_dir"), report=rep).model_dump(mode="json")
+    try:
+        result = train(cfg, Path(setup["out_dir"]), setup.get("data_dir"), report=rep)
+        tb.result(result)
+        return result.model_dump(mode="json")
+    finally:
+        tb.close()
+
+
+class TensorBoard:
+    """Each trial's curves and final scores as TensorBoard event files in its folder
+    (`tensorboard --logdir runs/` shows every trial), through tensorboardX, which Ray Tune brings."""
+
+    def __init__(self, out: Path):
+        from tensorboardX import SummaryWriter
+        self.w = SummaryWriter(str(out / "tensorboard"))
+
+    def point(self, m: dict) -> None:
+        from zoo.result import LogPoint
+        if m.get("event") or "step" not in m:
+            return
+        pt = LogPoint.model_validate(m)
+        for k in ("loss", "lr", "tokens_per_s", "dev_ppl"):
+            if (v := getattr(pt, k)) is not None:
+                self.w.add_scalar(f"train/{k}", v, pt.step)
+
+    def result(self, r) -> None:
+        for name, s in r.splits.items():
+            if s.score:
+                self.w.add_scalar(f"eval/{name}_{s.score[0]}", s.score[1], r.steps_done)
+
+    def close(self) -> None:
+        self.w.close()
 
 
 def _plain(m: dict) -> dict:

@@ -69,3 +69,13 @@ def test_one_bad_combination_fails_the_whole_command_and_says_which(tmp_path):
     (tmp_path / "rand.yaml").write_text("extends: base\nsweep:\n  random: {samples: 8}\n")
     r = zoo("run", "rand.yaml", "--profile", "smoke", "--plan", cwd=tmp_path)
     assert r.returncode == 2 and "rand.yaml:3: sweep" in r.stderr and "not there yet" in r.stderr
+
+
+def test_a_logger_that_is_not_installed_is_a_clear_error_before_anything_runs(tmp_path):
+    import importlib.util
+    for name in ("wandb", "mlflow"):
+        if importlib.util.find_spec(name) is not None:
+            continue  # installed here: nothing to refuse
+        r = zoo("run", "table3_A", "--profile", "smoke", "--logger", name, cwd=tmp_path)
+        assert r.returncode == 2 and f"pip install {name}" in r.stderr and "Traceback" not in r.stderr
+        assert not (tmp_path / "runs").exists()

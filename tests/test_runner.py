@@ -85,6 +85,11 @@ def test_run_smoke_sweep_status_and_cached_rerun(tmp_path, data_root):
         m = RunResult.model_validate(r["metrics"])  # `zoo status --json` prints the stored RunResult
         assert m.steps_done == 40 and m.dev_ppl > 1 and m.primary.bleu is not None and m.hardware.threads == 1
         assert r["config_hash"] == m.config_hash and r["placement"]["pid"] > 0
+        # TensorBoard event files in the trial's folder, read by tensorboard's own reader (issue 15)
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+        ea = EventAccumulator(str(storage / "table3_A" / f"{r['variant']}-smoke" / "tensorboard")).Reload()
+        assert {"train/loss", "train/lr", "train/dev_ppl", "eval/dev_bleu"} <= set(ea.Tags()["scalars"])
+        assert ea.Scalars("train/loss")[-1].step == 40 and ea.Scalars("eval/dev_bleu")[0].value == pytest.approx(m.primary.bleu, abs=1e-3)
     assert "finished" in zoo("status", "--runs", str(storage)).stdout
     assert not local.read_pidfile(storage), "the pidfile goes with a clean stop"
 
