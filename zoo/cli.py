@@ -51,7 +51,9 @@ def cmd_validate(args) -> int:
         try:
             cfgs = resolve(f, profile=args.profile)
             names = ", ".join(c.trial for c in cfgs)  # a grid's or seeds' trials by their own names
-            print(f"ok    {f}  ({len(cfgs)} trial{'s' * (len(cfgs) != 1)}: {names})")
+            nv = len({c.variant for c in cfgs})
+            what = f"{nv} variant{'s' * (nv != 1)}" if nv == len(cfgs) else f"{len(cfgs)} trials of {nv} variant{'s' * (nv != 1)}"
+            print(f"ok    {f}  ({what}: {names})")
         except SpecError as e:
             bad += 1
             print(f"FAIL  {e}")
