@@ -66,9 +66,36 @@ def test_one_bad_combination_fails_the_whole_command_and_says_which(tmp_path):
     (tmp_path / "typo.yaml").write_text("extends: base\nsweep:\n  grid:\n    modle.h: [1, 2]\n")
     r = zoo("run", "typo.yaml", "--profile", "smoke", "--plan", cwd=tmp_path)
     assert r.returncode == 2 and "typo.yaml:4: sweep.grid.modle.h" in r.stderr and "Traceback" not in r.stderr
-    (tmp_path / "rand.yaml").write_text("extends: base\nsweep:\n  random: {samples: 8}\n")
+    (tmp_path / "rand.yaml").write_text("extends: base\nsweep:\n  random: {samples: 8, model.dropout: {normal: [0, 1]}}\n")
     r = zoo("run", "rand.yaml", "--profile", "smoke", "--plan", cwd=tmp_path)
-    assert r.returncode == 2 and "rand.yaml:3: sweep" in r.stderr and "not there yet" in r.stderr
+    assert r.returncode == 2 and "rand.yaml:3: sweep.random.model.dropout" in r.stderr and "loguniform" in r.stderr
+    (tmp_path / "asha.yaml").write_text("extends: base\nsweep:\n  grid: {model.h: [1]}\n  scheduler: {asha: {}}\n")
+    r = zoo("run", "asha.yaml", "--profile", "smoke", "--plan", cwd=tmp_path)
+    assert r.returncode == 2 and "asha.yaml:4: sweep.scheduler" in r.stderr and "not there yet" in r.stderr
+
+
+RANDOM = """extends: base
+sweep:
+  grid: {model.h: [1, 4]}
+  random:
+    samples: 3
+    train.schedule.lr_scale: {loguniform: [0.25, 4.0]}
+    model.dropout: {choice: [0.0, 0.1, 0.2]}
+"""
+
+
+def test_random_draws_are_validated_named_and_the_same_on_every_resolve(tmp_path):
+    (tmp_path / "rand.yaml").write_text(RANDOM)
+    runs = [json.loads(zoo("run", "rand.yaml", "--profile", "smoke", "--plan", "--json", "--no-measure",
+                           cwd=tmp_path).stdout) for _ in range(2)]
+    assert runs[0] == runs[1] and len(runs[0]) == 6  # 2 grid points x 3 draws, drawn alike each time
+    lrs = {x["overrides"]["train.schedule.lr_scale"] for x in runs[0]}
+    assert len(lrs) == 3 and all(0.25 <= v <= 4.0 for v in lrs)
+    assert {x["overrides"]["model.dropout"] for x in runs[0]} <= {0.0, 0.1, 0.2}
+    assert all(x["trial"].startswith(("rand-h=1-r", "rand-h=4-r")) for x in runs[0])
+    import jsonschema
+    import yaml
+    jsonschema.validate(yaml.safe_load(RANDOM), json.loads(zoo("schema", cwd=tmp_path).stdout))
 
 
 def test_a_logger_that_is_not_installed_is_a_clear_error_before_anything_runs(tmp_path):

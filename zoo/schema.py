@@ -59,9 +59,21 @@ def spec_schema() -> dict:
             "paper": {"$ref": "#/$defs/PaperRef"},
             **_sections(),
             "seeds": SEEDS,
-            "sweep": {"type": "object", "additionalProperties": False, "required": ["grid"],
-                      "description": "trials for every combination of the grid's values (x variants x seeds)",
-                      "properties": {"grid": {
+            "sweep": {"type": "object", "additionalProperties": False, "minProperties": 1,
+                      "description": "trials for every combination of the grid's values and the random draws "
+                                     "(x variants x seeds)",
+                      "properties": {
+                        "random": {
+                          "type": "object", "required": ["samples"], "minProperties": 2,
+                          "properties": {"samples": {"type": "integer", "minimum": 1, "maximum": 1000}},
+                          "propertyNames": {"pattern": r"^(samples|(model|data|train|eval|resources)(\.[A-Za-z_][A-Za-z0-9_]*)+)$"},
+                          "additionalProperties": {
+                              "type": "object", "minProperties": 1, "maxProperties": 1,
+                              "properties": {k: {"type": "array", "minItems": 1} for k in
+                                             ("uniform", "loguniform", "randint", "choice")},
+                              "additionalProperties": False},
+                          "description": "samples: N draws; dotted spec field -> one search space"},
+                        "grid": {
                           "type": "object", "minProperties": 1,
                           "propertyNames": {"pattern": r"^(model|data|train|eval|resources)(\.[A-Za-z_][A-Za-z0-9_]*)+$"},
                           "additionalProperties": {"type": "array", "minItems": 1, "uniqueItems": True,

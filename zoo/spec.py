@@ -19,6 +19,7 @@ import hashlib
 import itertools
 import json
 import logging
+import math
 import os
 import re
 import stat
@@ -812,48 +813,114 @@ def _seeds(doc: Doc, prof_path: Path | None, cli: list[int] | None) -> list[int]
     return value
 
 
+SPACES = {"uniform": 2, "loguniform": 2, "randint": 2, "choice": None}  # as Ray Tune's search spaces
+
+
 def _grid(doc: Doc) -> list[tuple[str, dict, dict]]:
-    """The grid axis of `sweep: {grid: {model.h: [1, 4], ...}}`: per combination, (a path-safe name
-    suffix, the nested overrides, their locations for errors); one empty point without a grid."""
+    """The points of `sweep:`, per point (a path-safe name suffix, the nested overrides, their
+    locations for errors): every combination of `grid:` x `random:`'s `samples` draws; one empty
+    point without a sweep. Random draws are a function of the `random:` block, so a rerun makes the
+    same trials (and skips the finished ones)."""
     sw = doc.data.get("sweep")
     if sw is None:
         return [("", {}, {})]
-    if not isinstance(sw, dict) or set(map(str, sw)) != {"grid"}:
-        other = next((k for k in sw if k != "grid"), None) if isinstance(sw, dict) else None
+    if not isinstance(sw, dict) or not sw or not set(map(str, sw)) <= {"grid", "random"}:
+        other = next((k for k in sw if k not in ("grid", "random")), None) if isinstance(sw, dict) else None
         raise SpecError(doc.where(("sweep",) + ((other,) if other is not None else ())),
-                        f"sweep.{shorten(other)}" if other is not None else "sweep", "takes `grid:` (every combination of dotted spec fields, "
-                        "e.g. {grid: {model.h: [1, 4, 16]}}); random search and early stopping are not there yet")
-    grid = sw["grid"]
-    if not isinstance(grid, dict) or not grid:
-        raise SpecError(doc.where(("sweep", "grid")), "sweep.grid", "must map dotted spec fields to lists of values, "
-                        "e.g. {model.h: [1, 4, 16], model.dropout: [0.0, 0.1]}")
+                        f"sweep.{shorten(other)}" if other is not None else "sweep", "takes `grid:` (every "
+                        "combination of dotted spec fields, e.g. {grid: {model.h: [1, 4, 16]}}) and `random:` "
+                        "(samples: N and a search space per field); early stopping is not there yet")
+    axes: list[tuple[list, list]] = []  # per axis: (its points as (suffix, {dotted: value})), ...)
+    if "grid" in sw:
+        axes.append(_grid_points(doc, sw["grid"]))
+    if "random" in sw:
+        axes.append(_random_points(doc, sw["random"]))
     n = 1
-    for k, vals in grid.items():
-        where, field = doc.where(("sweep", "grid", k)), f"sweep.grid.{shorten(k)}"
-        parts = str(k).split(".")
-        if len(parts) < 2 or parts[0] not in SECTIONS or not all(parts):
-            raise SpecError(where, field, f"keys are dotted spec fields, a section ({', '.join(SECTIONS)}) and a "
-                            "field, e.g. model.h or train.schedule.lr_scale")
-        if not isinstance(vals, list) or not vals or any(isinstance(v, (dict, list)) for v in vals) \
-                or len({repr(v) for v in vals}) != len(vals):
-            raise SpecError(where, field, f"must be a non-empty list of different plain values (got {shorten(repr(vals))})")
-        n *= len(vals)
+    for ax in axes:
+        n *= len(ax)
     if n > MAX_GRID:
-        raise SpecError(doc.where(("sweep", "grid")), "sweep.grid", f"makes {n} combinations; at most {MAX_GRID}")
+        raise SpecError(doc.where(("sweep",)), "sweep", f"makes {n} combinations; at most {MAX_GRID}")
     out = []
-    for i, combo in enumerate(itertools.product(*grid.values())):
+    for i, combo in enumerate(itertools.product(*axes)):
+        suffix = "-".join(x for x, _ in combo if x)
+        values = {k: v for _, d in combo for k, v in d.items()}
         nested, locs = {}, {}
-        for k, v in zip(grid, combo):
-            *head, last = str(k).split(".")
+        for k, v in values.items():
+            *head, last = k.split(".")
             node = nested
             for h in head:
                 node = node.setdefault(h, {})
             node[last] = v
-            locs[tuple(str(k).split("."))] = doc.locs.get(("sweep", "grid", k))
-        suffix = "-".join(f"{str(k).split('.')[-1]}={v}" for k, v in zip(grid, combo))
+            for sec in ("grid", "random"):
+                if (loc := doc.locs.get(("sweep", sec, k))) is not None:
+                    locs[tuple(k.split("."))] = loc
         if name_problem(f"x-{suffix}"):  # a value a folder name cannot carry: number the point instead
             suffix = f"g{i + 1}"
-        out.append((suffix, nested, {k: l for k, l in locs.items() if l}))
+        out.append((suffix, nested, locs))
+    return out
+
+
+def _field_key(doc: Doc, sec: str, k) -> str:
+    parts = str(k).split(".")
+    if len(parts) < 2 or parts[0] not in SECTIONS or not all(parts):
+        raise SpecError(doc.where(("sweep", sec, k)), f"sweep.{sec}.{shorten(k)}", f"keys are dotted spec fields, "
+                        f"a section ({', '.join(SECTIONS)}) and a field, e.g. model.h or train.schedule.lr_scale")
+    return str(k)
+
+
+def _grid_points(doc: Doc, grid) -> list[tuple[str, dict]]:
+    if not isinstance(grid, dict) or not grid:
+        raise SpecError(doc.where(("sweep", "grid")), "sweep.grid", "must map dotted spec fields to lists of values, "
+                        "e.g. {model.h: [1, 4, 16], model.dropout: [0.0, 0.1]}")
+    keys = []
+    for k, vals in grid.items():
+        keys.append(_field_key(doc, "grid", k))
+        if not isinstance(vals, list) or not vals or any(isinstance(v, (dict, list)) for v in vals) \
+                or len({repr(v) for v in vals}) != len(vals):
+            raise SpecError(doc.where(("sweep", "grid", k)), f"sweep.grid.{shorten(k)}",
+                            f"must be a non-empty list of different plain values (got {shorten(repr(vals))})")
+    return [("-".join(f"{k.split('.')[-1]}={v}" for k, v in zip(keys, combo)), dict(zip(keys, combo)))
+            for combo in itertools.product(*grid.values())]
+
+
+def _random_points(doc: Doc, rnd) -> list[tuple[str, dict]]:
+    import numpy as np
+    where = doc.where(("sweep", "random"))
+    if not isinstance(rnd, dict) or not isinstance(rnd.get("samples"), int) or isinstance(rnd.get("samples"), bool) \
+            or not 1 <= rnd["samples"] <= MAX_GRID or len(rnd) < 2:
+        raise SpecError(where, "sweep.random", f"needs `samples: N` (1 to {MAX_GRID}) and at least one field with "
+                        "a search space, e.g. {samples: 8, train.schedule.lr_scale: {loguniform: [0.25, 4.0]}}")
+    spaces = {}
+    for k, sp in rnd.items():
+        if k == "samples":
+            continue
+        key = _field_key(doc, "random", k)
+        kind = next(iter(sp)) if isinstance(sp, dict) and len(sp) == 1 else None
+        args = sp[kind] if kind else None
+        ok = kind in SPACES and isinstance(args, list) and args and (
+            SPACES[kind] is None and all(not isinstance(a, (dict, list)) for a in args)
+            or SPACES[kind] == len(args) and all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in args)
+            and args[0] < args[1] and (kind != "loguniform" or args[0] > 0))
+        if not ok:
+            raise SpecError(doc.where(("sweep", "random", k)), f"sweep.random.{shorten(k)}", "must be one search "
+                            "space: {uniform: [lo, hi]}, {loguniform: [lo, hi]} (lo > 0), {randint: [lo, hi]} "
+                            f"(hi excluded) or {{choice: [a, b, ...]}} (got {shorten(repr(sp))})")
+        spaces[key] = (kind, args)
+    seed = int(hashlib.sha256(json.dumps(rnd, sort_keys=True, default=str).encode()).hexdigest()[:8], 16)
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(rnd["samples"]):
+        d = {}
+        for key, (kind, (*args,)) in spaces.items():
+            if kind == "uniform":
+                d[key] = float(f"{rng.uniform(args[0], args[1]):.4g}")
+            elif kind == "loguniform":
+                d[key] = float(f"{math.exp(rng.uniform(math.log(args[0]), math.log(args[1]))):.4g}")
+            elif kind == "randint":
+                d[key] = int(rng.integers(args[0], args[1]))
+            else:
+                d[key] = args[int(rng.integers(len(args)))]
+        out.append((f"r{i + 1}-" + "-".join(f"{k.split('.')[-1]}={v}" for k, v in d.items()), d))
     return out
 
 
