@@ -73,6 +73,8 @@ def state(t: dict | None) -> State:
             limit = ((t.get("config") or {}).get("train") or {}).get("time_limit_minutes")
             return State("truncated", f"truncated: step {done} of {planned}" + (f", {limit:g}-minute limit" if limit else ""))
         return State("done")
+    if s == "stopped":  # ended early by a sweep's scheduler (ASHA): its figures are not final
+        return State("stopped", f"stopped early at step {t.get('step') or 0} of {t.get('steps') or '?'}")
     return State(s)  # pending
 
 

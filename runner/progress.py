@@ -32,6 +32,10 @@ class Forward(tune.Callback):
         if _ours(trial):
             LIVE.result(trial, result.get("zoo") or {})
 
+    def on_trial_complete(self, iteration, trials, trial, **info):
+        if _ours(trial):
+            LIVE.completed(trial)
+
     def on_trial_error(self, iteration, trials, trial, **info):
         if _ours(trial):
             LIVE.failed(trial)
@@ -54,6 +58,7 @@ class Live:
         self.best = {v: (store.get(spec, v, profile) or {}).get("best") or {} for v in run_dirs}  # kept on resume
         self.on_tick, self.stream, self.tty = on_tick, stream, stream.isatty()
         self.drawn, self.last_draw, self.last_tick = 0, 0.0, 0.0
+        self.scheduled = False  # a scheduler (ASHA) may end trials early: `completed` records them as stopped
 
     # -- Tune events --------------------------------------------------------------------------
     def started(self, trial) -> None:
@@ -120,6 +125,16 @@ class Live:
         v, m = result.config["trial"]["variant"], (result.metrics or {}).get("zoo") or {}
         if v in self.rows and self.rows[v]["state"] != "finished" and not result.error and m.get("event") == "done":
             self._done(v, RunResult.model_validate(m))
+
+    def completed(self, trial) -> None:
+        """Tune ended the trial without an error. No "done" event came: a scheduler stopped it early."""
+        v = _variant(trial)
+        if not self.scheduled or self.rows[v]["state"] in ("finished", "failed"):
+            return  # without a scheduler nothing stops a trial early (an interrupted one stays resumable)
+        step = self.rows[v].get("step") or 0
+        self.rows[v].update(state="stopped")
+        self._save(v, status="stopped", finished_at=time.time(), error=None)
+        self._say(f"{v}: stopped early at step {step} (the scheduler: it trailed the others)")
 
     def failed(self, trial) -> None:
         v = _variant(trial)

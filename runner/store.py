@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from zoo.result import Attention, Placement, RunResult
 
-STATES = ("pending", "running", "finished", "failed")
+STATES = ("pending", "running", "finished", "failed", "stopped")  # stopped: early, by a scheduler
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS trials (

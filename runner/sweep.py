@@ -84,6 +84,8 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
         os.environ["ZOO_DATA_DIR"] = os.path.abspath(os.path.expanduser(os.environ["ZOO_DATA_DIR"]))
     _resolve(spec, variants, "paper" if profile == "auto" else profile, sets, seeds, data_dir)  # spec mistakes first
     callbacks = logger_callbacks(loggers)  # a logger that is not installed: said before anything starts
+    from zoo.spec import scheduler
+    asha = scheduler(spec)  # early stopping, validated before anything starts
     if address is not None and storage is None:
         raise UserError("--address joins a cluster whose nodes all write results, so --storage must say where: "
                         "a path that every node mounts at the same place (NFS, Lustre, ...) or a cloud URI "
@@ -94,7 +96,7 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
     lock = RunLock(st.local).acquire()  # one run per storage, for the whole run
     store = open_store(st.store_path, write=True)
     try:
-        sw = Sweep(spec, spec_key, st, store, rerun, max_concurrent, data_dir, stream, callbacks)
+        sw = Sweep(spec, spec_key, st, store, rerun, max_concurrent, data_dir, stream, callbacks, asha)
         return _run(sw, profile, variants, sets, seeds, address)
     except Exception as e:  # Tune wraps what its callbacks raise (the store's writes) in a TuneError
         if not disk_full(e):
@@ -120,6 +122,7 @@ class Sweep:
     data_dir: str | None
     stream: object
     loggers: list = field(default_factory=list)  # Ray Tune logger callbacks (W&B, MLflow) the user named
+    asha: object = None  # zoo.spec.Asha: stop trials that trail at the same step
 
     def plan(self, profile: str, variants, sets, seeds) -> tuple[list, list]:
         """(every resolved trial config, those not finished yet with this config)."""
@@ -205,6 +208,7 @@ def _sweep(sw: Sweep, cfgs: list, todo: list, local_ray) -> int:
     tuner = _tuner(sw, todo, profile, name, exp_path, run_dirs)
     live = progress.Live(sw.store, sw.spec_key, profile, run_dirs, exp_path,
                          on_tick=local_ray.refresh if local_ray else None, stream=sw.stream)
+    live.scheduled = sw.asha is not None
     progress.LIVE = live
     try:
         for result in tuner.fit():
@@ -255,12 +259,24 @@ def _tuner(sw: Sweep, todo: list, profile: str, name: str, exp_path: str, run_di
                "train_storage": f"{st.root}/tune/{name}-train"} for c in todo]
     return tune.Tuner(
         trainable, param_space={"trial": tune.grid_search(trials)},
-        tune_config=tune.TuneConfig(max_concurrent_trials=sw.max_concurrent,
+        tune_config=tune.TuneConfig(max_concurrent_trials=sw.max_concurrent, scheduler=_scheduler(sw, todo),
                                     trial_name_creator=progress.trial_name,
                                     trial_dirname_creator=progress.trial_name),
         run_config=tune.RunConfig(
             name=name, storage_path=f"{st.root}/tune", verbose=0, callbacks=[progress.Forward(), *sw.loggers],
             failure_config=tune.FailureConfig(max_failures=max(c.resources.max_retries for c in todo))))
+
+
+def _scheduler(sw: Sweep, todo: list):
+    """Ray Tune's ASHA from the spec's `sweep.scheduler.asha`, on the steps each trial reports."""
+    if sw.asha is None:
+        return None
+    from ray.tune.schedulers import ASHAScheduler
+    # only evaluation steps carry dev_ppl; ASHA decides on those and lets the others pass
+    os.environ["TUNE_DISABLE_STRICT_METRIC_CHECKING"] = "1"
+    a = sw.asha
+    return ASHAScheduler(time_attr="step", metric=a.metric, mode=a.mode, grace_period=a.grace_steps,
+                         reduction_factor=a.reduction_factor, max_t=max(c.train.steps for c in todo))
 
 
 def disk_full(e: BaseException) -> bool:
@@ -326,7 +342,9 @@ def _summary(live, store, spec_key, profile, st: Storage, stream) -> int:
         store.upsert(spec_key, v, profile, status="pending")
     failed = [v for v, s in states.items() if s == "failed"]
     done = [v for v, s in states.items() if s == "finished"]
-    print(f"\n{len(done)} finished, {len(failed)} failed, {len(unfinished)} not finished "
+    stopped = [v for v, s in states.items() if s == "stopped"]
+    early = f", {len(stopped)} stopped early" if stopped else ""
+    print(f"\n{len(done)} finished, {len(failed)} failed, {len(unfinished)} not finished{early} "
           f"(of {len(states)} run now)", file=stream)
     for v in failed:
         print(f"  {v} failed: {rows[v]['error']}", file=stream)
@@ -374,7 +392,8 @@ def _todo(store, spec_key, cfgs, rerun):
     out = []
     for c in cfgs:
         row = store.get(spec_key, c.trial, c.profile)
-        if not (row and row["status"] == "finished" and row["config_hash"] == c.config_hash()):
+        # stopped early by a scheduler is an outcome too: a rerun does not train it on
+        if not (row and row["status"] in ("finished", "stopped") and row["config_hash"] == c.config_hash()):
             out.append(c)
     return out
 

@@ -32,9 +32,17 @@ def trainable(config: dict) -> None:
     mirror = Mirror(setup.get("mirror"), Path(setup["out_dir"]))
     mirror.pull()
     tune.report({"zoo": {"event": "start", "placement": placement() | {"workers": 1}}})
-    summary = _train(cfg, setup, lambda m: (tune.report({"zoo": m}), mirror.push()))
+    summary = _train(cfg, setup, lambda m: (tune.report(_for_tune(m)), mirror.push()))
     mirror.push(final=True)
     tune.report({"zoo": {"event": "done", **summary}})
+
+
+def _for_tune(m: dict) -> dict:
+    """Everything under "zoo" for the driver; the step and dev perplexity also at the top, where a
+    Tune scheduler (ASHA) looks for its time attribute and metric."""
+    if m.get("event") or m.get("step") is None or m["step"] >= (m.get("steps") or 0):
+        return {"zoo": m}  # the last step is not a rung: a trial that got there is scored, not stopped
+    return {"zoo": m, **{k: m[k] for k in ("step", "dev_ppl") if m.get(k) is not None}}
 
 
 def data_parallel_workers(cfg) -> int:
@@ -151,7 +159,7 @@ def _worker_loop(setup: dict) -> None:
     where = [None] * dist.get_world_size()
     dist.all_gather_object(where, placement())
     rt.report({"zoo": {"event": "start", "placement": where[0] | {"workers": len(where), "ranks": where}}})
-    summary = _train(cfg, setup, lambda m: (rt.report({"zoo": m}), mirror.push()))
+    summary = _train(cfg, setup, lambda m: (rt.report(_for_tune(m)), mirror.push()))
     mirror.push(final=True)
     rt.report({"zoo": {"event": "done", **summary} if rank == 0 else {"event": "done"}})
 

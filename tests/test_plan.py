@@ -71,7 +71,7 @@ def test_one_bad_combination_fails_the_whole_command_and_says_which(tmp_path):
     assert r.returncode == 2 and "rand.yaml:3: sweep.random.model.dropout" in r.stderr and "loguniform" in r.stderr
     (tmp_path / "asha.yaml").write_text("extends: base\nsweep:\n  grid: {model.h: [1]}\n  scheduler: {asha: {}}\n")
     r = zoo("run", "asha.yaml", "--profile", "smoke", "--plan", cwd=tmp_path)
-    assert r.returncode == 2 and "asha.yaml:4: sweep.scheduler" in r.stderr and "not there yet" in r.stderr
+    assert r.returncode == 2 and "asha.yaml:4: sweep.scheduler.asha.grace_steps" in r.stderr, r.stderr
 
 
 RANDOM = """extends: base

@@ -293,3 +293,25 @@ def test_seeds_axis_runs_each_variant_once_per_seed_and_skips_finished(cluster, 
     assert r2["A1-seed1"]["finished_at"] == r["A1-seed1"]["finished_at"]
     st = json.loads(zoo("status", "--json", "--runs", str(tmp_path / "seeds")).stdout)
     assert sorted(x["seed"] for x in st) == [1, 2, 3]
+
+
+def test_random_search_with_asha_stops_some_trials_early(tmp_path, data_root):
+    """Issue 15: `random:` draws learning rates far apart; ASHA stops the trials that trail at its rungs,
+    and they are recorded as `stopped` with their step; a rerun trains none of them on."""
+    spec = tmp_path / "asha.yaml"
+    spec.write_text(f"extends: {REPO / 'specs/base.yaml'}\n"
+                    "sweep:\n  random:\n    samples: 6\n    train.schedule.lr_scale: {loguniform: [0.003, 3.0]}\n"
+                    "  scheduler: {asha: {grace_steps: 10, reduction_factor: 2}}\n")
+    storage = tmp_path / "runs"
+    args = [*ZOO, "run", str(spec), "--profile", "smoke", "--storage", str(storage),
+            *flags(["train.steps=40", "train.eval_every=10", "train.checkpoint_every=10", "eval.max_sentences=4"])]
+    r = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = Store(storage / "zoo.db").trials()
+    stopped = [t for t in rows if t["status"] == "stopped"]
+    finished = [t for t in rows if t["status"] == "finished"]
+    assert len(rows) == 6 and stopped and finished, [(t["variant"], t["status"], t["step"]) for t in rows]
+    assert all(10 <= t["step"] < 40 for t in stopped) and all(t["metrics"] is None for t in stopped)
+    assert "stopped early" in r.stdout
+    again = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "nothing to run" in again.stdout, again.stdout + again.stderr

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pydantic.json_schema import models_json_schema
 
 from zoo.paths import SAFE_NAME
-from zoo.spec import (MAX_SEEDS, SCALE_KEYS, SECTIONS, DataSpec, EvalSpec, ModelSpec, PaperRef, ResourcesSpec,
+from zoo.spec import (MAX_SEEDS, Asha, SCALE_KEYS, SECTIONS, DataSpec, EvalSpec, ModelSpec, PaperRef, ResourcesSpec,
                       TrainSpec)
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -34,7 +34,7 @@ def _partial(node):
 
 
 def _defs() -> dict:
-    models = [*SECTION_MODELS.values(), PaperRef]
+    models = [*SECTION_MODELS.values(), PaperRef, Asha]
     _, top = models_json_schema([(m, "validation") for m in models], ref_template="#/$defs/{model}")
     return _partial(top["$defs"])
 
@@ -63,6 +63,9 @@ def spec_schema() -> dict:
                       "description": "trials for every combination of the grid's values and the random draws "
                                      "(x variants x seeds)",
                       "properties": {
+                        "scheduler": {"type": "object", "additionalProperties": False, "required": ["asha"],
+                                      "properties": {"asha": {"$ref": "#/$defs/Asha"}},
+                                      "description": "early stopping: Ray Tune's ASHA on the dev perplexity"},
                         "random": {
                           "type": "object", "required": ["samples"], "minProperties": 2,
                           "properties": {"samples": {"type": "integer", "minimum": 1, "maximum": 1000}},

@@ -824,12 +824,13 @@ def _grid(doc: Doc) -> list[tuple[str, dict, dict]]:
     sw = doc.data.get("sweep")
     if sw is None:
         return [("", {}, {})]
-    if not isinstance(sw, dict) or not sw or not set(map(str, sw)) <= {"grid", "random"}:
-        other = next((k for k in sw if k not in ("grid", "random")), None) if isinstance(sw, dict) else None
+    if not isinstance(sw, dict) or not set(map(str, sw)) & {"grid", "random"} \
+            or not set(map(str, sw)) <= {"grid", "random", "scheduler"}:
+        other = next((k for k in sw if k not in ("grid", "random", "scheduler")), None) if isinstance(sw, dict) else None
         raise SpecError(doc.where(("sweep",) + ((other,) if other is not None else ())),
                         f"sweep.{shorten(other)}" if other is not None else "sweep", "takes `grid:` (every "
                         "combination of dotted spec fields, e.g. {grid: {model.h: [1, 4, 16]}}) and `random:` "
-                        "(samples: N and a search space per field); early stopping is not there yet")
+                        "(samples: N and a search space per field), and optionally `scheduler: {asha: {...}}`")
     axes: list[tuple[list, list]] = []  # per axis: (its points as (suffix, {dotted: value})), ...)
     if "grid" in sw:
         axes.append(_grid_points(doc, sw["grid"]))
@@ -858,6 +859,51 @@ def _grid(doc: Doc) -> list[tuple[str, dict, dict]]:
             suffix = f"g{i + 1}"
         out.append((suffix, nested, locs))
     return out
+
+
+class Asha(_Strict):
+    """`sweep.scheduler.asha`: Ray Tune's ASHA stops trials whose metric trails the others' at the
+    same step (rungs at grace_steps x reduction_factor^k, up to the longest trial's steps)."""
+    metric: Literal["dev_ppl"] = "dev_ppl"
+    mode: Literal["min"] = "min"
+    grace_steps: int = Field(..., ge=1, le=MAX_STEPS, description="steps every trial runs before it may be stopped")
+    reduction_factor: int = Field(2, ge=2, le=100)
+
+
+def scheduler(path: str | Path) -> Asha | None:
+    """The spec's early-stopping scheduler (`sweep: {scheduler: {asha: {...}}}`), or None."""
+    return _asha(load_file(spec_path(path)))
+
+
+def _asha(doc: Doc) -> Asha | None:
+    sw = doc.data.get("sweep")
+    sch = sw.get("scheduler") if isinstance(sw, dict) else None
+    if sch is None:
+        return None
+    where = doc.where(("sweep", "scheduler"))
+    if not isinstance(sch, dict) or set(map(str, sch)) != {"asha"} or not isinstance(sch["asha"], dict):
+        raise SpecError(where, "sweep.scheduler", "takes {asha: {grace_steps: N, metric: dev_ppl, mode: min, "
+                        "reduction_factor: 2}}")
+    try:
+        return Asha.model_validate(sch["asha"])
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(x) for x in err["loc"])
+        raise SpecError(doc.where(("sweep", "scheduler", "asha") + tuple(map(str, err["loc"]))),
+                        f"sweep.scheduler.asha.{field}", err["msg"]) from None
+
+
+SCALED = {("model", "d_model"), ("model", "d_ff"), ("model", "d_k"), ("model", "d_v"), ("model", "N"),
+          ("train", "steps"), ("train", "checkpoint_every")}  # what a profile's `scale:` changes
+
+
+def _split_scaled(point: dict) -> tuple[dict, dict]:
+    """A sweep point's nested overrides: (the fields a profile scales, the rest)."""
+    sized, exact = {}, {}
+    for sec, fields in point.items():
+        for k, v in fields.items():
+            (sized if (sec, k) in SCALED else exact).setdefault(sec, {})[k] = v
+    return sized, exact
 
 
 def _field_key(doc: Doc, sec: str, k) -> str:
@@ -942,19 +988,24 @@ def resolve(path: str | Path, variant: str | None = None, profile: str = "paper"
     set_data, set_locs = parse_set(sets)
     axis = _seeds(doc, prof_path, seeds)
     grid = _grid(doc)
+    _asha(doc)  # validated with the rest (the runner reads it with `scheduler`)
     prof_text = _description(prof_path)
     out = []
     for (name, over), (suffix, point, plocs) in itertools.product(variants.items(), grid):
         if variant is not None and name != variant:
             continue
         vlocs = {p[2:]: l for p, l in doc.raw.locs.items() if p[:2] == ("variants", name) and len(p) > 2}
-        d = deep_merge(deep_merge(doc, over, vlocs), point, plocs)  # variant x grid point
+        # variant x sweep point: the sizes a profile scales (widths, layers, steps) go in before it, so it
+        # scales them as it scales the spec's own; every other swept value is what the trial runs with
+        sized, exact = _split_scaled(point)
+        d = deep_merge(deep_merge(doc, over, vlocs), sized, plocs)
         stem = f"{name}-{suffix}" if suffix else name
         over = {**_dotted(over), **_dotted(point)}
         if prof_path is not None:  # the spec as written must be valid too, not only what a profile leaves of it
             _validate(d, {"variant": name, "trial": stem, "spec": str(path)})
         notes: list[str] = []
         d = apply_profile(d, prof_path, data_dir, notes)
+        d = deep_merge(d, exact, plocs)
         d = deep_merge(d, set_data, set_locs)
         if notes:  # which corpus a profile's `prefer:` picked: said once, and kept with each run
             _say(" ".join(notes))
