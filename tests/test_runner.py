@@ -315,3 +315,28 @@ def test_random_search_with_asha_stops_some_trials_early(tmp_path, data_root):
     assert "stopped early" in r.stdout
     again = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "nothing to run" in again.stdout, again.stdout + again.stderr
+
+
+def test_a_grid_times_seeds_runs_once_each_and_reports_as_a_sweep(tmp_path, data_root):
+    """Issue 15's first check: a 2 x 2 grid and 2 seeds are 8 trials; the same command again runs
+    nothing; `zoo report --sweep` shows every one."""
+    spec = tmp_path / "grid.yaml"
+    spec.write_text(f"extends: {REPO / 'specs/base.yaml'}\nseeds: [1, 2]\n"
+                    "sweep:\n  grid: {model.h: [1, 4], model.dropout: [0.0, 0.1]}\n")
+    storage = tmp_path / "runs"
+    args = [*ZOO, "run", str(spec), "--profile", "smoke", "--storage", str(storage), *flags(sets())]
+    plan = json.loads(subprocess.run([*args, "--plan", "--json", "--no-measure"], cwd=REPO, capture_output=True,
+                                     text=True).stdout)
+    r = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0 and "8 finished, 0 failed" in r.stdout, r.stdout + r.stderr
+    done = {t["variant"] for t in Store(storage / "zoo.db").trials() if t["status"] == "finished"}
+    assert done == {x["trial"] for x in plan} and len(done) == 8
+    again = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert "nothing to run: all 8 trials" in again.stdout, again.stdout + again.stderr
+    out = tmp_path / "out"
+    rep = subprocess.run([*ZOO, "report", "--sweep", str(spec), "--runs", str(storage), "--out", str(out),
+                          "--format", "md"], cwd=REPO, capture_output=True, text=True)
+    assert rep.returncode == 0, rep.stderr
+    md = (out / "sweep-grid.md").read_text()
+    assert sum(l.startswith("| grid-") and "| 2 |" in l for l in md.splitlines()) == 4  # 4 points, 2 seeds each
+    assert all(name in md for name in done)  # each trial's card
