@@ -130,3 +130,13 @@ def test_misaligned_user_files(sp_path, tmp_path):
     with pytest.raises(D.DataError, match="differ in length .* after 1000 lines"):
         D.encoded_corpus("multi30k", sp_path, tmp_path, cache_dir=tmp_path / "cache")
     assert not [p for p in (tmp_path / "cache").iterdir() if p.is_dir()]  # nothing half-built kept
+
+
+def test_leftovers_of_a_killed_builder_are_cleared(sp_path, data_root, tmp_path):
+    key = D._encoded_key(D.corpus("multi30k"), data_root, data_root, sp_path, 64, 1000, None)
+    for junk in (tmp_path / key, tmp_path / f".{key}.x1.part"):  # no meta.json: never finished
+        junk.mkdir()
+        (junk / "src.ids").write_bytes(b"\0" * 10)
+    ec = D.encoded_corpus("multi30k", sp_path, data_root, max_len=64, max_pairs=1000, cache_dir=tmp_path)
+    assert ec.path == tmp_path / key and len(ec) > 900
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == [key]

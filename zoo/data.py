@@ -997,7 +997,10 @@ def encoded_corpus(name: str, sp_path: str | Path, root: str | Path | None = Non
     with open(cache / f"{key}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if we crash
         if not (path / "meta.json").is_file():  # else another process built it while we waited
-            shutil.rmtree(path, ignore_errors=True)  # never ours: os.replace moves complete folders only
+            # Only the lock holder writes here: a folder without meta.json, or a .part folder, was left
+            # by a builder that was killed (GBs for WMT14 EN-FR); clear it before building again.
+            for stale in [path, *cache.glob(f".{key}.*.part")]:
+                shutil.rmtree(stale, ignore_errors=True)
             tmp = Path(tempfile.mkdtemp(dir=cache, prefix=f".{key}.", suffix=".part"))
             try:
                 pairs = itertools.islice(_stream_pairs(name, "train", root), max_pairs)
