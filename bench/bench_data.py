@@ -63,7 +63,9 @@ def child_trial(a: dict) -> dict:
     from zoo import data as D
     gc.collect()
     base = mem()
+    t = time.perf_counter()
     ec = D.encoded_corpus(CORPUS, a["sp"], a["data"], MAX_LEN, cache_dir=a["cache"])
+    t_open = time.perf_counter() - t
     t = time.perf_counter()
     lengths = D.pair_lengths(ec)
     batches = D.make_batches(lengths, BATCH_TOKENS, seed=1, epoch=0)
@@ -74,7 +76,7 @@ def child_trial(a: dict) -> dict:
         del x
     t_collate = (time.perf_counter() - t) / max(1, min(a["collate"], len(batches)))
     gc.collect()
-    return {"tokens": ec.tokens, "pairs": len(ec), "batches": len(batches), "batches_s": t_batches,
+    return {"tokens": ec.tokens, "pairs": len(ec), "open_s": t_open, "batches": len(batches), "batches_s": t_batches,
             "collate_ms": 1000 * t_collate, **growth(base, mem())}
 
 
@@ -86,8 +88,10 @@ def child_lists(a: dict) -> dict:
     gc.collect()
     base = mem()
     sp = D.load_sp(a["sp"])
+    t = time.perf_counter()
     pairs = list(itertools.islice(D._stream_pairs(CORPUS, "train", a["data"]), a["pairs"]))
     ids = D.encode_pairs(sp, pairs, MAX_LEN)
+    seconds = time.perf_counter() - t
     del pairs  # prepare() let go of the text too
     lengths = [(len(s) + 1, len(t) + 1) for s, t in ids]
     batches = [b.tolist() for b in D.make_batches(lengths, BATCH_TOKENS, seed=1, epoch=0)]
@@ -95,7 +99,8 @@ def child_lists(a: dict) -> dict:
         x = D.collate(ids, b)
         del x
     gc.collect()
-    return {"tokens": sum(len(s) + len(t) for s, t in ids), "pairs": len(ids), **growth(base, mem())}
+    return {"tokens": sum(len(s) + len(t) for s, t in ids), "pairs": len(ids), "seconds": seconds,
+            **growth(base, mem())}
 
 
 CHILDREN = {"encode": child_encode, "trial": child_trial, "lists": child_lists}
@@ -152,9 +157,11 @@ def main():
         ref = run_child("lists", **common | {"pairs": min(args.ref_pairs, args.pairs)})
         tri = run_child("trial", **common)
         old = ref["VmRSS"] / ref["tokens"]
-        print(f"list-of-lists reference on {ref['pairs']:,} pairs: {old:.1f} bytes per token resident")
+        print(f"list-of-lists reference on {ref['pairs']:,} pairs: {old:.1f} bytes per token resident; "
+              f"read + encode_pairs {ref['tokens'] / ref['seconds'] / 1e6:.2f} M tokens/s (cache build: "
+              f"{enc['tokens'] / enc['seconds'] / ref['tokens'] * ref['seconds']:.2f}x that speed)")
         per = {k: tri[k] / tri["tokens"] for k in ("VmRSS", "RssAnon", "RssFile", "VmHWM")}
-        print(f"trial-like process: {tri['batches']:,} batches of {BATCH_TOKENS} tokens in {tri['batches_s']:.1f} s, "
+        print(f"trial-like process: cache mapped in {tri['open_s']:.2f} s; {tri['batches']:,} batches of {BATCH_TOKENS} tokens in {tri['batches_s']:.1f} s, "
               f"{min(args.collate, tri['batches'])} collated ({tri['collate_ms']:.1f} ms each); RSS growth "
               f"{tri['VmRSS'] / 2**20:.0f} MiB = {per['RssAnon']:.2f} private (RssAnon) + {per['RssFile']:.2f} "
               f"shared cache pages (RssFile) bytes per token; peak {per['VmHWM']:.2f}")
