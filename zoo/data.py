@@ -933,8 +933,9 @@ class EncodedCorpus:
         """Ids stored, both sides (no bos/eos)."""
         return len(self.src_ids) + len(self.tgt_ids)
 
-    def gather(self, indices: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    def gather(self, indices) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
         """(ids one pair after another, ids per pair) of each side for the pairs at `indices`."""
+        indices = np.asarray(indices, dtype=np.int64)
         return _gather(self.src_ids, self.src_off, indices), _gather(self.tgt_ids, self.tgt_off, indices)
 
 
