@@ -69,8 +69,8 @@ def smoothed_loss(logits: torch.Tensor, target: torch.Tensor, eps: float) -> tup
 class Prepared:
     sp_path: Path
     vocab_size: int
-    train: list  # [(src_ids, tgt_ids)]
-    dev: list
+    train: zdata.EncodedCorpus  # memory-mapped from the encoded cache; len() is the pair count
+    dev: list  # [(src_ids, tgt_ids)]: small, kept as lists
     evals: dict  # split -> (sources, references): the spec's eval split first, then extra_splits
     tgt_vocab: object = None  # the target side's own vocabulary (trees.SymbolVocab), None = shared BPE
 
@@ -94,9 +94,8 @@ def prepare(cfg: Config, root: Path | None = None) -> Prepared:
     tgt_vocab = target_vocab(cfg, root)
     sp_path = zdata.bpe_model(name, cfg.data.vocab_size, root, source_only=tgt_vocab is not None)
     sp = zdata.load_sp(sp_path)
-    train_pairs = zdata.load_pairs(name, "train", root)
-    if cfg.data.max_train_pairs:
-        train_pairs = train_pairs[: cfg.data.max_train_pairs]
+    # Encoded once per (corpus, BPE, max_len, max_train_pairs, target vocabulary), then memory-mapped.
+    train = zdata.encoded_corpus(name, sp_path, root, cfg.data.max_len, cfg.data.max_train_pairs, tgt_vocab)
     dev_pairs = zdata.load_pairs(name, "dev", root)
     evals = {}
     for split in dict.fromkeys([cfg.eval.split, *cfg.eval.extra_splits]):
@@ -105,7 +104,7 @@ def prepare(cfg: Config, root: Path | None = None) -> Prepared:
         evals[split] = ([s for s, _ in pairs], [t for _, t in pairs])
     if cfg.eval.max_sentences:
         dev_pairs = dev_pairs[: max(cfg.eval.max_sentences * 4, 64)]
-    return Prepared(sp_path, sp.get_piece_size(), zdata.encode_pairs(sp, train_pairs, cfg.data.max_len, tgt_vocab),
+    return Prepared(sp_path, sp.get_piece_size(), train,
                     zdata.encode_pairs(sp, dev_pairs, cfg.data.max_len, tgt_vocab), evals, tgt_vocab)
 
 
@@ -304,7 +303,7 @@ def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, 
     """Train from `st` to the planned steps (or the time limit), updating `st`; log, evaluate the
     dev perplexity and checkpoint on their cadences. Returns the training seconds, earlier attempts included."""
     rank, world = _world()
-    lengths = [(len(s) + 1, len(t) + 1) for s, t in p.train]  # + eos / bos
+    lengths = zdata.pair_lengths(p.train)  # (pairs, 2): + eos / bos
     n_parts = world * _accumulation(cfg, world)
     last_log, log_tokens = time.time(), 0
     batches = zdata.make_batches(lengths, cfg.train.batch_tokens, cfg.train.seed, st.epoch)
@@ -321,7 +320,7 @@ def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, 
         lr = noam_lr(st.step, cfg.model.d_model, cfg.train.schedule.warmup_steps, cfg.train.schedule.lr_scale)
         for g in opt.param_groups:
             g["lr"] = lr
-        n_tgt = sum(lengths[i][1] for i in batch)  # the whole step's target tokens, on every worker
+        n_tgt = int(lengths[batch, 1].sum())  # the whole step's target tokens, on every worker
         step_loss, step_nll, pad_frac = _step(cfg, model, opt, p, device, zdata.shard(batch, lengths, n_parts), n_tgt)
         if not math.isfinite(step_loss):
             raise NonFiniteLoss(f"non-finite loss at step {st.step} (lr {lr:.3g}); lower train.schedule.lr_scale")
@@ -366,7 +365,7 @@ def _step(cfg: Config, model: Transformer, opt, p: Prepared, device, parts: list
     opt.zero_grad(set_to_none=True)
     step_loss = step_nll = pad_frac = 0.0
     for part in parts[rank::world]:
-        if not part:
+        if not len(part):
             continue
         b = zdata.collate(p.train, part)
         src, tgt_in, tgt_out = b.src.to(device), b.tgt_in.to(device), b.tgt_out.to(device)
@@ -422,7 +421,7 @@ def _weights_only(path: Path) -> None:
 def dev_perplexity(model: Transformer, pairs: list, batch_tokens: int) -> float:
     """Per-word-piece perplexity on the dev pairs, without label smoothing (zoo.metrics computes it)."""
     from zoo import metrics
-    lengths = [(len(s) + 1, len(t) + 1) for s, t in pairs]
+    lengths = zdata.pair_lengths(pairs)
     batches = (zdata.collate(pairs, b) for b in zdata.make_batches(lengths, max(batch_tokens, 2000), 0, 0))
     return metrics.dev_perplexity(model, batches)
 
