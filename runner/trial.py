@@ -61,11 +61,11 @@ def resources(config: dict):
     return tune.PlacementGroupFactory([{"CPU": cfg.resources.cpus, "GPU": cfg.resources.gpus}])
 
 
-def _train(cfg, setup: dict, report) -> dict:
+def _train(cfg, setup: dict, report, rank: int = 0) -> dict:
     """zoo.train with the trial's report function; its RunResult as JSON (Ray sends plain values),
     also when train returns early."""
     from zoo.train import train
-    tb = TensorBoard(Path(setup["out_dir"]))
+    tb = TensorBoard(Path(setup["out_dir"]) if rank == 0 else None)  # one writer per trial, not per worker
 
     def rep(m: dict) -> None:
         if m.get("event") == "done":
@@ -85,13 +85,13 @@ class TensorBoard:
     """Each trial's curves and final scores as TensorBoard event files in its folder
     (`tensorboard --logdir runs/` shows every trial), through tensorboardX, which Ray Tune brings."""
 
-    def __init__(self, out: Path):
+    def __init__(self, out: Path | None):
         from tensorboardX import SummaryWriter
-        self.w = SummaryWriter(str(out / "tensorboard"))
+        self.w = SummaryWriter(str(out / "tensorboard")) if out is not None else None
 
     def point(self, m: dict) -> None:
         from zoo.result import LogPoint
-        if m.get("event") or "step" not in m:
+        if self.w is None or m.get("event") or "step" not in m:
             return
         pt = LogPoint.model_validate(m)
         for k in ("loss", "lr", "tokens_per_s", "dev_ppl"):
@@ -99,12 +99,15 @@ class TensorBoard:
                 self.w.add_scalar(f"train/{k}", v, pt.step)
 
     def result(self, r) -> None:
+        if self.w is None:
+            return
         for name, s in r.splits.items():
             if s.score:
                 self.w.add_scalar(f"eval/{name}_{s.score[0]}", s.score[1], r.steps_done)
 
     def close(self) -> None:
-        self.w.close()
+        if self.w is not None:
+            self.w.close()
 
 
 def _plain(m: dict) -> dict:
@@ -159,7 +162,7 @@ def _worker_loop(setup: dict) -> None:
     where = [None] * dist.get_world_size()
     dist.all_gather_object(where, placement())
     rt.report({"zoo": {"event": "start", "placement": where[0] | {"workers": len(where), "ranks": where}}})
-    summary = _train(cfg, setup, lambda m: (rt.report(_for_tune(m)), mirror.push()))
+    summary = _train(cfg, setup, lambda m: (rt.report(_for_tune(m)), mirror.push()), rank)
     mirror.push(final=True)
     rt.report({"zoo": {"event": "done", **summary} if rank == 0 else {"event": "done"}})
 

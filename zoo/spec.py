@@ -224,6 +224,7 @@ PROFILE_KEYS = {"description", "scale", "set", "datasets", "seeds"}
 MAX_SEEDS = 100
 MAX_GRID = 1000  # trials one grid may make (before seeds)
 SCALE_KEYS = {"width", "depth", "steps"}
+WIDTHS = {"d_model": True, "d_ff": False, "d_k": False, "d_v": False}  # what `scale.width` scales; True: kept even
 
 
 # ----------------------------------------------------------------------------------------------
@@ -643,7 +644,7 @@ def apply_profile(doc: Doc, profile_path: Path | None, data_dir: str | Path | No
 
     # Widths scale together so h*d_k = d_model keeps holding where the paper kept it (rows A, C4, C5);
     # h stays, so each row's head count is still the paper's.
-    for k, even in (("d_model", True), ("d_ff", False), ("d_k", False), ("d_v", False)):
+    for k, even in WIDTHS.items():
         if w != 1:
             m[k] = sc(m.get(k, getattr(base_m, k)), w, even)
     if d != 1:
@@ -893,8 +894,8 @@ def _asha(doc: Doc) -> Asha | None:
                         f"sweep.scheduler.asha.{field}", err["msg"]) from None
 
 
-SCALED = {("model", "d_model"), ("model", "d_ff"), ("model", "d_k"), ("model", "d_v"), ("model", "N"),
-          ("train", "steps"), ("train", "checkpoint_every")}  # what a profile's `scale:` changes
+SCALED = {*(("model", k) for k in WIDTHS), ("model", "N"), ("train", "steps"),
+          ("train", "checkpoint_every")}  # what a profile's `scale:` changes (apply_profile)
 
 
 def _split_scaled(point: dict) -> tuple[dict, dict]:
