@@ -507,6 +507,12 @@ def table4(runs: Runs) -> Table:
             floor_notes.append(f"{parser} ({training}): the measured F1 {x.f1:.2f} does not beat the trivial "
                                f"parsers on the same trees (flat {flat:.2f}, right-branching {right:.2f}): it "
                                "recovers no more structure than they do.")
+    cfgs = [c for _, t in shown if (c := config_of(t))]
+    ours_parts = [what for what, on in (
+        ("the word pointer (model.word_pointer)", any(c.model.word_pointer for c in cfgs)),
+        ("tree-constrained beam search (eval.tree_constraint)", any(c.eval.tree_constraint for c in cfgs))) if on]
+    if ours_parts:
+        floor_notes.append("Not the paper's: our Transformer row adds " + " and ".join(ours_parts) + ".")
     cols = [("paper", "WSJ 23 F1"), ("measured", "F1"), ("measured", "flat tree F1"),
             ("measured", "right-branching F1"), ("measured", "malformed before repair"),
             ("run", "state"), ("run", "profile"), ("run", "data / split")]

@@ -92,3 +92,33 @@ def test_constraint_needs_symbol_targets(tmp_path):
         resolve(spec)
     spec.write_text("data: {dataset: wsj_sample, target_vocab: symbols}\neval: {tree_constraint: true}\n")
     assert resolve(spec)[0].eval.tree_constraint
+
+
+def test_word_pointer_decodes_incrementally_as_in_training(vocab):
+    """The pointer's count of preterminals carries over the key/value cache (and its reordering):
+    logits step by step equal the full teacher-forced pass, and word k's state is what is added."""
+    torch.manual_seed(0)
+    m = ModelSpec(N=2, d_model=16, d_ff=32, h=2, d_k=8, d_v=8, dropout=0.0, max_len=64, word_pointer=True)
+    V_src = 30
+    model = build_model(m, V_src, vocab.get_piece_size()).eval()
+    word_start = [i == 3 or i % 2 == 0 for i in range(V_src)]  # even ids begin a word, eos (3) ends
+    model.set_word_pointer(word_start, [vocab.is_preterminal(i) for i in range(vocab.get_piece_size())])
+    src = torch.tensor([[4, 5, 6, 7, 9, 8, 3, 0], [10, 11, 12, 3, 0, 0, 0, 0]])
+    memory, mask = model.encode(src)
+    plain = model.w_pointer
+    model.w_pointer = None  # the unreordered memory, for the check below
+    memory0, _ = model.encode(src)
+    model.w_pointer = plain
+    # row 0: words start at 0, 2, 4 (ids 4, 6, 8... position 5 holds 8), eos at 6
+    assert torch.allclose(memory[0, :4], memory0[0, [0, 2, 5, 6]])
+    assert mask[0, 0, 0].tolist() == [True] * 7 + [False] and mask[1, 0, 0, :4].all()
+    xx, np_, cnp = vocab.ids["XX"], vocab.ids["(NP"], vocab.ids[")NP"]
+    tgt = torch.tensor([[2, np_, xx, xx, cnp, xx], [2, np_, xx, cnp, xx, xx]])
+    full = model.decode(tgt, memory, mask)
+    cache = model.new_cache()
+    steps = []
+    for t in range(tgt.size(1)):
+        steps.append(model.decode(tgt[:, t:t + 1], memory, mask, cache))
+        cache = model.reorder_cache(cache, torch.tensor([0, 1]))
+    assert torch.allclose(full, torch.cat(steps, 1), atol=1e-5)
+    assert cache[0]["n_pre"].flatten().tolist() == [3, 3]

@@ -151,10 +151,9 @@ def _summary_text(r) -> str:
 
 def cmd_translate(args) -> int:
     from zoo import data as zdata, decode
-    from zoo.model import build_model
     from zoo.spec import Config
     from zoo.result import RunResult
-    from zoo.train import average_checkpoints, checkpoints, load_checkpoint, target_vocab
+    from zoo.train import average_checkpoints, build, checkpoints, load_checkpoint, target_vocab
     path = Path(args.checkpoint)
     run_dir = path if path.is_dir() else path.parent.parent
     cfg_file = run_dir / "config.json"
@@ -167,7 +166,7 @@ def cmd_translate(args) -> int:
     sp_path = RunResult.model_validate_json(summary.read_text()).bpe_model if summary.exists() else \
         zdata.bpe_model(cfg.data.dataset, cfg.data.vocab_size, zdata.data_dir(None), source_only=tgt is not None)
     sp = zdata.load_sp(Path(sp_path))
-    model = build_model(cfg.model, sp.get_piece_size(), tgt and tgt.get_piece_size())
+    model = build(cfg, sp, tgt)
     if path.is_file():
         use = [path]
     elif not checkpoints(run_dir):

@@ -75,7 +75,7 @@ class TreeConstraint:
         self.eos, self.D = eos, max_depth
         self.is_open = torch.tensor([c is not None for c in closer])  # openers with a known closer
         self.is_close = torch.tensor([p.startswith(")") for p in kinds])
-        self.is_pre = torch.tensor([i >= 4 and p[0] not in "()" for i, p in enumerate(kinds)])
+        self.is_pre = torch.tensor([vocab.is_preterminal(i) for i in range(V)])
         self.closer = torch.tensor([c if c is not None else 0 for c in closer])
 
     def start(self, words: torch.Tensor) -> dict:

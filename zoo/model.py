@@ -144,7 +144,16 @@ class Transformer(nn.Module):
         self.drop = nn.Dropout(m.dropout)
         self.encoder = nn.ModuleList(EncoderLayer(m) for _ in range(m.N))
         self.decoder = nn.ModuleList(DecoderLayer(m) for _ in range(m.N))
+        # word pointer (ours, parsing): W_p maps the state of the word being covered into the decoder
+        self.w_pointer = nn.Linear(d, d, bias=False) if m.word_pointer else None
         self._init()
+
+    def set_word_pointer(self, word_start: torch.Tensor, preterminal: torch.Tensor) -> None:
+        """The vocabularies' part of the word pointer: word_start (V_src,) marks the source pieces that
+        begin a word (eos too: the place after the last word); preterminal (V_tgt,) the target
+        symbols that cover one word. Buffers, not weights: they come from the vocabularies."""
+        self.register_buffer("word_start", torch.as_tensor(word_start, dtype=torch.bool), persistent=False)
+        self.register_buffer("preterminal", torch.as_tensor(preterminal, dtype=torch.bool), persistent=False)
 
     def _init(self):
         for p in self.parameters():
@@ -156,14 +165,14 @@ class Transformer(nn.Module):
         if self.pos_embed is not None:
             nn.init.normal_(self.pos_embed.weight, 0.0, self.spec.d_model ** -0.5)
 
-    def _embed(self, table: nn.Embedding, tokens: torch.Tensor, start: int = 0) -> torch.Tensor:
+    def _embed(self, table: nn.Embedding, tokens: torch.Tensor, start: int = 0, extra=None) -> torch.Tensor:
         T = tokens.size(1)
         if start + T > self.spec.max_len:
             raise ValueError(f"sequence of {start + T} positions exceeds model.max_len={self.spec.max_len}")
         x = table(tokens) * math.sqrt(self.spec.d_model)
         pos = self.pe[start:start + T] if self.pos_embed is None else \
             self.pos_embed(torch.arange(start, start + T, device=tokens.device))
-        return self.drop(x + pos)
+        return self.drop(x + pos if extra is None else x + pos + extra)
 
     def src_mask(self, src: torch.Tensor) -> torch.Tensor:
         return (src != self.pad_id)[:, None, None, :]  # (B, 1, 1, S): True = may attend
@@ -173,12 +182,30 @@ class Transformer(nn.Module):
         x = self._embed(self.src_embed, src)
         for layer in self.encoder:
             x = layer(x, mask)
+        if self.w_pointer is not None:
+            # Encoder-decoder attention does not depend on the order of the memory's positions, so
+            # a pointer model returns them reordered: each word's first piece in word order, then
+            # eos, then the rest (pads last). memory[:, k] is then word k (k = W: the end).
+            first = self.word_start[src] & (src != self.pad_id)
+            order = (~first).to(torch.uint8).sort(dim=1, stable=True).indices
+            x, mask = x.gather(1, order[..., None].expand_as(x)), mask.gather(3, order[:, None, None, :])
         return x, mask
+
+    def _pointer(self, tgt_in, memory, cache) -> torch.Tensor:
+        """W_p memory[k_t]: k_t = preterminals among the target tokens so far = the word the next
+        preterminal covers (encode put word k at memory position k)."""
+        k = self.preterminal[tgt_in].long().cumsum(1)
+        if cache is not None:  # incremental: the count carries over from earlier steps
+            k = k + cache[0].get("n_pre", 0)
+            cache[0]["n_pre"] = k[:, -1:]
+        k = k.clamp(max=memory.size(1) - 1)
+        return self.w_pointer(memory.gather(1, k[..., None].expand(-1, -1, memory.size(2))))
 
     def decode(self, tgt_in, memory, src_mask, cache: list[dict] | None = None) -> torch.Tensor:
         """Logits for every position of tgt_in; with a cache, tgt_in holds only the new token(s)."""
         start = cache[0]["k"].size(2) if cache is not None and "k" in cache[0] else 0
-        y = self._embed(self.tgt_embed, tgt_in, start)
+        extra = None if self.w_pointer is None else self._pointer(tgt_in, memory, cache)
+        y = self._embed(self.tgt_embed, tgt_in, start, extra)
         for i, layer in enumerate(self.decoder):
             y = layer(y, memory, src_mask, None if cache is None else cache[i])
         return self.logits(y)
@@ -204,6 +231,8 @@ class Transformer(nn.Module):
                 n["k"], n["v"] = c["k"].index_select(0, index), c["v"].index_select(0, index)
             if "mem_kv" in c:
                 n["mem_kv"] = tuple(t.index_select(0, index) for t in c["mem_kv"])
+            if "n_pre" in c:
+                n["n_pre"] = c["n_pre"].index_select(0, index)
             out.append(n)
         return out
 

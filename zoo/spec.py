@@ -69,6 +69,9 @@ class ModelSpec(_Strict):
     positional_encoding: Literal["sinusoidal", "learned"] = "sinusoidal"
     max_len: int = Field(1024, ge=8, le=100000, description="longest position the model embeds")
     share_embeddings: bool = Field(True, description="one matrix for source, target and pre-softmax")
+    # ours, not the paper's (parsing only): tells the decoder which word it is at
+    word_pointer: bool = Field(False, description="parsing: add to each decoder input the encoder's state "
+                               "of the word the next preterminal covers (target symbols only)")
 
     @model_validator(mode="after")
     def _even_for_sinusoid(self):
@@ -210,6 +213,13 @@ class Config(_Strict):
         if self.eval.tree_constraint and self.data.target_vocab != "symbols":
             raise ValueError("eval.tree_constraint needs data.target_vocab: symbols (the search must "
                              "know which token opens, closes or stands for a word)")
+        return self
+
+    @model_validator(mode="after")
+    def _pointer_needs_symbols(self):
+        if self.model.word_pointer and self.data.target_vocab != "symbols":
+            raise ValueError("model.word_pointer needs data.target_vocab: symbols (it counts the "
+                             "preterminals of a tree target to know which word comes next)")
         return self
 
     def config_hash(self) -> str:

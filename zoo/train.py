@@ -108,6 +108,15 @@ def prepare(cfg: Config, root: Path | None = None) -> Prepared:
                     zdata.encode_pairs(sp, dev_pairs, cfg.data.max_len, tgt_vocab), evals, tgt_vocab)
 
 
+def build(cfg: Config, sp, tgt_vocab=None) -> Transformer:
+    """cfg's model over its vocabularies: sp the (source or shared) BPE, tgt_vocab the tree side's own."""
+    model = build_model(cfg.model, sp.get_piece_size(), tgt_vocab and tgt_vocab.get_piece_size())
+    if cfg.model.word_pointer:
+        from zoo.trees import word_pointer_tables
+        model.set_word_pointer(*word_pointer_tables(sp, tgt_vocab))
+    return model
+
+
 # -- checkpoints --------------------------------------------------------------------------------
 
 @contextmanager
@@ -263,7 +272,7 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
     check_memory(cfg, world, device)  # before the data or the model take any
     p = prepared or prepare(cfg, data_root)
     torch.manual_seed(cfg.train.seed)
-    model = build_model(cfg.model, p.vocab_size, p.tgt_vocab_size).to(device)  # same seed: identical weights on every worker
+    model = build(cfg, zdata.load_sp(p.sp_path), p.tgt_vocab).to(device)  # same seed: identical weights on every worker
     torch.manual_seed(cfg.train.seed * 1000 + rank)  # but each worker its own dropout masks
     opt = torch.optim.Adam(model.parameters(), lr=0.0, betas=tuple(cfg.train.optimizer.betas),
                            eps=cfg.train.optimizer.eps)

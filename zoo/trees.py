@@ -352,6 +352,10 @@ class SymbolVocab:
     def id_to_piece(self, i: int) -> str:
         return self.pieces[i]
 
+    def is_preterminal(self, i: int) -> bool:
+        """Symbol i covers one word (XX, or a tag an older vocabulary kept)."""
+        return i >= len(SPECIALS) and self.pieces[i][0] not in "()"
+
     def closer(self, i: int) -> int | None:
         """The id of the symbol that closes opener i (None if i opens nothing or has no closer)."""
         p = self.pieces[i]
@@ -405,3 +409,13 @@ def right_branching(gold: Tree, label: str = "VP") -> Tree:
     for i in range(len(pre) - 2, -1, -1):
         node = Tree("S" if i == 0 else label, [pre[i], node])
     return node if node.word is None else Tree("S", [node])
+
+
+def word_pointer_tables(sp, vocab: SymbolVocab) -> tuple[list[bool], list[bool]]:
+    """What the model's word pointer needs from the vocabularies: which source pieces begin a word
+    (sentencepiece marks them with a leading U+2581; eos stands for the end of the sentence) and
+    which target symbols are preterminals. A source sentence's words are its space-separated tokens,
+    so the word-initial pieces count its words (as TreeConstraint counts them)."""
+    eos = sp.eos_id()
+    word_start = [sp.id_to_piece(i).startswith("\u2581") or i == eos for i in range(sp.get_piece_size())]
+    return word_start, [vocab.is_preterminal(i) for i in range(vocab.get_piece_size())]
