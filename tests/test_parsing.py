@@ -39,10 +39,14 @@ def test_malformed_reasons():
     assert trees.malformed("", 1) is not None
 
 
-def _random_model(seed: int, V_tgt: int, V_src: int = 30):
+def _random_model(seed: int, vocab, V_src: int = 30):
     torch.manual_seed(seed)
-    m = ModelSpec(N=1, d_model=16, d_ff=32, h=2, d_k=8, d_v=8, dropout=0.0, max_len=128)
-    model = build_model(m, V_src, V_tgt).eval()
+    pointer = seed % 2 == 1  # odd seeds: with the word pointer (every source piece a word)
+    m = ModelSpec(N=1, d_model=16, d_ff=32, h=2, d_k=8, d_v=8, dropout=0.0, max_len=128, word_pointer=pointer)
+    model = build_model(m, V_src, vocab.get_piece_size()).eval()
+    if pointer:
+        V = vocab.get_piece_size()
+        model.set_word_pointer([True] * V_src, [vocab.is_preterminal(i) for i in range(V)])
     with torch.no_grad():  # a peaked, arbitrary distribution: the model "wants" malformed trees
         model.tgt_embed.weight.mul_(8 * random.Random(seed).random() + 1)
     return model
@@ -51,7 +55,7 @@ def _random_model(seed: int, V_tgt: int, V_src: int = 30):
 @pytest.mark.parametrize("seed", range(12))
 def test_constrained_search_only_emits_well_formed_trees(vocab, seed):
     rng = random.Random(seed)
-    model = _random_model(seed, vocab.get_piece_size())
+    model = _random_model(seed, vocab)
     tree = decode.TreeConstraint(vocab)
     B = 6
     words = torch.tensor([rng.randint(1, 12) for _ in range(B)])
