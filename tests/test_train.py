@@ -130,3 +130,23 @@ def test_missing_data_is_a_clear_error(repo, tmp_path):
 def test_smoke_trains_every_kind_of_row(repo, data_root, tmp_path, spec, variant):
     cfg = _smoke(repo, spec, variant, ["train.steps=4", "eval.max_sentences=2"])
     assert train(cfg, tmp_path / "r", data_root).steps_done == 4
+
+
+def test_gpu_out_of_memory_fails_the_run_with_its_figures(repo, data_root, tmp_path, monkeypatch):
+    """torch.cuda.OutOfMemoryError (raised here on the CPU: no test needs a GPU) becomes a clear
+    error naming the step, the batch per device and what to change; Tune records it as the trial's."""
+    from zoo import train as ztrain
+    cfg = _smoke(repo, sets=["train.steps=6"])
+    calls = []
+
+    def oom(*a, **k):
+        calls.append(1)
+        if len(calls) > 2:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real(*a, **k)
+    real = ztrain._step
+    monkeypatch.setattr(ztrain, "_step", oom)
+    with pytest.raises(ztrain.GPUOutOfMemoryError, match=r"out of GPU memory at step 3 .*tokens per device.*max_tokens_per_device") as e:
+        train(cfg, tmp_path / "run", data_root)
+    from runner.progress import short_error
+    assert short_error(f"Traceback ...\nzoo.train.GPUOutOfMemoryError: {e.value}").startswith("zoo.train.GPUOutOfMemoryError: variant")

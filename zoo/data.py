@@ -1155,7 +1155,11 @@ class Batch:
     indices: list[int] = field(default_factory=list)
 
     def to(self, device) -> "Batch":
-        return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device),
+        """On device; to a GPU from pinned memory, so the copy does not wait for the host."""
+        import torch
+        cuda = torch.device(device).type == "cuda"
+        move = (lambda t: t.pin_memory().to(device, non_blocking=True)) if cuda else (lambda t: t.to(device))
+        return Batch(move(self.src), move(self.tgt_in), move(self.tgt_out),
                      self.n_src_tokens, self.n_tgt_tokens, self.padding_fraction, self.indices)
 
 

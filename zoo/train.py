@@ -172,8 +172,20 @@ def _world() -> tuple[int, int]:
 
 def _device(cfg: Config) -> torch.device:
     if cfg.resources.gpus > 0 and torch.cuda.is_available():
+        # TF32 for whatever fp32 matmuls stay outside bf16 autocast (Ampere and newer)
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
+
+
+def _optimizer(cfg: Config, model: Transformer, device) -> torch.optim.Optimizer:
+    """Adam as the paper sets it; on a GPU the fused kernel (one launch for all parameters)."""
+    return torch.optim.Adam(model.parameters(), lr=0.0, betas=tuple(cfg.train.optimizer.betas),
+                            eps=cfg.train.optimizer.eps, fused=device.type == "cuda" or None)
+
+
+class GPUOutOfMemoryError(UserError):
+    """The GPU ran out of memory: the trial fails with the figures that set its size."""
 
 
 class NonFiniteLoss(UserError):
@@ -274,15 +286,17 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
     torch.manual_seed(cfg.train.seed)
     model = build(cfg, zdata.load_sp(p.sp_path), p.tgt_vocab).to(device)  # same seed: identical weights on every worker
     torch.manual_seed(cfg.train.seed * 1000 + rank)  # but each worker its own dropout masks
-    opt = torch.optim.Adam(model.parameters(), lr=0.0, betas=tuple(cfg.train.optimizer.betas),
-                           eps=cfg.train.optimizer.eps)
+    opt = _optimizer(cfg, model, device)
     st = _State()
     ck = _resume(out, model, opt, device, rank, report)
     if ck:  # resume exactly where the last loadable checkpoint left off
         st = _State(ck["step"], ck["epoch"], ck["cursor"], ck.get("elapsed", 0.0), ck.get("tokens_seen", 0))
         torch.set_rng_state(ck["rng"])
         report({"event": "resumed", "step": st.step})
-    train_s = _loop(cfg, out, model, opt, p, device, st, report)
+    try:
+        train_s = _loop(cfg, out, model, opt, p, device, st, report)
+    except torch.cuda.OutOfMemoryError as e:
+        raise _out_of_memory(cfg, model, device, st.step, world, e) from None
 
     result = RunResult(
         config_hash=cfg.config_hash(), variant=cfg.variant, profile=cfg.profile, steps_done=st.step,
@@ -376,8 +390,8 @@ def _step(cfg: Config, model: Transformer, opt, p: Prepared, device, parts: list
     for part in parts[rank::world]:
         if not len(part):
             continue
-        b = zdata.collate(p.train, part)
-        src, tgt_in, tgt_out = b.src.to(device), b.tgt_in.to(device), b.tgt_out.to(device)
+        b = zdata.collate(p.train, part).to(device)
+        src, tgt_in, tgt_out = b.src, b.tgt_in, b.tgt_out
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
             logits = model(src, tgt_in)
         loss, nll = smoothed_loss(logits, tgt_out, cfg.train.label_smoothing)
@@ -392,6 +406,20 @@ def _step(cfg: Config, model: Transformer, opt, p: Prepared, device, parts: list
         dist.all_reduce(t)
         step_loss, step_nll = t.tolist()
     return step_loss, step_nll, pad_frac
+
+
+def _out_of_memory(cfg: Config, model: Transformer, device, step: int, world: int, e: Exception) -> GPUOutOfMemoryError:
+    from zoo.costs import gib, memory_text, train_memory
+    peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else 0
+    have = torch.cuda.get_device_properties(device).total_memory if device.type == "cuda" else 0
+    per_device = cfg.train.max_tokens_per_device or cfg.train.batch_tokens // world
+    return GPUOutOfMemoryError(
+        f"variant {cfg.variant}: out of GPU memory at step {step} ({device}: peak {gib(peak)} allocated of "
+        f"{gib(have)}; {sum(p.numel() for p in model.parameters()):,} parameters, {per_device} tokens per "
+        f"device per pass, estimated need {memory_text(train_memory(cfg, world))}). Set "
+        f"train.max_tokens_per_device (gradient accumulation keeps the step's batch), lower data.max_len or "
+        f"the model's size, or give the trial a whole GPU (resources.gpus). "
+        f"{str(e).splitlines()[0][:200] if str(e) else ''}".strip())
 
 
 def _accumulation(cfg: Config, world: int) -> int:
