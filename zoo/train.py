@@ -63,6 +63,12 @@ def smoothed_loss(logits: torch.Tensor, target: torch.Tensor, eps: float) -> tup
     return loss.sum(), nll.sum()
 
 
+def make_optimizer(model: torch.nn.Module, lr: float = 0.0, betas: tuple = (0.9, 0.98),
+                   eps: float = 1e-9) -> torch.optim.Optimizer:
+    """Adam (section 5.3); the learning rate is set every step by the schedule."""
+    return torch.optim.Adam(model.parameters(), lr=lr, betas=betas, eps=eps)
+
+
 # -- data ---------------------------------------------------------------------------------------
 
 @dataclass
@@ -265,8 +271,7 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
     torch.manual_seed(cfg.train.seed)
     model = build_model(cfg.model, p.vocab_size, p.tgt_vocab_size).to(device)  # same seed: identical weights on every worker
     torch.manual_seed(cfg.train.seed * 1000 + rank)  # but each worker its own dropout masks
-    opt = torch.optim.Adam(model.parameters(), lr=0.0, betas=tuple(cfg.train.optimizer.betas),
-                           eps=cfg.train.optimizer.eps)
+    opt = make_optimizer(model, 0.0, tuple(cfg.train.optimizer.betas), cfg.train.optimizer.eps)
     st = _State()
     ck = _resume(out, model, opt, device, rank, report)
     if ck:  # resume exactly where the last loadable checkpoint left off
