@@ -49,18 +49,48 @@ def smoothed_loss(logits: torch.Tensor, target: torch.Tensor, eps: float) -> tup
     """Summed label-smoothed cross-entropy and summed NLL over non-pad targets.
 
     The true token gets 1 - eps; eps is spread evenly over the other tokens except padding,
-    which never appears as a target (Szegedy et al. 2016, section 7)."""
-    logp = F.log_softmax(logits.float(), dim=-1).view(-1, logits.size(-1))
-    target = target.reshape(-1)
-    keep = target != PAD
-    logp, target = logp[keep], target[keep]
-    nll = -logp.gather(1, target[:, None]).squeeze(1)
-    if eps == 0:
-        return nll.sum(), nll.sum()
+    which never appears as a target (Szegedy et al. 2016, section 7). The NLL sum carries no
+    gradient (it is for logging)."""
     V = logits.size(-1)
-    others = -(logp.sum(1) - logp[:, PAD]) - nll  # sum of -log p over tokens that are neither target nor pad
-    loss = (1 - eps) * nll + eps / (V - 2) * others
-    return loss.sum(), nll.sum()
+    return _SmoothedLoss.apply(logits.reshape(-1, V), target.reshape(-1), float(eps))
+
+
+class _SmoothedLoss(torch.autograd.Function):
+    """smoothed_loss with its gradient written out: d loss / d logits = softmax - q per non-pad row,
+    q the smoothed target distribution (1 - eps on the target, eps / (V - 2) on every token but the
+    target and padding). Autograd's own graph for the formula below fills and scatters several
+    (tokens x V) tensors (the boolean-indexed copy, gather's and indexing's zero-filled gradients);
+    this one keeps log-probabilities for the backward pass and writes one gradient tensor."""
+
+    @staticmethod
+    def forward(ctx, logits, target, eps):
+        logp = F.log_softmax(logits.float(), dim=-1)  # (N, V)
+        keep = target != PAD
+        nll = -logp.gather(1, target[:, None]).squeeze(1)
+        if eps == 0:
+            loss = nll
+        else:
+            V = logp.size(1)
+            others = -(logp.sum(1) - logp[:, PAD]) - nll  # sum of -log p over tokens that are neither target nor pad
+            loss = (1 - eps) * nll + eps / (V - 2) * others
+        nll = torch.where(keep, nll, 0.0).sum()
+        ctx.save_for_backward(logp, target, keep)
+        ctx.eps, ctx.dtype = eps, logits.dtype
+        ctx.mark_non_differentiable(nll)
+        return torch.where(keep, loss, 0.0).sum(), nll
+
+    @staticmethod
+    def backward(ctx, grad_loss, grad_nll):
+        logp, target, keep = ctx.saved_tensors
+        eps, V = ctx.eps, logp.size(1)
+        other = eps / (V - 2) if eps else 0.0  # q on every token but the target and padding
+        grad = torch.exp(logp)  # softmax
+        if other:
+            grad.sub_(other)
+            grad[:, PAD] += other
+        grad.scatter_add_(1, target[:, None], grad.new_full((grad.size(0), 1), other - (1 - eps)))
+        grad.mul_((grad_loss * keep)[:, None])
+        return grad.to(ctx.dtype), None, None
 
 
 def make_optimizer(model: torch.nn.Module, lr: float = 0.0, betas: tuple = (0.9, 0.98),
