@@ -31,7 +31,7 @@ from zoo import spec as zspec
 from zoo.costs import forward_flops
 from zoo.model import build_model
 from zoo.spec import ModelSpec
-from zoo.train import make_optimizer, smoothed_loss
+from zoo.train import keep_freed_memory, make_optimizer, smoothed_loss
 
 
 class TorchReference(nn.Module):
@@ -124,7 +124,10 @@ def main():
     ap.add_argument("--no-base", action="store_true", help="skip the paper's base model")
     ap.add_argument("--no-reference", action="store_true", help="skip nn.Transformer")
     ap.add_argument("--peak-seconds", type=float, default=1.0)
+    ap.add_argument("--malloc-default", action="store_true",
+                    help="leave glibc's malloc as it is (zoo training sets zoo.train.keep_freed_memory)")
     args = ap.parse_args()
+    kept = False if args.malloc_default else keep_freed_memory()
 
     peak0 = matmul_peak(args.peak_seconds)
     cpu = zspec.resolve("base", profile="cpu")[0]
@@ -151,7 +154,8 @@ def main():
     peak = max(peak0, matmul_peak(args.peak_seconds))
 
     print(f"threads {torch.get_num_threads()}; fp32 matmul peak {peak:.1f} GFLOP/s (first {peak0:.1f}); "
-          f"training FLOPs = 3 x zoo.costs.forward_flops of each batch's non-pad tokens")
+          f"training FLOPs = 3 x zoo.costs.forward_flops of each batch's non-pad tokens; "
+          f"malloc keeps freed memory: {kept}")
     print(f"cpu-profile base: d_model {m.d_model}, {m.N}+{m.N} layers, h {m.h}, vocab {V}, "
           f"{cpu.train.batch_tokens}-token batches of {cpu.data.dataset}, {args.rounds} rounds x {args.steps} steps")
     for k, tr in runs.items():
