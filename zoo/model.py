@@ -38,13 +38,22 @@ class MultiHeadAttention(nn.Module):
         return x.view(x.size(0), x.size(1), self.h, d).transpose(1, 2)
 
     def project_kv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self._split(self.w_k(x), self.d_k), self._split(self.w_v(x), self.d_v)
+        # one matmul for both (the weights stay two Linear layers; concatenating them is cheap)
+        k, v = F.linear(x, torch.cat([self.w_k.weight, self.w_v.weight])).split(
+            [self.h * self.d_k, self.h * self.d_v], -1)
+        return self._split(k, self.d_k), self._split(v, self.d_v)
 
     def forward(self, x_q, x_kv=None, mask=None, causal=False, kv=None, cache=None):
         """x_kv: keys/values input (None = self-attention); kv: precomputed (K, V) for x_kv;
         cache: dict holding this layer's past self-attention K, V, extended in place."""
-        q = self._split(self.w_q(x_q), self.d_k)
-        k, v = kv if kv is not None else self.project_kv(x_q if x_kv is None else x_kv)
+        if x_kv is None and kv is None:  # self-attention: Q, K, V in one matmul
+            hk, hv = self.h * self.d_k, self.h * self.d_v
+            w = torch.cat([self.w_q.weight, self.w_k.weight, self.w_v.weight])
+            q, k, v = F.linear(x_q, w).split([hk, hk, hv], -1)
+            q, k, v = self._split(q, self.d_k), self._split(k, self.d_k), self._split(v, self.d_v)
+        else:
+            q = self._split(self.w_q(x_q), self.d_k)
+            k, v = kv if kv is not None else self.project_kv(x_kv)
         if cache is not None:  # incremental decoding: append this step's keys and values
             if "k" in cache:
                 k, v = torch.cat([cache["k"], k], 2), torch.cat([cache["v"], v], 2)
