@@ -37,10 +37,12 @@ from zoo.train import keep_freed_memory, make_optimizer, smoothed_loss
 class TorchReference(nn.Module):
     """nn.Transformer with the same shared embedding, scaling, positions and tied pre-softmax."""
 
-    def __init__(self, m: ModelSpec, vocab: int):
+    def __init__(self, m: ModelSpec, vocab: int, zoo_init: bool = False):
         super().__init__()
         self.d = m.d_model
-        self.embed = nn.Embedding(vocab, m.d_model)
+        self.embed = nn.Embedding(vocab, m.d_model)  # N(0, 1): logits of std ~sqrt(d_model)
+        if zoo_init:  # zoo's N(0, d_model^-1/2): logits of unit scale
+            nn.init.normal_(self.embed.weight, 0.0, m.d_model ** -0.5)
         self.register_buffer("pe", build_model(m, 8).pe.clone(), persistent=False)
         self.drop = nn.Dropout(m.dropout)
         self.core = nn.Transformer(m.d_model, m.h, m.N, m.N, m.d_ff, m.dropout, batch_first=True)
@@ -119,11 +121,14 @@ def load_batches(dataset: str, vocab: int, batch_tokens: int, count: int):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3, help="counted rounds (after one warm-up round)")
-    ap.add_argument("--steps", type=int, default=3, help="steps per model per round, cpu-profile size")
+    ap.add_argument("--steps", type=int, default=3, help="steps per model per round, cpu-profile size; "
+                    "the models alternate step by step on the same batch")
     ap.add_argument("--base-steps", type=int, default=4, help="counted steps of the paper's base model (after 1 warm-up)")
     ap.add_argument("--no-base", action="store_true", help="skip the paper's base model")
     ap.add_argument("--no-reference", action="store_true", help="skip nn.Transformer")
     ap.add_argument("--peak-seconds", type=float, default=1.0)
+    ap.add_argument("--reference-init", choices=["torch", "zoo"], default="torch",
+                    help="nn.Transformer's embedding: nn.Embedding's N(0, 1) (torch) or zoo's N(0, d_model^-1/2)")
     ap.add_argument("--malloc-default", action="store_true",
                     help="leave glibc's malloc as it is (zoo training sets zoo.train.keep_freed_memory)")
     args = ap.parse_args()
@@ -136,11 +141,10 @@ def main():
     torch.manual_seed(0)
     runs = {"zoo": Trainer(build_model(m, V), m, V, eps)}
     if not args.no_reference:
-        runs["nn.Transformer"] = Trainer(TorchReference(m, V), m, V, eps)
-    for r in range(args.rounds + 1):  # round 0 warms up and is not counted
-        chunk = [batches[(r * args.steps + s) % len(batches)] for s in range(args.steps)]
-        for tr in runs.values():
-            tr.run(chunk, count=r > 0)
+        runs["nn.Transformer"] = Trainer(TorchReference(m, V, args.reference_init == "zoo"), m, V, eps)
+    for i, b in enumerate(batches):  # step by step on the same batch, in alternating order; round 0 warms up
+        for tr in (list(runs.values()) if i % 2 else list(runs.values())[::-1]):
+            tr.run([b], count=i >= args.steps)
 
     base = None
     if not args.no_base:
