@@ -1,9 +1,21 @@
-"""Training throughput: zoo's compiled Transformer vs torch.nn.Transformer of the same size.
+"""Training throughput and model-FLOPs utilization (MFU) of zoo's compiled Transformer on this CPU.
 
-Same data (Multi30k, 8000 BPE, 4000-token batches), same loss, optimizer and loop; the two models
-alternate in rounds so machine noise hits both alike. Prints target tokens/s and the ratio.
+In one process, on one machine state:
+1. the fp32 matmul peak: the best GFLOP/s of a few large square matmuls (measured first and again
+   last; the higher figure is the peak, so a slower machine at either end cannot flatter the MFU);
+2. the cpu profile's base model (`zoo show base --profile cpu`: d_model 256, 3+3 layers, h 8, 8000
+   shared BPE, 4000-token batches of Multi30k) against torch.nn.Transformer of the same size, with
+   the same shared embedding, loss, optimizer and loop; the two alternate in rounds so machine noise
+   hits both alike;
+3. the paper's base model (specs/base.yaml: d_model 512, 6+6 layers, 37000-token vocabulary) on
+   2000-token batches. WMT14's training set is not in the data folder, so its batches are Multi30k's
+   (8000 BPE ids); the softmax over the 37000 rows costs the same whatever ids the targets hold.
 
-    ZOO_DATA_DIR=../shared/data .venv/bin/python bench/bench_train.py [--rounds 4 --steps 5]
+Model FLOPs: zoo.costs.forward_flops of each batch as trained (its non-pad source and target tokens,
+attention over its mean sentence lengths; padding is not counted), training = 3 x forward. MFU =
+those FLOPs per second / the matmul peak. Tokens/s counts non-pad target tokens.
+
+    taskset -c 1 env OMP_NUM_THREADS=1 ZOO_DATA_DIR=../shared/data .venv/bin/python bench/bench_train.py
 """
 from __future__ import annotations
 
@@ -15,18 +27,22 @@ import torch
 from torch import nn
 
 from zoo import data as zdata
+from zoo import spec as zspec
+from zoo.costs import forward_flops
 from zoo.model import build_model
 from zoo.spec import ModelSpec
-from zoo.train import smoothed_loss
+from zoo.train import keep_freed_memory, make_optimizer, smoothed_loss
 
 
 class TorchReference(nn.Module):
     """nn.Transformer with the same shared embedding, scaling, positions and tied pre-softmax."""
 
-    def __init__(self, m: ModelSpec, vocab: int):
+    def __init__(self, m: ModelSpec, vocab: int, zoo_init: bool = False):
         super().__init__()
         self.d = m.d_model
-        self.embed = nn.Embedding(vocab, m.d_model)
+        self.embed = nn.Embedding(vocab, m.d_model)  # N(0, 1): logits of std ~sqrt(d_model)
+        if zoo_init:  # zoo's N(0, d_model^-1/2): logits of unit scale
+            nn.init.normal_(self.embed.weight, 0.0, m.d_model ** -0.5)
         self.register_buffer("pe", build_model(m, 8).pe.clone(), persistent=False)
         self.drop = nn.Dropout(m.dropout)
         self.core = nn.Transformer(m.d_model, m.h, m.N, m.N, m.d_ff, m.dropout, batch_first=True)
@@ -39,45 +55,126 @@ class TorchReference(nn.Module):
         return y @ self.embed.weight.t()
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=4)
-    ap.add_argument("--steps", type=int, default=5, help="steps per model per round")
-    ap.add_argument("--batch-tokens", type=int, default=4000)
-    args = ap.parse_args()
-    m = ModelSpec(N=3, d_model=256, d_ff=1024, h=8, d_k=32, d_v=32, dropout=0.1)
+def matmul_peak(seconds: float = 1.0, sizes=(1024, 2048, 3072)) -> float:
+    """Best fp32 GFLOP/s of square matmuls into a preallocated output."""
+    best = 0.0
+    for n in sizes:
+        a, b, c = torch.randn(n, n), torch.randn(n, n), torch.empty(n, n)
+        torch.mm(a, b, out=c)
+        k, t = 0, time.perf_counter()
+        while (el := time.perf_counter() - t) < seconds or k < 2:
+            torch.mm(a, b, out=c)
+            k += 1
+        best = max(best, 2 * n ** 3 * k / el / 1e9)
+    return best
+
+
+def batch_flops(m: ModelSpec, vocab: int, b: zdata.Batch) -> float:
+    """Training FLOPs (3 x forward) of one batch's non-pad tokens."""
+    B = b.src.size(0)
+    return 3.0 * forward_flops(m, vocab, b.n_src_tokens, b.n_tgt_tokens, round(b.n_src_tokens / B),
+                               round(b.n_tgt_tokens / B))
+
+
+class Trainer:
+    """One model, its optimizer and its tallies; `run` trains steps the way zoo.train._step does."""
+
+    def __init__(self, model: nn.Module, m: ModelSpec, vocab: int, eps: float):
+        self.model, self.m, self.vocab, self.eps = model, m, vocab, eps
+        self.opt = make_optimizer(model, lr=1e-4)
+        self.tokens = 0
+        self.flops = self.seconds = 0.0
+
+    def run(self, batches, count: bool = True):
+        self.model.train()
+        n = f = 0
+        t = time.perf_counter()
+        for b in batches:
+            self.opt.zero_grad(set_to_none=True)
+            loss, _ = smoothed_loss(self.model(b.src, b.tgt_in), b.tgt_out, self.eps)
+            (loss / b.n_tgt_tokens).backward()
+            loss.item()
+            self.opt.step()
+            n += b.n_tgt_tokens
+            f += batch_flops(self.m, self.vocab, b)
+        if count:
+            self.seconds += time.perf_counter() - t
+            self.tokens += n
+            self.flops += f
+
+    @property
+    def tps(self) -> float:
+        return self.tokens / self.seconds
+
+    def mfu(self, peak_gflops: float) -> float:
+        return self.flops / self.seconds / (peak_gflops * 1e9)
+
+
+def load_batches(dataset: str, vocab: int, batch_tokens: int, count: int):
     root = zdata.data_dir()
-    sp = zdata.load_sp(zdata.bpe_model("multi30k", 8000, root))
-    pairs = zdata.encode_pairs(sp, zdata.load_pairs("multi30k", "train", root), 128)
-    batches = zdata.make_batches(zdata.pair_lengths(pairs), args.batch_tokens, 1, 0)
+    sp = zdata.load_sp(zdata.bpe_model(dataset, vocab, root))
+    pairs = zdata.encode_pairs(sp, zdata.load_pairs(dataset, "train", root), 128)
+    order = zdata.make_batches(zdata.pair_lengths(pairs), batch_tokens, 1, 0)
+    return [zdata.collate(pairs, order[i]) for i in range(min(count, len(order)))]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=3, help="counted rounds (after one warm-up round)")
+    ap.add_argument("--steps", type=int, default=3, help="steps per model per round, cpu-profile size; "
+                    "the models alternate step by step on the same batch")
+    ap.add_argument("--base-steps", type=int, default=4, help="counted steps of the paper's base model (after 1 warm-up)")
+    ap.add_argument("--no-base", action="store_true", help="skip the paper's base model")
+    ap.add_argument("--no-reference", action="store_true", help="skip nn.Transformer")
+    ap.add_argument("--peak-seconds", type=float, default=1.0)
+    ap.add_argument("--reference-init", choices=["torch", "zoo"], default="torch",
+                    help="nn.Transformer's embedding: nn.Embedding's N(0, 1) (torch) or zoo's N(0, d_model^-1/2)")
+    ap.add_argument("--malloc-default", action="store_true",
+                    help="leave glibc's malloc as it is (zoo training sets zoo.train.keep_freed_memory)")
+    args = ap.parse_args()
+    kept = False if args.malloc_default else keep_freed_memory()
+
+    peak0 = matmul_peak(args.peak_seconds)
+    cpu = zspec.resolve("base", profile="cpu")[0]
+    m, V, eps = cpu.model, cpu.data.vocab_size, cpu.train.label_smoothing
+    batches = load_batches(cpu.data.dataset, V, cpu.train.batch_tokens, (args.rounds + 1) * args.steps)
     torch.manual_seed(0)
-    models = {"zoo": build_model(m, 8000), "nn.Transformer": TorchReference(m, 8000)}
-    opts = {k: torch.optim.Adam(v.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9) for k, v in models.items()}
-    tokens = {k: 0 for k in models}
-    seconds = {k: 0.0 for k in models}
-    i = 0
-    for r in range(args.rounds + 1):  # round 0 warms up and is not counted
-        for name, model in models.items():
-            model.train()
-            t = time.perf_counter()
-            n = 0
-            for s in range(args.steps):
-                b = zdata.collate(pairs, batches[(i + s) % len(batches)])
-                loss, _ = smoothed_loss(model(b.src, b.tgt_in), b.tgt_out, 0.1)
-                opts[name].zero_grad()
-                (loss / b.n_tgt_tokens).backward()
-                opts[name].step()
-                n += b.n_tgt_tokens
-            if r:
-                seconds[name] += time.perf_counter() - t
-                tokens[name] += n
-        i += args.steps
-    tps = {k: tokens[k] / seconds[k] for k in models}
-    print(f"threads {torch.get_num_threads()}, d_model 256, 3+3 layers, vocab 8000, {args.batch_tokens}-token batches, "
-          f"{args.rounds} rounds x {args.steps} steps each")
-    for k, v in tps.items():
-        print(f"  {k:<15} {v:8.0f} target tokens/s")
-    print(f"ratio zoo / nn.Transformer: {tps['zoo'] / tps['nn.Transformer']:.2f}")
+    runs = {"zoo": Trainer(build_model(m, V), m, V, eps)}
+    if not args.no_reference:
+        runs["nn.Transformer"] = Trainer(TorchReference(m, V, args.reference_init == "zoo"), m, V, eps)
+    for i, b in enumerate(batches):  # step by step on the same batch, in alternating order; round 0 warms up
+        for tr in (list(runs.values()) if i % 2 else list(runs.values())[::-1]):
+            tr.run([b], count=i >= args.steps)
+
+    base = None
+    if not args.no_base:
+        paper = zspec.resolve("base", profile="paper")[0]
+        bm, bV = paper.model, paper.data.vocab_size
+        bb = load_batches(cpu.data.dataset, V, 2000, args.base_steps + 1)
+        torch.manual_seed(0)
+        base = Trainer(build_model(bm, bV), bm, bV, paper.train.label_smoothing)
+        base.run(bb[:1], count=False)
+        base.run(bb[1:])
+    peak = max(peak0, matmul_peak(args.peak_seconds))
+
+    print(f"threads {torch.get_num_threads()}; fp32 matmul peak {peak:.1f} GFLOP/s (first {peak0:.1f}); "
+          f"training FLOPs = 3 x zoo.costs.forward_flops of each batch's non-pad tokens; "
+          f"malloc keeps freed memory: {kept}")
+    print(f"cpu-profile base: d_model {m.d_model}, {m.N}+{m.N} layers, h {m.h}, vocab {V}, "
+          f"{cpu.train.batch_tokens}-token batches of {cpu.data.dataset}, {args.rounds} rounds x {args.steps} steps")
+    for k, tr in runs.items():
+        print(f"  {k:<15} {tr.tps:8.0f} target tokens/s  {tr.flops / tr.seconds / 1e9:6.1f} GFLOP/s  "
+              f"MFU {tr.mfu(peak):.2f}")
+    if base is not None:
+        print(f"paper base: d_model {bm.d_model}, {bm.N}+{bm.N} layers, h {bm.h}, vocab {bV}, 2000-token batches "
+              f"({cpu.data.dataset} ids), {args.base_steps} steps")
+        print(f"  {'zoo':<15} {base.tps:8.0f} target tokens/s  {base.flops / base.seconds / 1e9:6.1f} GFLOP/s  "
+              f"MFU {base.mfu(peak):.2f}")
+    print(f"MFU cpu-profile base: {runs['zoo'].mfu(peak):.2f}")
+    if base is not None:
+        print(f"MFU paper base: {base.mfu(peak):.2f}")
+    if "nn.Transformer" in runs:
+        print(f"ratio zoo / nn.Transformer: {runs['zoo'].tps / runs['nn.Transformer'].tps:.2f}")
 
 
 if __name__ == "__main__":

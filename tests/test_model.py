@@ -73,3 +73,24 @@ def test_dropout_only_in_training():
         assert torch.equal(m(src, tgt), m(src, tgt))
     m.train()
     assert not torch.equal(m(src, tgt), m(src, tgt))
+
+
+def test_residual_dropout_on_cpu_is_dropout():
+    """Residual's one-pass CPU dropout: LayerNorm(x + mask * s / (1 - p)), masks drawn at rate p
+    (to 2^-16), the gradient through s is mask / (1 - p), and eval mode drops nothing."""
+    from zoo.model import Residual, _keep_mask
+    torch.manual_seed(0)
+    keep, scale = _keep_mask(torch.empty(400, 500), 0.1)
+    assert keep.dtype == torch.bool and keep.shape == (400, 500)
+    assert abs(keep.float().mean().item() - 0.9) < 0.003 and abs(scale * 0.9 - 1) < 1e-4
+    res = Residual(8, 0.3)
+    res.norm = torch.nn.Identity()  # look at x + Dropout(s) itself
+    x, s = torch.randn(64, 50, 8), torch.randn(64, 50, 8, requires_grad=True)
+    out = res(x, s)
+    kept = (out - x).abs() > 1e-6
+    assert abs(kept.float().mean().item() - 0.7) < 0.02
+    torch.testing.assert_close((out - x)[kept], (s / 0.7)[kept], rtol=1e-4, atol=1e-5)
+    out.sum().backward()
+    torch.testing.assert_close(s.grad, kept.float() / 0.7, rtol=1e-4, atol=1e-5)
+    res.eval()
+    torch.testing.assert_close(res(x, s), x + s)

@@ -38,6 +38,34 @@ def test_label_smoothing_hand_checked():
     assert smoothed_loss(logits, target, 0.0)[0].item() == pytest.approx(-math.log(0.5), rel=1e-5)
 
 
+def _smoothed_loss_by_autograd(logits, target, eps):
+    """The label-smoothed loss as first written, differentiated by autograd (the reference)."""
+    V = logits.size(-1)
+    logp = torch.log_softmax(logits.float(), dim=-1).view(-1, V)
+    target = target.reshape(-1)
+    logp, target = logp[target != 0], target[target != 0]
+    nll = -logp.gather(1, target[:, None]).squeeze(1)
+    others = -(logp.sum(1) - logp[:, 0]) - nll
+    return ((1 - eps) * nll + eps / (V - 2) * others).sum(), nll.sum()
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1, 0.3])
+def test_smoothed_loss_gradient_equals_autograd(eps):
+    """The written-out gradient (softmax - q) equals autograd's of the formula, pad rows excluded."""
+    torch.manual_seed(0)
+    logits = (3 * torch.randn(4, 9, 50)).requires_grad_()
+    target = torch.randint(1, 50, (4, 9))
+    target[0, 5:], target[3, 8] = 0, 0
+    loss, nll = smoothed_loss(logits, target, eps)
+    ref, ref_nll = _smoothed_loss_by_autograd(logits, target, eps)
+    assert loss.item() == pytest.approx(ref.item(), rel=1e-6)
+    assert nll.item() == pytest.approx(ref_nll.item(), rel=1e-6)
+    g, = torch.autograd.grad(2.5 * loss, logits)
+    g_ref, = torch.autograd.grad(2.5 * ref, logits)
+    torch.testing.assert_close(g, g_ref, rtol=1e-5, atol=1e-6)
+    assert not g[0, 5:].any()  # padding rows get no gradient
+
+
 def test_checkpoint_averaging(tmp_path):
     paths = []
     for i, v in enumerate([1.0, 2.0, 6.0]):

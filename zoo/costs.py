@@ -104,7 +104,7 @@ def activation_floats_per_token(m: ModelSpec, vocab_size: int, seq_len: int) -> 
     enc = attn(seq_len) + ffn + 2 * norm
     dec = 2 * attn(seq_len) + ffn + 3 * norm
     embed = 4 * d                                       # scaled embeddings + positions, dropout, both sides
-    logits = 4 * vocab_size                             # logits, log-softmax and their gradients
+    logits = 2 * vocab_size                             # logits (kept by the loss) + log-softmax or gradient
     return m.N * (enc + dec) + embed + logits
 
 
