@@ -16,6 +16,10 @@ attention over its mean sentence lengths; padding is not counted), training = 3 
 those FLOPs per second / the matmul peak. Tokens/s counts non-pad target tokens.
 
     taskset -c 1 env OMP_NUM_THREADS=1 ZOO_DATA_DIR=../shared/data .venv/bin/python bench/bench_train.py
+
+On a GPU, `--device cuda` trains the paper's base and big instead (specs as written, bf16 autocast,
+TF32, fused Adam, `--batch-tokens` per step) and prints `MFU paper base (cuda bf16): 0.NN` and the
+same for big against a bf16 matmul peak measured in the same run. (Not yet run: no GPU so far.)
 """
 from __future__ import annotations
 
@@ -55,16 +59,27 @@ class TorchReference(nn.Module):
         return y @ self.embed.weight.t()
 
 
-def matmul_peak(seconds: float = 1.0, sizes=(1024, 2048, 3072)) -> float:
-    """Best fp32 GFLOP/s of square matmuls into a preallocated output."""
+def _sync(device) -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def matmul_peak(seconds: float = 1.0, sizes=(1024, 2048, 3072), device="cpu", dtype=torch.float32) -> float:
+    """Best GFLOP/s of square matmuls into a preallocated output (fp32 on the CPU, bf16 on a GPU)."""
     best = 0.0
     for n in sizes:
-        a, b, c = torch.randn(n, n), torch.randn(n, n), torch.empty(n, n)
+        a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
+        c = torch.empty(n, n, device=device, dtype=dtype)
         torch.mm(a, b, out=c)
+        _sync(device)
         k, t = 0, time.perf_counter()
         while (el := time.perf_counter() - t) < seconds or k < 2:
             torch.mm(a, b, out=c)
             k += 1
+            if k % 16 == 0:
+                _sync(device)
+        _sync(device)
+        el = time.perf_counter() - t
         best = max(best, 2 * n ** 3 * k / el / 1e9)
     return best
 
@@ -79,8 +94,9 @@ def batch_flops(m: ModelSpec, vocab: int, b: zdata.Batch) -> float:
 class Trainer:
     """One model, its optimizer and its tallies; `run` trains steps the way zoo.train._step does."""
 
-    def __init__(self, model: nn.Module, m: ModelSpec, vocab: int, eps: float):
-        self.model, self.m, self.vocab, self.eps = model, m, vocab, eps
+    def __init__(self, model: nn.Module, m: ModelSpec, vocab: int, eps: float, device="cpu"):
+        self.device = torch.device(device)
+        self.model, self.m, self.vocab, self.eps = model.to(self.device), m, vocab, eps
         self.opt = make_optimizer(model, lr=1e-4)
         self.tokens = 0
         self.flops = self.seconds = 0.0
@@ -89,14 +105,19 @@ class Trainer:
         self.model.train()
         n = f = 0
         t = time.perf_counter()
+        cuda = self.device.type == "cuda"
         for b in batches:
+            b = b.to(self.device)
             self.opt.zero_grad(set_to_none=True)
-            loss, _ = smoothed_loss(self.model(b.src, b.tgt_in), b.tgt_out, self.eps)
+            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=cuda):  # as zoo.train
+                logits = self.model(b.src, b.tgt_in)
+            loss, _ = smoothed_loss(logits, b.tgt_out, self.eps)
             (loss / b.n_tgt_tokens).backward()
             loss.item()
             self.opt.step()
             n += b.n_tgt_tokens
             f += batch_flops(self.m, self.vocab, b)
+        _sync(self.device)
         if count:
             self.seconds += time.perf_counter() - t
             self.tokens += n
@@ -131,7 +152,12 @@ def main():
                     help="nn.Transformer's embedding: nn.Embedding's N(0, 1) (torch) or zoo's N(0, d_model^-1/2)")
     ap.add_argument("--malloc-default", action="store_true",
                     help="leave glibc's malloc as it is (zoo training sets zoo.train.keep_freed_memory)")
+    ap.add_argument("--device", default="cpu", help="cuda: the paper's base and big on this GPU under bf16 "
+                    "autocast (TF32 on), MFU against a bf16 matmul peak measured in the same run")
+    ap.add_argument("--batch-tokens", type=int, default=12500, help="target tokens per batch on a GPU")
     args = ap.parse_args()
+    if torch.device(args.device).type == "cuda":
+        return gpu(args)
     kept = False if args.malloc_default else keep_freed_memory()
 
     peak0 = matmul_peak(args.peak_seconds)
@@ -175,6 +201,30 @@ def main():
         print(f"MFU paper base: {base.mfu(peak):.2f}")
     if "nn.Transformer" in runs:
         print(f"ratio zoo / nn.Transformer: {runs['zoo'].tps / runs['nn.Transformer'].tps:.2f}")
+
+
+def gpu(args) -> None:
+    """The paper's base and big (specs as written) on one GPU, bf16 autocast as zoo.train runs them."""
+    dev = torch.device(args.device)
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    peak0 = matmul_peak(args.peak_seconds, (4096, 8192), dev, torch.bfloat16)
+    results = {}
+    for name in ("base", "big"):
+        cfg = zspec.resolve(name, profile="paper")[0]
+        m, V = cfg.model, cfg.data.vocab_size
+        # Multi30k's 8000-BPE ids stand in for WMT14's: the 37000-row softmax costs the same
+        batches = load_batches("multi30k", 8000, args.batch_tokens, args.base_steps + 1)
+        torch.manual_seed(0)
+        tr = Trainer(build_model(m, V), m, V, cfg.train.label_smoothing, dev)
+        tr.run(batches[:1], count=False)
+        tr.run(batches[1:])
+        results[name] = tr
+        print(f"{name}: d_model {m.d_model}, {m.N}+{m.N} layers, vocab {V}, {args.batch_tokens}-token batches, "
+              f"{tr.tps:9.0f} target tokens/s, peak memory {torch.cuda.max_memory_allocated(dev) / 2**30:.1f} GiB")
+    peak = max(peak0, matmul_peak(args.peak_seconds, (4096, 8192), dev, torch.bfloat16))
+    print(f"{torch.cuda.get_device_name(dev)}; bf16 matmul peak {peak:.0f} GFLOP/s (first {peak0:.0f})")
+    for name, tr in results.items():
+        print(f"MFU paper {name} (cuda bf16): {tr.mfu(peak):.2f}")
 
 
 if __name__ == "__main__":
