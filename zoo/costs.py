@@ -30,7 +30,8 @@ def params_analytic(m: ModelSpec, vocab_size: int) -> int:
     dec = 2 * attn + ffn + 3 * ln
     embed = vocab_size * d * (1 if m.share_embeddings else 3)  # src, tgt, pre-softmax
     pos = m.max_len * d if m.positional_encoding == "learned" else 0
-    return embed + pos + m.N * (enc + dec)
+    pointer = d * d if m.word_pointer else 0  # W_p (ours, parsing)
+    return embed + pos + pointer + m.N * (enc + dec)
 
 
 def forward_flops(m: ModelSpec, vocab_size: int, n_src: int, n_tgt: int, S: int, T: int) -> int:
@@ -44,7 +45,8 @@ def forward_flops(m: ModelSpec, vocab_size: int, n_src: int, n_tgt: int, S: int,
     dec_self = n_tgt * (proj_qkv + attn(T) + proj_o)
     dec_cross = n_tgt * (2 * d * h * dk + attn(S) + proj_o) + n_src * 2 * d * h * (dk + dv)
     dec = dec_self + dec_cross + n_tgt * ffn
-    return m.N * (enc + dec) + n_tgt * 2 * d * vocab_size
+    pointer = n_tgt * 2 * d * d if m.word_pointer else 0  # W_p memory[k] (ours, parsing)
+    return m.N * (enc + dec) + n_tgt * 2 * d * vocab_size + pointer
 
 
 def forward_flops_per_token(m: ModelSpec, vocab_size: int, seq_len: int = SEQ_LEN) -> float:
