@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from zoo import data as zdata
 from zoo.errors import UserError, disk_full
 from zoo.data import BOS, EOS, PAD
-from zoo.model import Transformer, build_model
+from zoo.model import Transformer, build_model, count_params
 from zoo.paths import atomic_write_text, inside
 from zoo.result import Attention, Hardware, LogPoint, RunResult, SplitScore
 from zoo.spec import Config
@@ -112,11 +112,15 @@ def make_optimizer(model: torch.nn.Module, lr: float = 0.0, betas: tuple = (0.9,
 @dataclass
 class Prepared:
     sp_path: Path
-    vocab_size: int
+    sp: object  # the loaded sentencepiece model of sp_path (the shared or source-side BPE)
     train: zdata.EncodedCorpus  # memory-mapped from the encoded cache; len() is the pair count
     dev: list  # [(src_ids, tgt_ids)]: small, kept as lists
     evals: dict  # split -> (sources, references): the spec's eval split first, then extra_splits
     tgt_vocab: object = None  # the target side's own vocabulary (trees.SymbolVocab), None = shared BPE
+
+    @property
+    def vocab_size(self) -> int:
+        return self.sp.get_piece_size()
 
     @property
     def tgt_vocab_size(self) -> int | None:
@@ -148,7 +152,7 @@ def prepare(cfg: Config, root: Path | None = None) -> Prepared:
         evals[split] = ([s for s, _ in pairs], [t for _, t in pairs])
     if cfg.eval.max_sentences:
         dev_pairs = dev_pairs[: max(cfg.eval.max_sentences * 4, 64)]
-    return Prepared(sp_path, sp.get_piece_size(), train,
+    return Prepared(sp_path, sp, train,
                     zdata.encode_pairs(sp, dev_pairs, cfg.data.max_len, tgt_vocab), evals, tgt_vocab)
 
 
@@ -344,7 +348,7 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
         keep_freed_memory()
     p = prepared or prepare(cfg, data_root)
     torch.manual_seed(cfg.train.seed)
-    model = build(cfg, zdata.load_sp(p.sp_path), p.tgt_vocab).to(device)  # same seed: identical weights on every worker
+    model = build(cfg, p.sp, p.tgt_vocab).to(device)  # same seed: identical weights on every worker
     torch.manual_seed(cfg.train.seed * 1000 + rank)  # but each worker its own dropout masks
     opt = make_optimizer(model, 0.0, tuple(cfg.train.optimizer.betas), cfg.train.optimizer.eps)
     st = _State()
@@ -475,7 +479,7 @@ def _out_of_memory(cfg: Config, model: Transformer, device, step: int, world: in
     per_device = cfg.train.max_tokens_per_device or cfg.train.batch_tokens // world
     return GPUOutOfMemoryError(
         f"variant {cfg.variant}: out of GPU memory at step {step} ({device}: peak {gib(peak)} allocated of "
-        f"{gib(have)}; {sum(p.numel() for p in model.parameters()):,} parameters, {per_device} tokens per "
+        f"{gib(have)}; {count_params(model):,} parameters, {per_device} tokens per "
         f"device per pass, estimated need {memory_text(train_memory(cfg, world))}). Set "
         f"train.max_tokens_per_device (gradient accumulation keeps the step's batch), lower data.max_len or "
         f"the model's size, or give the trial a whole GPU (resources.gpus). "
@@ -538,7 +542,7 @@ def evaluate(cfg: Config, out: Path, model: Transformer, p: Prepared, device) ->
     """Decode and score each eval split (the spec's own and its extra splits); the attention map."""
     from zoo import decode, metrics
     model.eval()
-    sp = zdata.load_sp(p.sp_path)
+    sp = p.sp
     final = None
     if cfg.eval.average_checkpoints and cfg.eval.metric == "bleu":
         # The final weights too, on the spec's own split, so a report can check that averaging helps
