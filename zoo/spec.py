@@ -129,6 +129,10 @@ class TrainSpec(_Strict):
     time_limit_minutes: float | None = Field(
         None, gt=0, le=10**7, description="stop early after this wall time (the run records the steps done)")
     seed: int = Field(1, ge=0, le=2**32 - 1)
+    precision: Literal["auto", "fp32", "bf16"] = Field(
+        "auto", description="training's matmuls: bf16 autocast (weights, Adam and the loss stay fp32) or fp32; "
+        "auto: bf16 on a GPU, fp32 on a CPU; bf16 on a CPU needs its bf16 instructions (AVX512-BF16 or AMX), "
+        "else training runs in fp32 and says so")
 
 
 class EvalSpec(_Strict):

@@ -18,6 +18,7 @@ import json
 import math
 import os
 import platform
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -226,6 +227,31 @@ def _device(cfg: Config) -> torch.device:
     return torch.device("cpu")
 
 
+def cpu_has_bf16() -> bool:
+    """Whether this CPU multiplies bf16 natively (AVX512-BF16 or AMX), through oneDNN. Elsewhere
+    torch emulates bf16 matmuls, slower than fp32 ones."""
+    try:
+        return torch.backends.mkldnn.is_available() and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
+    """The dtype training's matmuls autocast to on `device`; None: fp32 throughout.
+
+    bf16 autocast keeps the weights, their gradients, Adam's moments and the loss in fp32 (mixed
+    precision, as on a GPU). On this project's 2-core CPU (AVX512-BF16) a bf16 matmul runs at ~4x
+    the fp32 one and a cpu-profile step takes ~0.4x the time (attention stays fp32 there, see
+    zoo.model.MultiHeadAttention)."""
+    if precision == "fp32" or (precision == "auto" and device.type != "cuda"):
+        return None
+    if device.type == "cuda" or cpu_has_bf16():
+        return torch.bfloat16
+    print("zoo: train.precision bf16: this CPU has no bf16 instructions (AVX512-BF16 or AMX), where bf16 "
+          "matmuls are slower than fp32 ones; training in fp32 (the run records it)", file=sys.stderr)
+    return None
+
+
 class GPUOutOfMemoryError(UserError):
     """The GPU ran out of memory: the trial fails with the figures that set its size."""
 
@@ -343,6 +369,7 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
 
     t0 = time.time()
     device = _device(cfg)
+    amp = autocast_dtype(cfg.train.precision, device)
     check_memory(cfg, world, device)  # before the data or the model take any
     if device.type == "cpu":
         keep_freed_memory()
@@ -358,7 +385,7 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
         torch.set_rng_state(ck["rng"])
         report({"event": "resumed", "step": st.step})
     try:
-        train_s = _loop(cfg, out, model, opt, p, device, st, report)
+        train_s = _loop(cfg, out, model, opt, p, device, st, report, amp)
     except torch.cuda.OutOfMemoryError as e:
         raise _out_of_memory(cfg, model, device, st.step, world, e) from None
 
@@ -368,7 +395,8 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
         tgt_vocab_size=p.tgt_vocab_size, bpe_model=str(p.sp_path), dataset=cfg.data.dataset,
         train_pairs=len(p.train), eval_split=cfg.eval.split,
         hardware=Hardware(device=str(device), threads=torch.get_num_threads(), workers=world,
-                          device_name=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"))
+                          device_name=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+                          precision="bf16" if amp else "fp32"))
     if rank == 0:
         result.splits, result.attention = evaluate(cfg, out, model, p, device)
         result.total_seconds = time.time() - t0
@@ -386,7 +414,8 @@ def _finished(summary_path: Path) -> RunResult | None:
         return None
 
 
-def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, st: _State, report: Report) -> float:
+def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, st: _State, report: Report,
+          amp: torch.dtype | None = None) -> float:
     """Train from `st` to the planned steps (or the time limit), updating `st`; log, evaluate the
     dev perplexity and checkpoint on their cadences. Returns the training seconds, earlier attempts included."""
     rank, world = _world()
@@ -408,7 +437,8 @@ def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, 
         for g in opt.param_groups:
             g["lr"] = lr
         n_tgt = int(lengths[batch, 1].sum())  # the whole step's target tokens, on every worker
-        step_loss, step_nll, pad_frac = _step(cfg, model, opt, p, device, zdata.shard(batch, lengths, n_parts), n_tgt)
+        parts = zdata.shard(batch, lengths, n_parts)
+        step_loss, step_nll, pad_frac = _step(cfg, model, opt, p, device, parts, n_tgt, amp)
         if not math.isfinite(step_loss):
             raise NonFiniteLoss(f"non-finite loss at step {st.step} (lr {lr:.3g}); lower train.schedule.lr_scale")
         opt.step()
@@ -445,7 +475,8 @@ def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, 
     return st.elapsed0 + time.time() - t_start
 
 
-def _step(cfg: Config, model: Transformer, opt, p: Prepared, device, parts: list, n_tgt: int) -> tuple[float, float, float]:
+def _step(cfg: Config, model: Transformer, opt, p: Prepared, device, parts: list, n_tgt: int,
+          amp: torch.dtype | None = None) -> tuple[float, float, float]:
     """Gradients of one optimizer step: this worker's shards of the batch, then the sum over workers.
     Returns the step's summed loss and NLL (over all workers) and the last shard's padding fraction."""
     rank, world = _world()
@@ -456,7 +487,7 @@ def _step(cfg: Config, model: Transformer, opt, p: Prepared, device, parts: list
             continue
         b = zdata.collate(p.train, part).to(device)
         src, tgt_in, tgt_out = b.src, b.tgt_in, b.tgt_out
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+        with torch.autocast(device.type, dtype=amp or torch.bfloat16, enabled=amp is not None):
             logits = model(src, tgt_in)
         loss, nll = smoothed_loss(logits, tgt_out, cfg.train.label_smoothing)
         (loss / n_tgt).backward()  # normalised by the step's tokens: splitting does not change the gradient
