@@ -7,6 +7,8 @@ In one process, on one machine state:
    shared BPE, 4000-token batches of Multi30k) against torch.nn.Transformer of the same size, with
    the same shared embedding, loss, optimizer and loop; the two alternate in rounds so machine noise
    hits both alike;
+   and, where the CPU has bf16 instructions, the same model under the cpu profile's
+   train.precision bf16 (autocast, attention fp32), its MFU against a bf16 matmul peak of the same run;
 3. the paper's base model (specs/base.yaml: d_model 512, 6+6 layers, 37000-token vocabulary) on
    2000-token batches. WMT14's training set is not in the data folder, so its batches are Multi30k's
    (8000 BPE ids); the softmax over the 37000 rows costs the same whatever ids the targets hold.
@@ -35,7 +37,7 @@ from zoo import spec as zspec
 from zoo.costs import forward_flops
 from zoo.model import build_model
 from zoo.spec import ModelSpec
-from zoo.train import keep_freed_memory, make_optimizer, smoothed_loss
+from zoo.train import autocast_dtype, cpu_has_bf16, keep_freed_memory, make_optimizer, smoothed_loss
 
 
 class TorchReference(nn.Module):
@@ -94,8 +96,9 @@ def batch_flops(m: ModelSpec, vocab: int, b: zdata.Batch) -> float:
 class Trainer:
     """One model, its optimizer and its tallies; `run` trains steps the way zoo.train._step does."""
 
-    def __init__(self, model: nn.Module, m: ModelSpec, vocab: int, eps: float, device="cpu"):
+    def __init__(self, model: nn.Module, m: ModelSpec, vocab: int, eps: float, device="cpu", precision="auto"):
         self.device = torch.device(device)
+        self.amp = autocast_dtype(precision, self.device)  # as zoo.train: bf16 on a GPU, fp32 on a CPU unless asked
         self.model, self.m, self.vocab, self.eps = model.to(self.device), m, vocab, eps
         self.opt = make_optimizer(model, lr=1e-4)
         self.tokens = 0
@@ -105,11 +108,10 @@ class Trainer:
         self.model.train()
         n = f = 0
         t = time.perf_counter()
-        cuda = self.device.type == "cuda"
         for b in batches:
             b = b.to(self.device)
             self.opt.zero_grad(set_to_none=True)
-            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=cuda):  # as zoo.train
+            with torch.autocast(self.device.type, dtype=self.amp or torch.bfloat16, enabled=self.amp is not None):
                 logits = self.model(b.src, b.tgt_in)
             loss, _ = smoothed_loss(logits, b.tgt_out, self.eps)
             (loss / b.n_tgt_tokens).backward()
@@ -144,7 +146,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="counted rounds (after one warm-up round)")
     ap.add_argument("--steps", type=int, default=3, help="steps per model per round, cpu-profile size; "
                     "the models alternate step by step on the same batch")
-    ap.add_argument("--base-steps", type=int, default=4, help="counted steps of the paper's base model (after 1 warm-up)")
+    ap.add_argument("--base-steps", type=int, default=8, help="counted steps of the paper's base model (after 1 warm-up)")
+    ap.add_argument("--no-bf16", action="store_true", help="skip the cpu-profile base under bf16 autocast "
+                    "(train.precision bf16; measured only where the CPU has bf16 instructions)")
     ap.add_argument("--no-base", action="store_true", help="skip the paper's base model")
     ap.add_argument("--no-reference", action="store_true", help="skip nn.Transformer")
     ap.add_argument("--peak-seconds", type=float, default=1.0)
@@ -168,6 +172,10 @@ def main():
     runs = {"zoo": Trainer(build_model(m, V), m, V, eps)}
     if not args.no_reference:
         runs["nn.Transformer"] = Trainer(TorchReference(m, V, args.reference_init == "zoo"), m, V, eps)
+    bf16 = not args.no_bf16 and cpu_has_bf16()
+    if bf16:  # the same weights under the cpu profile's train.precision bf16
+        torch.manual_seed(0)
+        runs["zoo bf16"] = Trainer(build_model(m, V), m, V, eps, precision="bf16")
     for i, b in enumerate(batches):  # step by step on the same batch, in alternating order; round 0 warms up
         for tr in (list(runs.values()) if i % 2 else list(runs.values())[::-1]):
             tr.run([b], count=i >= args.steps)
@@ -182,6 +190,7 @@ def main():
         base.run(bb[:1], count=False)
         base.run(bb[1:])
     peak = max(peak0, matmul_peak(args.peak_seconds))
+    peak_bf16 = matmul_peak(args.peak_seconds, dtype=torch.bfloat16) if bf16 else None
 
     print(f"threads {torch.get_num_threads()}; fp32 matmul peak {peak:.1f} GFLOP/s (first {peak0:.1f}); "
           f"training FLOPs = 3 x zoo.costs.forward_flops of each batch's non-pad tokens; "
@@ -189,13 +198,17 @@ def main():
     print(f"cpu-profile base: d_model {m.d_model}, {m.N}+{m.N} layers, h {m.h}, vocab {V}, "
           f"{cpu.train.batch_tokens}-token batches of {cpu.data.dataset}, {args.rounds} rounds x {args.steps} steps")
     for k, tr in runs.items():
-        print(f"  {k:<15} {tr.tps:8.0f} target tokens/s  {tr.flops / tr.seconds / 1e9:6.1f} GFLOP/s  "
-              f"MFU {tr.mfu(peak):.2f}")
+        of = f"MFU {tr.mfu(peak_bf16):.2f} of the bf16 peak" if tr.amp else f"MFU {tr.mfu(peak):.2f}"
+        print(f"  {k:<15} {tr.tps:8.0f} target tokens/s  {tr.flops / tr.seconds / 1e9:6.1f} GFLOP/s  {of}")
     if base is not None:
         print(f"paper base: d_model {bm.d_model}, {bm.N}+{bm.N} layers, h {bm.h}, vocab {bV}, 2000-token batches "
               f"({cpu.data.dataset} ids), {args.base_steps} steps")
         print(f"  {'zoo':<15} {base.tps:8.0f} target tokens/s  {base.flops / base.seconds / 1e9:6.1f} GFLOP/s  "
               f"MFU {base.mfu(peak):.2f}")
+    if bf16:
+        print(f"bf16 matmul peak {peak_bf16:.1f} GFLOP/s ({peak_bf16 / peak:.1f}x fp32); cpu-profile base under "
+              f"bf16 autocast (attention fp32): {runs['zoo bf16'].tps / runs['zoo'].tps:.2f}x the fp32 tokens/s")
+        print(f"MFU cpu-profile base (bf16, of the bf16 peak): {runs['zoo bf16'].mfu(peak_bf16):.2f}")
     print(f"MFU cpu-profile base: {runs['zoo'].mfu(peak):.2f}")
     if base is not None:
         print(f"MFU paper base: {base.mfu(peak):.2f}")

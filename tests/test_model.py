@@ -94,3 +94,23 @@ def test_residual_dropout_on_cpu_is_dropout():
     torch.testing.assert_close(s.grad, kept.float() / 0.7, rtol=1e-4, atol=1e-5)
     res.eval()
     torch.testing.assert_close(res(x, s), x + s)
+
+
+def test_bf16_autocast_on_cpu_keeps_masks_and_matches_fp32():
+    """Under CPU bf16 autocast attention runs in fp32 (zoo.model): the masks still hold (a padded
+    source, a future target token changed) and the logits agree with fp32 to bf16 rounding."""
+    torch.manual_seed(0)
+    m = build_model(TINY.model_copy(update={"dropout": 0.0}), 40).eval()
+    src = torch.randint(4, 40, (2, 8))
+    src[1, 5:] = 0
+    tgt = torch.randint(4, 40, (2, 6))
+    later = tgt.clone()
+    later[:, 4:] = 7
+    with torch.no_grad():
+        fp32 = m(src, tgt)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            bf16, bf16_later = m(src, tgt).float(), m(src, later).float()
+            padded = m(torch.cat([src[:1], torch.zeros(1, 4, dtype=torch.long)], 1), tgt[:1]).float()
+    assert (bf16 - fp32).abs().max() < 0.05 * fp32.abs().max()
+    assert torch.equal(bf16[:, :4], bf16_later[:, :4])  # causal: positions before 4 never see 4 and 5
+    assert torch.allclose(padded, bf16[:1], atol=0.05 * fp32.abs().max().item())

@@ -178,3 +178,21 @@ def test_gpu_out_of_memory_fails_the_run_with_its_figures(repo, data_root, tmp_p
         train(cfg, tmp_path / "run", data_root)
     from runner.progress import short_error
     assert short_error(f"Traceback ...\nzoo.train.GPUOutOfMemoryError: {e.value}").startswith("zoo.train.GPUOutOfMemoryError: variant")
+
+
+def test_bf16_precision_on_cpu(repo, data_root, tmp_path):
+    """train.precision bf16: autocast where the CPU has bf16 instructions, fp32 elsewhere, and the
+    run records which; weights and checkpoints stay fp32. auto is fp32 on a CPU, bf16 on a GPU."""
+    from zoo.train import autocast_dtype, cpu_has_bf16
+    cpu = torch.device("cpu")
+    assert autocast_dtype("auto", cpu) is None and autocast_dtype("fp32", torch.device("cuda")) is None
+    assert autocast_dtype("auto", torch.device("cuda")) is torch.bfloat16
+    assert autocast_dtype("bf16", cpu) is (torch.bfloat16 if cpu_has_bf16() else None)
+    seen = []
+    s = train(_smoke(repo, sets=["train.steps=10", "train.precision=bf16"]), tmp_path / "run", data_root,
+              report=seen.append)
+    assert s.hardware.precision == ("bf16" if cpu_has_bf16() else "fp32")
+    losses = [m["loss"] for m in seen if "loss" in m]
+    assert math.isfinite(losses[-1]) and losses[-1] < losses[0]
+    weights = load_checkpoint(checkpoints(tmp_path / "run")[-1])["model"]
+    assert {v.dtype for v in weights.values() if v.is_floating_point()} == {torch.float32}

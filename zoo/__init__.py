@@ -13,6 +13,14 @@ Names resolve lazily (PEP 562) so `import zoo` and the CLI start without importi
 from __future__ import annotations
 
 import importlib
+import os
+
+# Large CPU tensors on transparent huge pages. torch reads this once, at its first CPU allocation,
+# so it is set here, before any. A training step allocates and frees logits-sized buffers (100+ MB)
+# every step: on 2 MB pages they fault in 512x fewer times and fragment the heap less (a cpu-profile
+# run under bf16 autocast, whose half- and full-size buffers interleave, grew to 9 GB resident after
+# 500 steps on 4 KB pages and holds about 4 GB on these; a step is ~10% faster). Off: THP_MEM_ALLOC_ENABLE=0.
+os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
 
 _API = {  # public name -> (module, attribute): one home per fact, these are re-exports
     "Config": ("zoo.spec", "Config"),
