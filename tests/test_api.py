@@ -1,4 +1,5 @@
 """The public Python API: `import zoo` is cheap, and its few names do what the CLI does."""
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,16 @@ def test_import_zoo_does_not_import_torch_or_ray():
     code = "import sys, zoo; zoo.load; print(sorted({'torch', 'ray'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_import_zoo_puts_large_tensors_on_huge_pages_unless_told_not_to():
+    """torch reads THP_MEM_ALLOC_ENABLE at its first CPU allocation: `import zoo` sets it before
+    any (zoo/__init__.py), and leaves a value the user set alone."""
+    code = "import os, zoo, torch; torch.ones(3); print(os.environ['THP_MEM_ALLOC_ENABLE'])"
+    env = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
+    run = lambda env: subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                     env=env).stdout.strip()
+    assert run(env) == "1" and run({**env, "THP_MEM_ALLOC_ENABLE": "0"}) == "0"
 
 
 @pytest.mark.slow
