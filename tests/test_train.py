@@ -191,7 +191,7 @@ def test_bf16_precision_on_cpu(repo, data_root, tmp_path):
     seen = []
     s = train(_smoke(repo, sets=["train.steps=10", "train.precision=bf16"]), tmp_path / "run", data_root,
               report=seen.append)
-    assert s.hardware.precision == ("bf16" if cpu_has_bf16() else "fp32")
+    assert s.hardware.compute_dtype == ("bf16" if cpu_has_bf16() else "fp32")
     losses = [m["loss"] for m in seen if "loss" in m]
     assert math.isfinite(losses[-1]) and losses[-1] < losses[0]
     weights = load_checkpoint(checkpoints(tmp_path / "run")[-1])["model"]

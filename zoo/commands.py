@@ -131,7 +131,7 @@ def _summary_text(r) -> str:
     """What `zoo train` prints at the end, from its zoo.result.RunResult."""
     lines = [f"variant {r.variant} ({r.profile}): {r.steps_done} steps, {r.tokens_seen} target tokens in "
              f"{r.train_seconds / 60:.1f} min ({r.tokens_per_s:.0f} tok/s) on {r.hardware.device}"
-             f"{' (bf16 autocast)' if r.hardware.precision == 'bf16' else ''}",
+             f"{' (bf16 autocast)' if r.hardware.compute_dtype == 'bf16' else ''}",
              f"dev perplexity (per word-piece): {r.dev_ppl:.2f}" if r.dev_ppl else ""]
     for x in r.splits.values():
         if x.bleu is not None:

@@ -46,10 +46,10 @@ class LogPoint(_Record):
 
 class Hardware(_Record):
     """What trained the model: the torch device, its model name, threads per process, processes,
-    and the precision its matmuls ran in (train.precision as resolved on that device)."""
+    and the dtype its matmuls ran in (train.precision as resolved on that device)."""
     device: str = "cpu"
     device_name: str = "cpu"
-    precision: str = "fp32"
+    compute_dtype: str = "fp32"
     threads: int = 1
     workers: int = 1
 

@@ -396,7 +396,7 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
         train_pairs=len(p.train), eval_split=cfg.eval.split,
         hardware=Hardware(device=str(device), threads=torch.get_num_threads(), workers=world,
                           device_name=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-                          precision="bf16" if amp else "fp32"))
+                          compute_dtype="bf16" if amp else "fp32"))
     if rank == 0:
         result.splits, result.attention = evaluate(cfg, out, model, p, device)
         result.total_seconds = time.time() - t0
