@@ -37,7 +37,7 @@ from zoo import spec as zspec
 from zoo.costs import forward_flops
 from zoo.model import build_model
 from zoo.spec import ModelSpec
-from zoo.train import autocast_dtype, cpu_has_bf16, keep_freed_memory, make_optimizer, smoothed_loss
+from zoo.train import autocast, autocast_dtype, cpu_has_bf16, keep_freed_memory, make_optimizer, smoothed_loss
 
 
 class TorchReference(nn.Module):
@@ -111,7 +111,7 @@ class Trainer:
         for b in batches:
             b = b.to(self.device)
             self.opt.zero_grad(set_to_none=True)
-            with torch.autocast(self.device.type, dtype=self.amp or torch.bfloat16, enabled=self.amp is not None):
+            with autocast(self.device, self.amp):  # as zoo.train
                 logits = self.model(b.src, b.tgt_in)
             loss, _ = smoothed_loss(logits, b.tgt_out, self.eps)
             (loss / b.n_tgt_tokens).backward()

@@ -252,6 +252,11 @@ def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     return None
 
 
+def autocast(device: torch.device, amp: torch.dtype | None):
+    """The context a training forward pass runs in: autocast to `amp` (from autocast_dtype), or off."""
+    return torch.autocast(device.type, dtype=amp or torch.bfloat16, enabled=amp is not None)
+
+
 class GPUOutOfMemoryError(UserError):
     """The GPU ran out of memory: the trial fails with the figures that set its size."""
 
@@ -487,7 +492,7 @@ def _step(cfg: Config, model: Transformer, opt, p: Prepared, device, parts: list
             continue
         b = zdata.collate(p.train, part).to(device)
         src, tgt_in, tgt_out = b.src, b.tgt_in, b.tgt_out
-        with torch.autocast(device.type, dtype=amp or torch.bfloat16, enabled=amp is not None):
+        with autocast(device, amp):
             logits = model(src, tgt_in)
         loss, nll = smoothed_loss(logits, tgt_out, cfg.train.label_smoothing)
         (loss / n_tgt).backward()  # normalised by the step's tokens: splitting does not change the gradient
