@@ -26,9 +26,9 @@ import stat
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, ValidationError, field_validator, model_validator
 
+from zoo import yaml12
 from zoo.errors import UserError
 from zoo.paths import SAFE_NAME, name_problem, shorten
 
@@ -45,6 +45,15 @@ class _Strict(BaseModel):
 # Upper bounds that keep every int a sane size for loops and SQLite (int64), far above any real run.
 MAX_STEPS = 100_000_000  # the paper's longest run is 300k steps
 MAX_TOKENS = 100_000_000  # tokens per step or per micro-batch (the paper: 25k)
+
+
+class CrossFieldError(ValueError):
+    """A rule between fields (a Config validator's): `fields` are the dotted fields that could change,
+    the likeliest first; the error is reported at the one the user set last (see _blame)."""
+
+    def __init__(self, fields: tuple[str, ...], message: str):
+        super().__init__(message)
+        self.fields = fields
 
 
 def _safe(value: str) -> str:
@@ -208,22 +217,51 @@ class Config(_Strict):
     @model_validator(mode="after")
     def _averaging_needs_checkpoints(self):
         if self.eval.average_checkpoints > self.train.keep_checkpoints:
-            raise ValueError(f"eval.average_checkpoints ({self.eval.average_checkpoints}) needs "
-                             f"train.keep_checkpoints >= it (got {self.train.keep_checkpoints})")
+            raise CrossFieldError(("eval.average_checkpoints", "train.keep_checkpoints"),
+                                  f"averaging the last {self.eval.average_checkpoints} checkpoints needs "
+                                  f"train.keep_checkpoints >= {self.eval.average_checkpoints} (got "
+                                  f"{self.train.keep_checkpoints}); lower eval.average_checkpoints or raise "
+                                  "train.keep_checkpoints")
         return self
 
     @model_validator(mode="after")
     def _constraint_needs_symbols(self):
         if self.eval.tree_constraint and self.data.target_vocab != "symbols":
-            raise ValueError("eval.tree_constraint needs data.target_vocab: symbols (the search must "
-                             "know which token opens, closes or stands for a word)")
+            raise CrossFieldError(("eval.tree_constraint", "data.target_vocab"),
+                                  "eval.tree_constraint needs data.target_vocab: symbols (the search must "
+                                  "know which token opens, closes or stands for a word)")
         return self
 
     @model_validator(mode="after")
     def _pointer_needs_symbols(self):
         if self.model.word_pointer and self.data.target_vocab != "symbols":
-            raise ValueError("model.word_pointer needs data.target_vocab: symbols (it counts the "
-                             "preterminals of a tree target to know which word comes next)")
+            raise CrossFieldError(("model.word_pointer", "data.target_vocab"),
+                                  "model.word_pointer needs data.target_vocab: symbols (it counts the "
+                                  "preterminals of a tree target to know which word comes next)")
+        return self
+
+    @model_validator(mode="after")
+    def _positions_hold_the_data(self):
+        need = self.data.max_len + 2  # a training sentence of data.max_len word-pieces plus bos/eos
+        if self.model.max_len < need:
+            raise CrossFieldError(("model.max_len", "data.max_len"),
+                                  f"model.max_len ({self.model.max_len}) must be at least data.max_len + 2 "
+                                  f"= {need}: the model embeds one position per token, and training "
+                                  f"sentences of up to {self.data.max_len} word-pieces get bos and eos; raise "
+                                  "model.max_len or lower data.max_len")
+        return self
+
+    @model_validator(mode="after")
+    def _min_len_reachable(self):
+        # an output may hold min(source length + max_len_offset, model.max_len) tokens, eos included,
+        # and every source has at least one token: min_len tokens and then eos must fit
+        e = self.eval
+        if e.min_len > e.max_len_offset or e.min_len >= self.model.max_len:
+            cap = min(e.max_len_offset, self.model.max_len - 1)
+            raise CrossFieldError(("eval.min_len", "eval.max_len_offset", "model.max_len"),
+                                  f"eval.min_len ({e.min_len}) can never be reached: an output of a one-token "
+                                  f"source holds at most {cap} tokens before eos (eval.max_len_offset "
+                                  f"{e.max_len_offset}, model.max_len {self.model.max_len}); use min_len <= {cap}")
         return self
 
     def config_hash(self) -> str:
@@ -235,8 +273,14 @@ class Config(_Strict):
 SECTIONS = ("model", "data", "train", "eval", "resources")
 FILE_KEYS = {"extends", "name", "description", "paper", "variants", "seeds", "sweep", *SECTIONS}
 PROFILE_KEYS = {"description", "scale", "set", "datasets", "seeds"}
+NULL_IS_EMPTY = (*SECTIONS, "paper", "sweep", "seeds", "variants", "description")  # `model:` with nothing under it
 MAX_SEEDS = 100
-MAX_GRID = 1000  # trials one grid may make (before seeds)
+MAX_GRID = 1000  # points one sweep may make (grid x random samples, before variants and seeds)
+# Trials one spec may make (variants x sweep points x seeds), checked by arithmetic before any is built.
+# Every trial is resolved and validated before anything runs (about 1 ms each) and becomes a row in
+# Ray Tune's driver and in the store; the paper's Tables 2-4 hold 41 rows, so 2000 is every row x 10
+# seeds x a few sweep points. A larger study is several specs (each its own Tune experiment).
+MAX_TRIALS = 2000
 SCALE_KEYS = {"width", "depth", "steps"}
 WIDTHS = {"d_model": True, "d_ff": False, "d_k": False, "d_v": False}  # what `scale.width` scales; True: kept even
 
@@ -281,49 +325,7 @@ class Doc:
 # value came from, tags can name Python objects. Specs never need them (`extends:` and variants are
 # the spec language's own reuse), so they are refused rather than limited.
 MAX_BYTES = 1_000_000  # a spec is a few KB
-MAX_DEPTH = 32  # the deepest real spec nests 5 levels (variants.A1.train.optimizer.betas)
 MAX_EXTENDS = 16  # links in one extends chain
-_PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "seq", "map", "timestamp")}
-
-
-class _Refused(Exception):
-    def __init__(self, mark, message: str, node=None):
-        self.mark, self.message, self.node = mark, message, node
-
-
-class _SpecLoader(yaml.SafeLoader):
-    """PyYAML's safe loader minus anchors, aliases, merge keys, non-plain tags and deep nesting."""
-
-    depth = 0
-
-    def compose_node(self, parent, index):
-        event = self.peek_event()
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-            raise _Refused(event.start_mark, "YAML anchors and aliases (&name, *name) are not allowed in specs; "
-                           "reuse settings with `extends:` or variants instead")
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise _Refused(event.start_mark, f"nested deeper than {MAX_DEPTH} levels; a spec needs at most 6")
-        try:
-            return super().compose_node(parent, index)
-        finally:
-            self.depth -= 1
-
-    def construct_object(self, node, deep=False):
-        try:
-            return super().construct_object(node, deep)
-        except (ValueError, TypeError, OverflowError) as e:  # e.g. a 5000-digit int, a 13th month
-            raise _Refused(node.start_mark, f"cannot read this value: {shorten(str(e).split(';')[0], 200)}",
-                           node) from None
-
-
-def _code(c) -> int:
-    return c if isinstance(c, int) else ord(c)
-
-
-# YAML 1.1 reads `1e-9` as a string; a spec means the number (YAML 1.2 agrees), so read it as one.
-_SpecLoader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-                                  list("-+0123456789"))
 
 
 def _read_text(path: Path) -> str:
@@ -353,81 +355,29 @@ def _read_text(path: Path) -> str:
 
 
 def load_yaml(text: str, where: str, locs: dict | None = None):
-    """(root node, data) of one YAML document under the spec rules, filling `locs` (key path ->
-    "where:line"); SpecError at `where:line` for anything refused."""
-    loader, fields = None, {}
+    """(data, line of its top-level node) of one YAML document under the spec rules (zoo.yaml12),
+    filling `locs` (key path -> "where:line"); SpecError at `where:line` for anything refused."""
+    lines: dict[tuple, int] = {}
     try:
-        loader = _SpecLoader(text)
-        node = loader.get_single_node()
-        if node is None:
-            return None, None
-        _walk(node, (), where, {} if locs is None else locs, fields)  # before constructing: keys and tags
-        return node, loader.construct_document(node)
-    except _Refused as e:
-        field = ".".join(map(str, fields.get(id(e.node), ())))
-        raise SpecError(f"{where}:{e.mark.line + 1}", field, e.message) from None
-    except yaml.reader.ReaderError as e:  # a control or non-printable character
-        line = text[: e.position].count("\n") + 1
-        raise SpecError(f"{where}:{line}", "", f"character U+{_code(e.character):04X} is not allowed in YAML "
-                        "(a binary file, or a control character in the text?)") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
-        line = mark.line + 1 if mark else 1
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise SpecError(f"{where}:{line}", "", f"YAML syntax error: {problem}") from None
-    finally:
-        if loader is not None:
-            loader.dispose()
+        data, line = yaml12.load(text, lines)
+    except yaml12.YamlError as e:
+        raise SpecError(f"{where}:{e.line}", e.field, e.message) from None
+    if locs is not None:
+        locs.update({p: f"{where}:{n}" for p, n in lines.items()})
+    return data, line
 
 
 def read_yaml(path: Path) -> Doc:
-    """Parse one spec or profile file, rejecting what PyYAML lets through silently (duplicate keys)
-    and what a spec never needs (see _SpecLoader)."""
+    """Parse one spec or profile file (see zoo.yaml12 for what YAML it may hold)."""
     locs: dict[tuple, str] = {}
-    node, data = load_yaml(_read_text(path), str(path), locs)
-    if node is None:
+    data, line = load_yaml(_read_text(path), str(path), locs)
+    if data is None:
         raise SpecError(f"{path}:1", "", "file is empty; a spec needs at least one of "
                         f"{', '.join(SECTIONS)} or `extends:`")
-    if not isinstance(node, yaml.MappingNode):
-        raise SpecError(f"{path}:{node.start_mark.line + 1}", "",
-                        f"the top level must be a mapping of sections, not a {_node_kind(node)}")
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}:{line}", "",
+                        f"the top level must be a mapping of sections, not {_kind(data)}")
     return Doc(data, locs, f"{path}:1")
-
-
-def _node_kind(node) -> str:
-    return {yaml.SequenceNode: "list", yaml.MappingNode: "mapping"}.get(type(node), "scalar")
-
-
-def _walk(node, prefix: tuple, path: str, locs: dict, fields: dict):
-    fields[id(node)] = prefix
-    if node.tag not in _PLAIN_TAGS:
-        shown = node.tag.replace("tag:yaml.org,2002:", "!!")
-        raise SpecError(f"{path}:{node.start_mark.line + 1}", ".".join(map(str, prefix)),
-                        f"the YAML tag '{shorten(shown)}' is not allowed; specs hold plain mappings, lists, "
-                        "strings, numbers, booleans and null")
-    if isinstance(node, yaml.SequenceNode):
-        for i, v in enumerate(node.value):
-            _walk(v, prefix + (i,), path, locs, fields)
-    if isinstance(node, yaml.MappingNode):
-        seen: dict[str, int] = {}
-        for k, v in node.value:
-            line = k.start_mark.line + 1
-            field = ".".join(map(str, prefix))
-            if k.tag == "tag:yaml.org,2002:merge":
-                raise SpecError(f"{path}:{line}", field, "YAML merge keys (<<) are not allowed in specs; "
-                                "reuse settings with `extends:` or variants instead")
-            if not isinstance(k, yaml.ScalarNode) or k.tag not in _PLAIN_TAGS:
-                kind = _node_kind(k) if not isinstance(k, yaml.ScalarNode) else "tagged value"
-                raise SpecError(f"{path}:{line}", field, f"a key must be a plain name, not a {kind}")
-            key = k.value
-            if key in seen:
-                field = ".".join(map(str, prefix + (key,)))
-                raise SpecError(f"{path}:{line}", field,
-                                f"duplicate key '{shorten(key)}' (first set on line {seen[key]}); "
-                                "YAML would silently keep only the last one")
-            seen[key] = line
-            locs[prefix + (key,)] = f"{path}:{line}"
-            _walk(v, prefix + (key,), path, locs, fields)
 
 
 def deep_merge(base: Doc, over: dict, over_locs: dict, origin: str | None = None) -> Doc:
@@ -471,7 +421,9 @@ def _unknown(what: str, key, allowed) -> str:
 
 
 def load_file(path: Path, _stack: tuple = ()) -> Doc:
-    """One spec file with its `extends:` chain merged in (variants are not inherited).
+    """One spec file with its `extends:` chain merged in. Its variants are its own `variants:` (or the
+    one variant its `name:` or file name makes); a file with neither inherits the variants of the
+    spec it extends, so `extends: table3_A` plus a changed recipe runs A1-A4 under that recipe.
 
     `extends:` names another spec file, relative to this file's folder or absolute (a spec shared
     from a group folder), or a built-in spec by name (`extends: base`). It only ever reads, and what it reads must itself be a valid spec, so an
@@ -483,6 +435,8 @@ def load_file(path: Path, _stack: tuple = ()) -> Doc:
         chain = " -> ".join(str(p) for p in (*_stack, key))
         raise SpecError(f"{path}:1", "extends", f"cycle in extends: {chain}")
     doc = read_yaml(path)
+    for k in [k for k in NULL_IS_EMPTY if k in doc.data and doc.data[k] is None]:
+        del doc.data[k]  # a section whose lines are all commented out: as if absent
     for k in doc.data:
         if k not in FILE_KEYS:
             raise SpecError(doc.where((str(k),)), shorten(k), _unknown("top-level key", k, FILE_KEYS))
@@ -492,6 +446,7 @@ def load_file(path: Path, _stack: tuple = ()) -> Doc:
     parent = doc.data.get("extends")
     own = {k: v for k, v in doc.data.items() if k not in ("extends", "variants", "name")}
     own_locs = {p: l for p, l in doc.locs.items() if p[0] not in ("extends", "variants", "name")}
+    base = None
     if parent is None:
         merged = Doc(own, own_locs, doc.origin)
     else:
@@ -513,7 +468,10 @@ def load_file(path: Path, _stack: tuple = ()) -> Doc:
             raise SpecError(where, "extends", f"'{shorten(parent)}' is not a .yaml or .yml spec file")
         base = load_file(ppath, _stack + (key,))
         merged = deep_merge(base, own, own_locs, doc.origin)
-    merged.raw = doc  # the file itself, for variants and name
+    merged.raw = doc  # the file itself
+    # variants are inherited through extends unless this file names its own (`variants:` or `name:`)
+    inherit = base is not None and not {"variants", "name"} & set(doc.data) and "variants" in base.variants_from.data
+    merged.variants_from = base.variants_from if inherit else doc
     return merged
 
 
@@ -523,7 +481,7 @@ def variant_names(path: Path) -> list[str]:
 
 
 def _variants(doc: Doc, path: Path) -> dict[str, dict]:
-    raw = doc.raw
+    raw = doc.variants_from
     vs = raw.data.get("variants")
     if vs is None:
         name = raw.data.get("name", Path(path).stem)
@@ -539,8 +497,6 @@ def _variants(doc: Doc, path: Path) -> dict[str, dict]:
     out = {}
     for name, over in vs.items():
         where, field = raw.where(("variants", str(name))), f"variants.{shorten(name)}"
-        if isinstance(name, int) and not isinstance(name, bool):
-            name = str(name)  # `1:` is the variant "1"
         problem = name_problem(name)
         if problem:
             raise SpecError(where, field, f"the variant name {problem}")
@@ -765,8 +721,12 @@ def parse_set(items: list[str] | None) -> tuple[dict, dict]:
         parts = tuple(p for p in key.strip().split("."))
         if not all(parts) or parts[0] not in SECTIONS:
             raise SpecError(f"--set {item}", key, f"must start with a section{_did_you_mean(parts[0], SECTIONS)}")
+        if any(p.isdigit() for p in parts):
+            head = ".".join(parts[: next(i for i, p in enumerate(parts) if p.isdigit())])
+            raise SpecError(f"--set {item}", key, f"a list is set whole, not by index: --set '{head}=[...]' "
+                            "(e.g. --set 'train.optimizer.betas=[0.9, 0.98]')")
         try:  # the spec rules hold here too: no aliases, tags or deep nesting
-            value = load_yaml(val, f"--set {shorten(item)}")[1] if val.strip() else ""
+            value = load_yaml(val, f"--set {shorten(item)}")[0] if val.strip() else ""
         except SpecError as e:
             if "YAML syntax error" not in e.message:
                 raise
@@ -785,13 +745,40 @@ def parse_set(items: list[str] | None) -> tuple[dict, dict]:
 # Resolution and validation
 
 
+def _blame(doc: Doc, fields: tuple[str, ...]) -> str:
+    """Of the fields a cross-field rule involves, the one the user set last: a `--set`, then the spec
+    file itself, then a profile or an extended file; the rule's first field when none was set."""
+    origin = doc.origin.rsplit(":", 1)[0]
+
+    def rank(f: str) -> int:
+        loc = doc.locs.get(tuple(f.split(".")))
+        return 0 if loc is None else 3 if loc.startswith("--set") else 2 if loc.rsplit(":", 1)[0] == origin else 1
+    return max(fields, key=rank)  # max keeps the first of equals
+
+
+def _drop_nulls(body: dict, model=None) -> dict:
+    """A section (or sub-section) whose lines are all commented out is YAML null: read it as empty."""
+    model = model or Config
+    out = {}
+    for k, v in body.items():
+        sub = model.model_fields[k].annotation if k in model.model_fields else None
+        nested = isinstance(sub, type) and issubclass(sub, BaseModel)
+        if v is None and nested:
+            continue
+        out[k] = _drop_nulls(v, sub) if nested and isinstance(v, dict) else v
+    return out
+
+
 def _validate(doc: Doc, header: dict) -> Config:
     body = {**header, **{k: doc.data[k] for k in (*SECTIONS, "paper", "description") if k in doc.data}}
     try:
-        return Config.model_validate(body)
+        return Config.model_validate(_drop_nulls(body))
     except ValidationError as e:
         err = e.errors()[0]
         loc = tuple(str(x) for x in err["loc"])
+        cause = (err.get("ctx") or {}).get("error")
+        if isinstance(cause, CrossFieldError):
+            loc = tuple(_blame(doc, cause.fields).split("."))
         field = ".".join(loc)
         if err["type"] == "extra_forbidden":
             model = Config
@@ -801,8 +788,14 @@ def _validate(doc: Doc, header: dict) -> Config:
             msg = _unknown("field", loc[-1], allowed)
         else:
             msg = err["msg"].removeprefix("Value error, ")
-            if "input" in err and not isinstance(err["input"], dict) and "is not a safe name" not in msg:
+            if "input" in err and not isinstance(err["input"], dict) and "is not a safe name" not in msg \
+                    and not isinstance(cause, CrossFieldError):
                 msg += f" (got {shorten(repr(err['input']), 80)})"
+                if isinstance(err["input"], str) and not err["input"].isascii():
+                    msg += " (it holds non-ASCII characters: a look-alike letter?)"
+                elif isinstance(err["input"], str) and err["type"] in ("bool_type", "bool_parsing") \
+                        and err["input"].lower() in ("yes", "no", "on", "off", "y", "n"):
+                    msg += "; specs read YAML 1.2, where only true and false are booleans"
         # point at the field, or its nearest parent, where the data set it
         where = doc.where(tuple(p for p in loc))
         if header.get("trial") and header["trial"] != header.get("variant"):  # one combination of a grid
@@ -846,16 +839,15 @@ def _grid(doc: Doc) -> list[tuple[str, dict, dict]]:
                         f"sweep.{shorten(other)}" if other is not None else "sweep", "takes `grid:` (every "
                         "combination of dotted spec fields, e.g. {grid: {model.h: [1, 4, 16]}}) and `random:` "
                         "(samples: N and a search space per field), and optionally `scheduler: {asha: {...}}`")
+    n = sweep_size(doc)  # by arithmetic, before any point is built
+    if n > MAX_GRID:
+        raise SpecError(doc.where(("sweep",)), "sweep", f"makes {n:,} combinations (grid x random samples); "
+                        f"at most {MAX_GRID}: sweep fewer values, or split the study into several specs")
     axes: list[tuple[list, list]] = []  # per axis: (its points as (suffix, {dotted: value})), ...)
     if "grid" in sw:
         axes.append(_grid_points(doc, sw["grid"]))
     if "random" in sw:
         axes.append(_random_points(doc, sw["random"]))
-    n = 1
-    for ax in axes:
-        n *= len(ax)
-    if n > MAX_GRID:
-        raise SpecError(doc.where(("sweep",)), "sweep", f"makes {n} combinations; at most {MAX_GRID}")
     out = []
     for i, combo in enumerate(itertools.product(*axes)):
         suffix = "-".join(x for x, _ in combo if x)
@@ -874,6 +866,22 @@ def _grid(doc: Doc) -> list[tuple[str, dict, dict]]:
             suffix = f"g{i + 1}"
         out.append((suffix, nested, locs))
     return out
+
+
+def sweep_size(doc: Doc) -> int:
+    """How many points `sweep:` makes (1 without one), from the lengths alone. A malformed sweep counts
+    as 1 here: _grid reports it."""
+    sw = doc.data.get("sweep")
+    if not isinstance(sw, dict):
+        return 1
+    n = 1
+    grid, rnd = sw.get("grid"), sw.get("random")
+    if isinstance(grid, dict):
+        for vals in grid.values():
+            n *= len(vals) if isinstance(vals, list) and vals else 1
+    if isinstance(rnd, dict) and isinstance(rnd.get("samples"), int) and not isinstance(rnd["samples"], bool):
+        n *= max(rnd["samples"], 1)
+    return n
 
 
 class Asha(_Strict):
@@ -945,32 +953,48 @@ def _grid_points(doc: Doc, grid) -> list[tuple[str, dict]]:
 
 
 def _random_points(doc: Doc, rnd) -> list[tuple[str, dict]]:
+    """`samples` different points drawn from the search spaces: a draw that repeats an earlier point
+    is drawn again (a repeat would be the same trial twice), and a space with fewer points than
+    `samples` is an error (a grid is the way to take all of them)."""
     import numpy as np
     where = doc.where(("sweep", "random"))
-    if not isinstance(rnd, dict) or not isinstance(rnd.get("samples"), int) or isinstance(rnd.get("samples"), bool) \
-            or not 1 <= rnd["samples"] <= MAX_GRID or len(rnd) < 2:
+    if not isinstance(rnd, dict) or len(rnd) < 2 or "samples" not in rnd:
         raise SpecError(where, "sweep.random", f"needs `samples: N` (1 to {MAX_GRID}) and at least one field with "
                         "a search space, e.g. {samples: 8, train.schedule.lr_scale: {loguniform: [0.25, 4.0]}}")
-    spaces = {}
+    n = rnd["samples"]
+    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_GRID:
+        raise SpecError(doc.where(("sweep", "random", "samples")), "sweep.random.samples",
+                        f"must be a whole number from 1 to {MAX_GRID} (got {shorten(repr(n))})")
+    spaces, size = {}, 1  # size: the number of distinct points, when every space is discrete
     for k, sp in rnd.items():
         if k == "samples":
             continue
         key = _field_key(doc, "random", k)
         kind = next(iter(sp)) if isinstance(sp, dict) and len(sp) == 1 else None
         args = sp[kind] if kind else None
+        number = (int,) if kind == "randint" else (int, float)
         ok = kind in SPACES and isinstance(args, list) and args and (
             SPACES[kind] is None and all(not isinstance(a, (dict, list)) for a in args)
-            or SPACES[kind] == len(args) and all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in args)
+            or SPACES[kind] == len(args) and all(isinstance(a, number) and not isinstance(a, bool) for a in args)
             and args[0] < args[1] and (kind != "loguniform" or args[0] > 0))
         if not ok:
+            hint = " (randint takes whole-number bounds)" if kind == "randint" else ""
             raise SpecError(doc.where(("sweep", "random", k)), f"sweep.random.{shorten(k)}", "must be one search "
                             "space: {uniform: [lo, hi]}, {loguniform: [lo, hi]} (lo > 0), {randint: [lo, hi]} "
-                            f"(hi excluded) or {{choice: [a, b, ...]}} (got {shorten(repr(sp))})")
+                            f"(whole numbers, hi excluded) or {{choice: [a, b, ...]}}{hint} (got {shorten(repr(sp))})")
+        if kind == "choice" and len({repr(a) for a in args}) != len(args):
+            raise SpecError(doc.where(("sweep", "random", k)), f"sweep.random.{shorten(k)}",
+                            f"choice lists a value twice (got {shorten(repr(args))}); each value once")
         spaces[key] = (kind, args)
+        size = size * (len(args) if kind == "choice" else args[1] - args[0] if kind == "randint" else math.inf)
+    if n > size:
+        raise SpecError(doc.where(("sweep", "random", "samples")), "sweep.random.samples",
+                        f"{n} draws from a space of only {size} different points would repeat trials; "
+                        f"use samples: {size} or fewer, or a `grid:` to run every point")
     seed = int(hashlib.sha256(json.dumps(rnd, sort_keys=True, default=str).encode()).hexdigest()[:8], 16)
     rng = np.random.default_rng(seed)
-    out = []
-    for i in range(rnd["samples"]):
+    out, seen = [], set()
+    for _ in range(100 * n):  # enough for any space with >= n points (a repeat is drawn again)
         d = {}
         for key, (kind, (*args,)) in spaces.items():
             if kind == "uniform":
@@ -981,8 +1005,15 @@ def _random_points(doc: Doc, rnd) -> list[tuple[str, dict]]:
                 d[key] = int(rng.integers(args[0], args[1]))
             else:
                 d[key] = args[int(rng.integers(len(args)))]
-        out.append((f"r{i + 1}-" + "-".join(f"{k.split('.')[-1]}={v}" for k, v in d.items()), d))
-    return out
+        point = json.dumps(d, sort_keys=True, default=str)
+        if point not in seen:
+            seen.add(point)
+            out.append((f"r{len(out) + 1}-" + "-".join(f"{k.split('.')[-1]}={v}" for k, v in d.items()), d))
+            if len(out) == n:
+                return out
+    raise SpecError(doc.where(("sweep", "random", "samples")), "sweep.random.samples",
+                    f"only {len(out)} different points found in {100 * n} draws (values are rounded to 4 "
+                    "significant digits); widen the ranges or lower samples")
 
 
 def resolve(path: str | Path, variant: str | None = None, profile: str = "paper",
@@ -1002,19 +1033,21 @@ def resolve(path: str | Path, variant: str | None = None, profile: str = "paper"
     prof_path = find_profile(profile, path)
     set_data, set_locs = parse_set(sets)
     axis = _seeds(doc, prof_path, seeds)
+    _check_size(doc, 1 if variant is not None else len(variants), sweep_size(doc), len(axis or [None]))
+    _check_seed_axes(doc, axis, seeds)
     grid = _grid(doc)
-    _asha(doc)  # validated with the rest (the runner reads it with `scheduler`)
+    asha = _asha(doc)  # validated with the rest (the runner reads it with `scheduler`)
     prof_text = _description(prof_path)
     out = []
     for (name, over), (suffix, point, plocs) in itertools.product(variants.items(), grid):
         if variant is not None and name != variant:
             continue
-        vlocs = {p[2:]: l for p, l in doc.raw.locs.items() if p[:2] == ("variants", name) and len(p) > 2}
+        vlocs = {p[2:]: l for p, l in doc.variants_from.locs.items() if p[:2] == ("variants", name) and len(p) > 2}
         # variant x sweep point: the sizes a profile scales (widths, layers, steps) go in before it, so it
         # scales them as it scales the spec's own; every other swept value is what the trial runs with
         sized, exact = _split_scaled(point)
         d = deep_merge(deep_merge(doc, over, vlocs), sized, plocs)
-        stem = f"{name}-{suffix}" if suffix else name
+        stem = trial_name(name, suffix)
         over = {**_dotted(over), **_dotted(point)}
         if prof_path is not None:  # the spec as written must be valid too, not only what a profile leaves of it
             _validate(d, {"variant": name, "trial": stem, "spec": str(path)})
@@ -1029,14 +1062,58 @@ def resolve(path: str | Path, variant: str | None = None, profile: str = "paper"
             d.data["paper"] = {**paper, "row": name}
         for seed in axis or [None]:
             ds = d if seed is None else deep_merge(d, {"train": {"seed": seed}}, {})
-            header = {"variant": name, "trial": stem if seed is None else f"{stem}-seed{seed}",
+            header = {"variant": name, "trial": trial_name(name, suffix, seed),
                       "overrides": over | ({} if seed is None else {"train.seed": seed}),
                       "spec": str(path), "profile": profile_name(profile),
                       "profile_description": " ".join([prof_text, *notes]).strip()}
             cfg = _validate(ds, header)
             _check_corpus(ds, cfg)
             out.append(cfg)
+    if asha is not None and out and asha.grace_steps >= max(c.train.steps for c in out):
+        steps = max(c.train.steps for c in out)
+        raise SpecError(doc.where(("sweep", "scheduler", "asha", "grace_steps")), "sweep.scheduler.asha.grace_steps",
+                        f"{asha.grace_steps} is not below the trials' {steps} steps (profile {profile_name(profile)}), "
+                        f"so ASHA would never stop a trial; set it below {steps} (e.g. {max(1, steps // 8)}) or "
+                        "remove the scheduler")
     return out
+
+
+def trial_name(variant: str, suffix: str = "", seed: int | None = None) -> str:
+    """A trial's name: the variant, its sweep point and seed (`A1-h=4-seed2`). zoo's own business, so a
+    name too long for a folder is shortened with a hash of the whole rather than refused: the user's
+    valid 64-character variant name stays valid on a seeds axis."""
+    tail = "" if seed is None else f"-seed{seed}"
+    full = "-".join(x for x in (variant, suffix) if x) + tail
+    if name_problem(full) is None:
+        return full
+    digest = hashlib.sha256(full.encode()).hexdigest()[:8]
+    return f"{full[: 64 - len(tail) - 9].rstrip('-.')}-{digest}{tail}"
+
+
+def _check_size(doc: Doc, variants: int, points: int, seeds: int) -> None:
+    """Refuse a spec that makes more than MAX_TRIALS trials, from the counts alone (nothing built)."""
+    n = variants * points * seeds
+    if n <= MAX_TRIALS:
+        return
+    raw = doc.variants_from
+    key = next((k for k in ("sweep", "seeds", "variants") if k in doc.data or k in raw.data), "variants")
+    where = doc.where((key,)) if key in doc.data else raw.where((key,))
+    raise SpecError(where, key, f"makes {n:,} trials ({variants} variants x {points} sweep points x {seeds} "
+                    f"seeds); at most {MAX_TRIALS:,} per spec: split the study into several specs, or sweep "
+                    "fewer values")
+
+
+def _check_seed_axes(doc: Doc, axis: list[int] | None, cli: list[int] | None) -> None:
+    """`train.seed` swept in `sweep:` and a seeds axis as well: the axis would overwrite every swept seed."""
+    sw = doc.data.get("sweep")
+    if axis is None or not isinstance(sw, dict):
+        return
+    for sec in ("grid", "random"):
+        if isinstance(sw.get(sec), dict) and "train.seed" in sw[sec]:
+            other = "--seeds" if cli is not None else "`seeds:`"
+            raise SpecError(doc.where(("sweep", sec, "train.seed")), f"sweep.{sec}.train.seed",
+                            f"the seed is swept here and also by {other}, which would overwrite every "
+                            "swept value; keep one of the two")
 
 
 def _dotted(d: dict, prefix: str = "") -> dict:
@@ -1063,6 +1140,15 @@ def _check_corpus(doc: Doc, cfg: Config) -> None:
     if name not in CORPORA:
         raise SpecError(doc.where(("data", "dataset")), "data.dataset",
                         _unknown("corpus", name, CORPORA) + " (see `zoo data list`)")
+    if CORPORA[name].tgt != "tree":  # parsing-only options on a translation corpus would fail or mislead later
+        for field, value, set_ in (("data.target_vocab", cfg.data.target_vocab, "symbols"), ("eval.metric", cfg.eval.metric, "f1"),
+                                   ("eval.tree_constraint", cfg.eval.tree_constraint, True),
+                                   ("model.word_pointer", cfg.model.word_pointer, True)):
+            if value == set_:
+                raise SpecError(doc.where(tuple(field.split("."))), field,
+                                f"{shorten(repr(value))} is for parsing (a corpus of trees, such as wsj_sample), but "
+                                f"{name} is a translation corpus ({CORPORA[name].src}-{CORPORA[name].tgt}); remove it "
+                                "or choose a parsing corpus")
     splits = CORPORA[name].split_choices()
     for field, split in [("split", cfg.eval.split)] + [("extra_splits", x) for x in cfg.eval.extra_splits]:
         if split not in splits:
