@@ -4,6 +4,7 @@ Reads the store, zoo.paper and zoo.costs only; never trains, never imports Ray. 
 """
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -59,6 +60,22 @@ def build_sweep(runs_path: Path, out: Path, spec: str, formats: list[str], profi
     return written + render.write_table(table, out, formats, meta, figures, cards, [])
 
 
+def _check_out(out: Path) -> None:
+    """--out must be a folder this user can create and write (not a file, not under /proc or /sys)."""
+    from zoo.errors import UserError
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out}: that is a file, not a folder; the report writes several pages and an "
+                        "img/ folder into --out: give a folder (created if missing)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".zoo-write-probe-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise UserError(f"--out {out}: cannot write a report there ({e.strerror or e}); give a folder you can "
+                        "write (created if missing)") from None
+
+
 def cmd_report(args) -> int:
     t0 = time.time()
     tables = [args.table] if args.table else [2, 3, 4]
@@ -71,6 +88,10 @@ def cmd_report(args) -> int:
         from zoo.errors import UserError
         raise UserError(f"--runs {args.runs}: no results store at {runs}: run `zoo run SPEC` first, or point "
                         "--runs at the zoo.db inside the --storage folder a run used")
+    if runs.exists():  # not a zoo store: refused before --out is created
+        from zoo.runner.store import open_store
+        open_store(runs)
+    _check_out(out)
     written = build_sweep(runs, out, args.sweep, formats, args.profile) if args.sweep else \
         build(runs, out, tables, formats, args.profile)
     pages = [p for p in written if p.suffix != ".png"]

@@ -95,7 +95,7 @@ def load(path: str | Path, profile: str | None = None) -> Runs:
         return Runs(path, profile=profile, note=f"no results store at {path}: nothing has run yet")
     if path.is_file() and path.stat().st_size == 0:
         return Runs(path, profile=profile, note=f"{path} is empty: nothing has run yet")
-    store = open_store(path)  # raises UserError for a file that is not a SQLite database
+    store = open_store(path)  # raises UserError for a file that is not a zoo store (/dev/null, another tool's)
     trials = store.trials(profile=profile) if profile else store.trials()
     note = "" if trials else f"{path} holds no trials" + (f" of profile {profile}" if profile else "")
     return Runs(path, store, trials, profile, note)

@@ -30,13 +30,16 @@ def cmd_run(args) -> int:
 def cmd_merge(args) -> int:
     from zoo.runner.store import default_path, open_store
     path = lambda x: default_path(x) if Path(x).is_dir() else Path(x)
-    into = open_store(path(args.into), write=True)
-    for src in args.sources:
+    sources = []
+    for src in args.sources:  # every source checked before INTO is created or written
         if not path(src).exists():
             raise UserError(f"{src}: no results store there (a zoo.db, or the --storage folder holding it)")
         if path(src).resolve() == path(args.into).resolve():
             raise UserError(f"{src}: that is the store being merged into")
-        copied, kept = into.merge(open_store(path(src)))
+        sources.append((src, open_store(path(src))))
+    into = open_store(path(args.into), write=True)
+    for src, store in sources:
+        copied, kept = into.merge(store)
         print(f"{src}: {copied} trials copied, {kept} kept (newer in {args.into})")
     return 0
 

@@ -110,7 +110,9 @@ def print_plan(rows: list[PlannedTrial], as_json: bool, stream=sys.stdout) -> No
         print("  ".join(x.ljust(w) for x, w in zip(row, widths)).rstrip(), file=stream)
     total = sum(r.est_seconds or 0 for r in rows)
     slots = max(1, int((os.cpu_count() or 1) // max(r.cpus for r in rows))) if rows else 1
+    measured = rows and all(r.est_seconds is not None for r in rows)
+    when = (f"est. {_dur(total)} one after another"
+            + (f", about {_dur(total / slots)} with {slots} at once on this machine" if slots > 1 and total else "")
+            if measured else "training time not estimated (nothing was measured: leave out --no-measure)")
     print(f"\n{len(rows)} trials, {_size(sum(r.train_flops_total for r in rows), 'FLOP')} of training, "
-          f"{_size(sum(r.checkpoint_bytes for r in rows))} of checkpoints; est. {_dur(total)} one after another"
-          + (f", about {_dur(total / slots)} with {slots} at once on this machine" if slots > 1 and total else ""),
-          file=stream)
+          f"{_size(sum(r.checkpoint_bytes for r in rows))} of checkpoints; {when}", file=stream)

@@ -54,6 +54,16 @@ ADDED = {
 }
 JSON_COLS = ("config", "metrics", "best", "attention", "placement")
 
+# A store says it is zoo's: SQLite's application_id in the file header (offset 68) and a zoo_meta table
+# with the schema version, both set on creation. zoo opens a file only after reading them, so another
+# tool's database (an argument order swapped, a wrong --runs) is refused byte-for-byte untouched.
+APPLICATION_ID = 0x7A6F6F31  # "zoo1"
+SCHEMA_VERSION = 1
+META = "CREATE TABLE IF NOT EXISTS zoo_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+# Stores written before the application_id (the committed reference stores among them) are known by
+# their tables: zoo's trials columns and a points table.
+LEGACY_COLUMNS = {"spec", "variant", "profile", "config_hash", "config", "status", "metrics", "run_dir"}
+
 
 DEFAULT_STORAGE = Path("runs")  # `zoo run`'s --storage, relative to where it runs
 STORE_NAME = "zoo.db"
@@ -70,18 +80,18 @@ class Store:
 
     def __init__(self, path: str | Path, readonly: bool = False):
         self.path, self.readonly = Path(path), readonly
+        kind = identify(self.path)  # before any connection: a foreign file is never opened for writing
         if readonly:
-            with self._conn() as c:
-                tables = {r["name"] for r in c.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            self.empty = not tables  # an empty file, or a database nothing has written yet
-            if tables and "trials" not in tables:
-                raise sqlite3.DatabaseError("it has no trials table")
+            self.empty = kind == "new"  # an empty file: nothing has run yet
             return
         self.empty = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._conn() as c:
             c.execute("PRAGMA journal_mode=WAL")  # readers (zoo status, reports) never block writers
-            c.executescript(SCHEMA)
+            if kind != "zoo":  # a new store, or one written before stores said they were zoo's
+                c.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            c.executescript(SCHEMA + META + ";")
+            c.execute("INSERT OR IGNORE INTO zoo_meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             have = {r["name"] for r in c.execute("PRAGMA table_info(trials)")}
             for col, kind in ADDED.items():
                 if col not in have:
@@ -193,6 +203,51 @@ class Store:
         return [dict(r) for r in rows]
 
 
+class NotAStore(Exception):
+    """The file is not a zoo results store (open_store turns this into the user's error)."""
+
+
+def identify(path: Path) -> str:
+    """'new' (absent or empty: a run may create the store), 'zoo' or 'legacy' (a zoo store from before
+    the application_id); NotAStore for anything else. Reads the header bytes, then at most the schema
+    through an immutable connection, which never writes, locks or creates a file."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return "new"
+    if not path.is_file():
+        raise NotAStore("it is not a regular file")
+    if st.st_size == 0:
+        return "new"
+    with open(path, "rb") as f:
+        head = f.read(100)
+    if len(head) < 100 or not head.startswith(b"SQLite format 3\x00"):
+        raise NotAStore("it is not an SQLite database")
+    app = int.from_bytes(head[68:72], "big")
+    if app not in (0, APPLICATION_ID):
+        raise NotAStore(f"its SQLite application_id is 0x{app:08x}, another program's (zoo's is 0x{APPLICATION_ID:08x})")
+    try:
+        c = sqlite3.connect(f"{path.resolve().as_uri()}?immutable=1", uri=True)
+        try:
+            tables = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            cols = {r[1] for r in c.execute("PRAGMA table_info(trials)")}
+            version = c.execute("SELECT value FROM zoo_meta WHERE key='schema_version'").fetchone() \
+                if "zoo_meta" in tables else None
+        finally:
+            c.close()
+    except sqlite3.DatabaseError as e:
+        raise NotAStore(f"it cannot be read as SQLite ({e})") from None
+    if app == APPLICATION_ID:
+        if version and int(version[0]) > SCHEMA_VERSION:
+            raise NotAStore(f"it has store schema {version[0]}, newer than this zoo's {SCHEMA_VERSION}: upgrade zoo")
+        return "zoo"
+    if not tables:  # an SQLite file with nothing in it, no application_id: someone else's, or nobody's
+        raise NotAStore("it is an empty SQLite database that zoo did not create")
+    if "points" in tables and LEGACY_COLUMNS <= cols and "zoo_meta" not in tables:
+        return "legacy"
+    raise NotAStore(f"it holds another program's tables ({', '.join(sorted(tables)[:5])})")
+
+
 def _decode(row: sqlite3.Row) -> dict:
     """A trial row; its `metrics` a zoo.result.RunResult (None until the trial finished), its
     `placement` and `attention` zoo.result models too."""
@@ -217,8 +272,15 @@ def open_store(path: str | Path, write: bool = False) -> Store:
     if write and not _writable(path):  # opening an existing store writes nothing: the first result would fail
         raise UserError(f"{path} is read-only: `zoo run` records every trial there; make it (and its folder) "
                         "writable or give the run another --storage") from None
+    if not write and not path.exists():
+        raise UserError(f"no results store at {path}: run `zoo run SPEC` first, or point --runs at the zoo.db "
+                        "inside the --storage folder a run used")
     try:
         return Store(path, readonly=not write)
+    except NotAStore as e:
+        raise UserError(f"{path} is not a zoo results store: {e}. zoo left it untouched; point --runs (or the "
+                        "merge arguments: INTO first, then the stores to copy from) at a zoo.db that `zoo run` "
+                        "wrote") from None
     except (sqlite3.DatabaseError, OSError) as e:
         if write and ("disk is full" in str(e) or getattr(e, "errno", None) == 28):  # ENOSPC
             raise UserError(f"no space left on device for the results store {path}: free some space there "

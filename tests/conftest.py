@@ -6,7 +6,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("ZOO_DATA_DIR", REPO.parent / "shared" / "data")).resolve()
-os.environ.setdefault("ZOO_DATA_DIR", str(DATA))
+# Absolute for everything the tests start: README's `ZOO_DATA_DIR=../shared/data` is relative to the
+# checkout, and a `zoo` or a Ray worker started in a temporary folder would otherwise look elsewhere.
+os.environ["ZOO_DATA_DIR"] = str(DATA)
 # Tests never reach the internet: a corpus missing from a test's data dir is an error, unless the test
 # turns fetching on against its loopback mirror (ZOO_DOWNLOAD=1, ZOO_DATA_MIRROR=http://127.0.0.1:...).
 os.environ["ZOO_DOWNLOAD"] = "0"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -159,6 +160,14 @@ def _more_commands(sub):
     commands.register(sub)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is, as Ctrl-C's KeyboardInterrupt is."""
+
+
+def _terminated(signum, frame):
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -167,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if getattr(args, "no_download", False):
         os.environ["ZOO_DOWNLOAD"] = "0"  # an environment variable: `zoo run` passes ZOO_* on to every trial
+    # SIGTERM (what a cluster scheduler or `kill` sends) ends zoo as Ctrl-C does: checkpoints are written
+    # atomically, so the same message and the same resume apply
+    before = signal.signal(signal.SIGTERM, _terminated)
     try:
         if getattr(args, "spec", None):  # a file, or a built-in spec by name (`zoo run table3_A`)
             from zoo.spec import spec_path
@@ -179,12 +191,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"zoo: error: permission denied: {e.filename or e}; make it readable (and writable, for "
               "output folders) by this user, or point zoo at another path", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("zoo: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        how = " by SIGTERM" if isinstance(e, Terminated) else ""
+        again = "; run the same command again to resume from the last checkpoint" \
+            if getattr(args, "fn", None) and args.fn.__name__ in ("cmd_train", "cmd_run") else ""
+        print(f"zoo: interrupted{how}{again}", file=sys.stderr)
+        return 143 if how else 130
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    finally:
+        signal.signal(signal.SIGTERM, before)  # main() called from Python (tests, notebooks) leaves no trace
 
 
 if __name__ == "__main__":

@@ -162,9 +162,16 @@ def cmd_translate(args) -> int:
     if not cfg_file.exists() or not summary.exists() and not path.is_file():
         raise UserError(f"{path} is not a finished zoo run directory or checkpoint (need config.json and "
                         "checkpoints/step_*.pt, as written by `zoo train` or `zoo run`)")
-    cfg = Config.model_validate_json(cfg_file.read_text())
+    try:  # a folder of someone else's config.json / summary.json is a mistake, not a traceback
+        cfg = Config.model_validate_json(cfg_file.read_bytes())
+        done = RunResult.model_validate_json(summary.read_bytes()) if summary.exists() else None
+    except (ValueError, OSError) as e:
+        bad = cfg_file if "cfg" not in locals() else summary
+        first = next((l.strip() for l in str(e).splitlines() if l.strip()), type(e).__name__)[:200]
+        raise UserError(f"{bad} is not a zoo run's file ({first}); point zoo translate at a run folder (or one of "
+                        "its checkpoints) written by `zoo train` or `zoo run`") from None
     tgt = target_vocab(cfg)
-    sp_path = RunResult.model_validate_json(summary.read_text()).bpe_model if summary.exists() else \
+    sp_path = done.bpe_model if done is not None else \
         zdata.bpe_model(cfg.data.dataset, cfg.data.vocab_size, zdata.data_dir(None), source_only=tgt is not None)
     sp = zdata.load_sp(Path(sp_path))
     model = build(cfg, sp, tgt)

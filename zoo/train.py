@@ -145,6 +145,9 @@ def prepare(cfg: Config, root: Path | None = None) -> Prepared:
     sp = zdata.load_sp(sp_path)
     # Encoded once per (corpus, BPE, max_len, max_train_pairs, target vocabulary), then memory-mapped.
     train = zdata.encoded_corpus(name, sp_path, root, cfg.data.max_len, cfg.data.max_train_pairs, tgt_vocab)
+    if len(train.lengths) == 0:  # every pair was longer than data.max_len: nothing to train on
+        raise UserError(f"data.max_len: {cfg.data.max_len} word-pieces leaves no training pair of {name} (all "
+                        f"{train.dropped} are longer on one side); raise data.max_len (the paper's specs use 256)")
     dev_pairs = zdata.load_pairs(name, "dev", root)
     evals = {}
     for split in dict.fromkeys([cfg.eval.split, *cfg.eval.extra_splits]):
