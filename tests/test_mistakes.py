@@ -243,7 +243,7 @@ def test_asha_grace_beyond_the_trials_steps(tmp_path, capsys):
 
 
 def test_unreachable_min_len(tmp_path, capsys):
-    fails_at(tmp_path, capsys, "extends: base\neval:\n  min_len: 60\n", 3, "eval.min_len", fragment="never be reached")
+    fails_at(tmp_path, capsys, "extends: base\neval:\n  min_len: 1024\n", 3, "eval.min_len", fragment="never be reached")
 
 
 def test_randint_takes_whole_numbers(tmp_path, capsys):

@@ -253,15 +253,14 @@ class Config(_Strict):
 
     @model_validator(mode="after")
     def _min_len_reachable(self):
-        # an output may hold min(source length + max_len_offset, model.max_len) tokens, eos included,
-        # and every source has at least one token: min_len tokens and then eos must fit
+        # an output holds at most min(source length + max_len_offset, model.max_len) tokens, eos included:
+        # min_len tokens and then eos must fit in model.max_len, or no output of any source can end
         e = self.eval
-        if e.min_len > e.max_len_offset or e.min_len >= self.model.max_len:
-            cap = min(e.max_len_offset, self.model.max_len - 1)
-            raise CrossFieldError(("eval.min_len", "eval.max_len_offset", "model.max_len"),
-                                  f"eval.min_len ({e.min_len}) can never be reached: an output of a one-token "
-                                  f"source holds at most {cap} tokens before eos (eval.max_len_offset "
-                                  f"{e.max_len_offset}, model.max_len {self.model.max_len}); use min_len <= {cap}")
+        if e.min_len >= self.model.max_len:
+            raise CrossFieldError(("eval.min_len", "model.max_len"),
+                                  f"eval.min_len ({e.min_len}) can never be reached: no output holds more than "
+                                  f"model.max_len = {self.model.max_len} tokens, eos included; use min_len <= "
+                                  f"{self.model.max_len - 1}")
         return self
 
     def config_hash(self) -> str:
