@@ -454,10 +454,10 @@ def test_second_corpus_exits_2_with_path_line_field(tmp_path, monkeypatch, capsy
     assert not (tmp_path / "runs").exists(), "a bad spec created the storage"
 
 
-def test_a_store_on_a_full_disk_is_refused_before_the_run(tmp_path, data_root, no_ray):
+def test_a_store_that_is_a_device_is_refused_before_the_run(tmp_path, data_root, no_ray):
     from zoo.runner.sweep import run
-    (tmp_path / "zoo.db").symlink_to("/dev/full")  # SQLite's first write: ENOSPC
-    with pytest.raises(UserError, match="no space left on device for the results store"):
+    (tmp_path / "zoo.db").symlink_to("/dev/full")  # was: SQLite's first write ENOSPC; now no write at all
+    with pytest.raises(UserError, match="is not a zoo results store: it is not a regular file"):
         run(str(SPEC), "smoke", ["A1"], TINY, storage=str(tmp_path), stream=io.StringIO())
 
 
