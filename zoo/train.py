@@ -593,11 +593,8 @@ def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, 
             evaluate_now = st.step % cfg.train.eval_every == 0 or final
             save = st.step % cfg.train.checkpoint_every == 0 or final
             point = None
-            if log or evaluate_now or save:  # read the statistics: the only host sync of the steady state
-                if world > 1:
-                    dist.all_reduce(stats)  # on the model's device, every rank at the same step
-                loss_sum, nll_sum = stats.tolist()
-                stats.zero_()
+            if log or evaluate_now or save:  # the only host sync of the steady state
+                loss_sum, nll_sum = read_stats(stats)
                 if not math.isfinite(loss_sum):  # before a checkpoint could keep the diverged weights
                     raise NonFiniteLoss(f"non-finite loss at step {st.step} (lr {lr:.3g}; the loss is read every "
                                         f"train.log_every steps, it was finite at step {last_read}); lower "
@@ -631,6 +628,16 @@ def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, 
     finally:
         loader.close()
     return st.elapsed0 + time.time() - t_start
+
+
+def read_stats(stats: torch.Tensor) -> tuple[float, float]:
+    """The summed (loss, NLL) of every rank since the last read, then zeroed: all-reduced where the
+    statistics live, on the model's device (NCCL serves only CUDA tensors), every rank at the same step."""
+    if _world()[1] > 1:
+        dist.all_reduce(stats)
+    loss_sum, nll_sum = stats.tolist()
+    stats.zero_()
+    return loss_sum, nll_sum
 
 
 def _step(cfg: Config, fwd: torch.nn.Module, opt, device, work: _Work, stats: torch.Tensor,
