@@ -421,18 +421,18 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
     """Train (or resume) one variant into `out`, then decode and score it; return the result (also
     written to summary.json). A run whose summary matches its config returns it without training."""
     out = Path(out)
-    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
     report = report or (lambda m: None)
     rank, world = _world()
     summary_path = out / "summary.json"
     done = _finished(summary_path)
     if done is not None and done.config_hash == cfg.config_hash():
         return done  # finished before: nothing to redo
+    t0 = time.time()
+    device = _device(cfg)  # a GPU request without CUDA stops here, before anything is written
+    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
     if rank == 0:
         atomic_write_text(out / "config.json", json.dumps(cfg.model_dump(mode="json"), indent=2))
 
-    t0 = time.time()
-    device = _device(cfg)
     amp = autocast_dtype(cfg.train.precision, device)
     check_memory(cfg, world, device)  # before the data or the model take any
     if device.type == "cpu":
