@@ -244,3 +244,20 @@ def test_chunked_loss_equals_the_whole_one(monkeypatch, dtype):
     g, = torch.autograd.grad(loss, logits)
     assert g.dtype == dtype
     torch.testing.assert_close(g.float(), g_ref.float(), rtol=1e-2 if dtype == torch.bfloat16 else 1e-5, atol=1e-6)
+
+
+def test_a_gpu_request_without_cuda_exits_2_before_training(repo, data_root, tmp_path):
+    """No CUDA here: gpus 1 stops before anything is written, naming what torch sees and the opt-in;
+    gpus above 1 per worker and a share with several workers are spec errors."""
+    import subprocess
+    import sys
+    env = {**os.environ, "ZOO_DATA_DIR": str(data_root)}
+    zoo = lambda *a: subprocess.run([sys.executable, "-m", "zoo.cli", *a], capture_output=True, text=True, env=env)
+    r = zoo("train", "base", "--profile", "smoke", "--set", "resources.gpus=1", "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "sees 0 CUDA devices" in r.stderr and "resources.allow_cpu_fallback=true" in r.stderr
+    assert not (tmp_path / "o" / "checkpoints").exists()
+    for sets, needle in ((["resources.gpus=1.5"], "set workers: 2 and gpus: 1"),
+                         (["resources.gpus=0.5", "resources.workers=2"], "a share of a GPU (gpus: 0.5)")):
+        r = zoo("show", "base", "--profile", "smoke", *[x for s in sets for x in ("--set", s)])
+        assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr, r.stderr
