@@ -22,6 +22,12 @@ those FLOPs per second / the matmul peak. Tokens/s counts non-pad target tokens.
 On a GPU, `--device cuda` trains the paper's base and big instead (specs as written, bf16 autocast,
 TF32, fused Adam, `--batch-tokens` per step) and prints `MFU paper base (cuda bf16): 0.NN` and the
 same for big against a bf16 matmul peak measured in the same run. (Not yet run: no GPU so far.)
+
+`--predict` prints the roofline model's (bench/roofline.py) step time and MFU of the paper's base and
+big on an H100 and an A100, before (eager, one fp32 loss over all the logits) and after (compiled:
+pointwise chains fused; the loss in chunks), then checks the same model against this CPU: the
+cpu-profile base's predicted fp32 step (this CPU's matmul peak and copy bandwidth, measured in the
+same run) beside its measured one. `--compile` measures whether train.compile pays on this CPU.
 """
 from __future__ import annotations
 
@@ -159,7 +165,13 @@ def main():
     ap.add_argument("--device", default="cpu", help="cuda: the paper's base and big on this GPU under bf16 "
                     "autocast (TF32 on), MFU against a bf16 matmul peak measured in the same run")
     ap.add_argument("--batch-tokens", type=int, default=12500, help="target tokens per batch on a GPU")
+    ap.add_argument("--predict", action="store_true", help="the roofline prediction (GPUs and this CPU); no full bench")
+    ap.add_argument("--compile", action="store_true", help="eager vs train.compile on for the cpu-profile base")
     args = ap.parse_args()
+    if args.predict:
+        return predict(args)
+    if args.compile:
+        return compile_pays(args)
     if torch.device(args.device).type == "cuda":
         return gpu(args)
     kept = False if args.malloc_default else keep_freed_memory()
@@ -238,6 +250,97 @@ def gpu(args) -> None:
     print(f"{torch.cuda.get_device_name(dev)}; bf16 matmul peak {peak:.0f} GFLOP/s (first {peak0:.0f})")
     for name, tr in results.items():
         print(f"MFU paper {name} (cuda bf16): {tr.mfu(peak):.2f}")
+
+
+def copy_bandwidth(seconds: float = 0.5, mb: int = 256) -> float:
+    """Bytes/s of a large tensor copy (read + write), the memory side of this machine's roofline."""
+    a, b = torch.empty(mb * 2**18), torch.empty(mb * 2**18)
+    b.copy_(a)
+    k, t = 0, time.perf_counter()
+    while time.perf_counter() - t < seconds or k < 2:
+        b.copy_(a)
+        k += 1
+    return 2 * a.numel() * 4 * k / (time.perf_counter() - t)
+
+
+def _meta_model(m: ModelSpec, vocab: int, dtype=torch.float32):
+    with torch.device("meta"):
+        return build_model(m, vocab).to(dtype).train()
+
+
+def _meta_batch(B: int, S: int, T: int):
+    ids = lambda n: torch.ones(B, n, dtype=torch.long, device="meta")
+    return ids(S), ids(T), ids(T)
+
+
+def predict(args) -> None:
+    import roofline
+    from zoo import train as ztrain
+    print("roofline: matmul FLOPs at the bf16 peak, every other op's bytes at the memory bandwidth (per op, "
+          "the slower of the two), fused Adam; source of the peaks: bench/roofline.py")
+    L = 32  # WMT14's BPE sentences average ~27 tokens; padded batches of length-sorted pairs
+    for name in ("base", "big"):
+        cfg = zspec.resolve(name, profile="paper")[0]
+        m, V = cfg.model, cfg.data.vocab_size
+        B = args.batch_tokens // L
+        src, tgt_in, tgt_out = _meta_batch(B, L, L)
+        model_flops = 3 * forward_flops(m, V, B * L, B * L, L, L)
+        n = sum(p.numel() for p in _meta_model(m, V).parameters())
+        for gpu, (peak, bw) in roofline.GPUS.items():
+            row = []
+            for label, fused, chunk in (("before", False, 2 ** 62), ("after", True, ztrain.LOSS_CHUNK)):
+                ztrain.LOSS_CHUNK = chunk
+                loss = lambda lg, t: ztrain.smoothed_loss(lg, t, cfg.train.label_smoothing)[0]
+                tr = roofline.step(_meta_model(m, V, torch.bfloat16), src, tgt_in, tgt_out, loss, peak, bw, fused, n)
+                row.append(f"{label} {tr.seconds * 1e3:6.1f} ms, MFU {model_flops / tr.seconds / peak:.2f} "
+                           f"({tr.ops} kernels, {tr.bytes / 2**30:.1f} GiB)")
+            print(f"predicted {gpu} paper {name} ({args.batch_tokens}-token batches, {B} x {L}, bf16): "
+                  + "; ".join(row))
+        ztrain.LOSS_CHUNK = 2 ** 24
+
+    # the same model against this CPU: its peaks measured now, then the cpu-profile base's fp32 steps
+    kept = keep_freed_memory()
+    peak, bw = matmul_peak(args.peak_seconds) * 1e9, copy_bandwidth()
+    cpu = zspec.resolve("base", profile="cpu")[0]
+    m, V, eps = cpu.model, cpu.data.vocab_size, cpu.train.label_smoothing
+    batches = load_batches(cpu.data.dataset, V, cpu.train.batch_tokens, args.base_steps + 1)
+    torch.manual_seed(0)
+    tr = Trainer(build_model(m, V), m, V, eps)
+    tr.run(batches[:1], count=False)
+    tr.run(batches[1:])
+    n = sum(p.numel() for p in tr.model.parameters())
+    loss = lambda lg, t: ztrain.smoothed_loss(lg, t, eps)[0]
+    predicted = sum(roofline.step(_meta_model(m, V), *_meta_batch(*b.src.shape, b.tgt_in.size(1)), loss,
+                                  peak, bw, False, n).seconds for b in batches[1:])
+    print(f"this CPU ({torch.get_num_threads()} threads; fp32 matmul peak {peak / 1e9:.1f} GFLOP/s, copy "
+          f"{bw / 1e9:.1f} GB/s; malloc keeps freed memory: {kept}): cpu-profile base, {len(batches) - 1} "
+          f"fp32 steps of {cpu.train.batch_tokens}-token batches: predicted {predicted:.2f} s, measured "
+          f"{tr.seconds:.2f} s ({predicted / tr.seconds - 1:+.0%})")
+
+
+def compile_pays(args) -> None:
+    """The cpu-profile base, eager and under train.compile on (inductor, dynamic shapes), same batches."""
+    from zoo import train as ztrain
+    keep_freed_memory()
+    cpu = zspec.resolve("base", profile="cpu", sets=["train.compile=on"])[0]
+    m, V, eps = cpu.model, cpu.data.vocab_size, cpu.train.label_smoothing
+    batches = load_batches(cpu.data.dataset, V, cpu.train.batch_tokens, args.base_steps + 2)
+    out = {}
+    for label in ("eager", "compiled"):
+        torch.manual_seed(0)
+        model = build_model(m, V)
+        tr = Trainer(model, m, V, eps)
+        if label == "compiled":
+            tr.model = ztrain.compiled(model, cpu)
+        t = time.perf_counter()
+        tr.run(batches[:2], count=False)  # the compiled one compiles here (and once more for a new shape class)
+        warm = time.perf_counter() - t
+        tr.run(batches[2:])
+        out[label] = tr
+        print(f"{label:<9} first 2 steps {warm:6.1f} s; then {tr.tps:6.0f} target tokens/s")
+    gain = out["compiled"].tps / out["eager"].tps
+    print(f"compile on this CPU: {gain:.2f}x the eager tokens/s in the steady state; "
+          f"{'pays' if gain > 1.05 else 'does not pay'} here")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,10 @@ QUIET_ENV = {
     "RAY_TRAIN_ENABLE_PRINT_PATCH": "0",
     "TUNE_PRINT_ALL_TRIAL_ERRORS": "0",         # the live table and the store carry each trial's error
 }
-FORWARD_PREFIX = "ZOO_"  # env vars every trial process sees (the data dir)
+# env vars every trial process sees: zoo's own (the data dir), and the GPU stack's settings a user
+# tunes on the driver (NCCL_SOCKET_IFNAME, NCCL_DEBUG, PYTORCH_CUDA_ALLOC_CONF, CUDA_LAUNCH_BLOCKING)
+FORWARD_PREFIXES = ("ZOO_", "NCCL_", "PYTORCH_", "CUDA_")
+NOT_FORWARDED = {"CUDA_VISIBLE_DEVICES"}  # Ray sets it per worker, to the GPUs it assigned
 
 
 def loopback_env() -> None:
@@ -47,7 +50,8 @@ def quiet() -> None:
 
 
 def _job_env() -> dict:
-    return {"env_vars": {k: v for k, v in os.environ.items() if k.startswith(FORWARD_PREFIX)}}
+    return {"env_vars": {k: v for k, v in os.environ.items()
+                         if k.startswith(FORWARD_PREFIXES) and k not in NOT_FORWARDED}}
 
 
 # -- one run per storage ------------------------------------------------------------------------------

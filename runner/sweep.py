@@ -77,6 +77,7 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
         stream=sys.stdout) -> int:
     """Run the spec's variants; return the exit code (0 all finished, 1 some failed, 130 interrupted)."""
     from zoo.runner.store import open_store
+    address = address or os.environ.get("RAY_ADDRESS") or None  # as `ray` itself: the variable names the cluster
     spec_key = _spec_key(spec)
     # Trials run in their own folders, maybe on other nodes: hand them absolute data paths.
     data_dir = os.path.abspath(os.path.expanduser(data_dir)) if data_dir else None
@@ -179,7 +180,9 @@ def _run(sw: Sweep, profile: str, variants, sets, seeds, address: str | None) ->
             cfgs, todo = sw.plan(profile, variants, sets, seeds)
             if not todo:
                 return _nothing_to_do(cfgs, sw.st, sw.stream)
-        check_fits(todo, local.node_resources(), sw.spec)
+        nodes = local.node_resources()
+        check_fits(todo, nodes, sw.spec)
+        sw.max_concurrent = concurrency(todo, nodes, sw.max_concurrent)
         return _sweep(sw, cfgs, todo, local_ray)
     finally:
         if local_ray:
@@ -304,8 +307,7 @@ def check_fits(cfgs, nodes: list[dict], spec: str) -> None:
     from zoo.runner.trial import data_parallel_workers
     for c in cfgs:
         n = data_parallel_workers(c)
-        gpus = (1.0 if c.resources.gpus > 0 else 0.0) if n > 1 else c.resources.gpus
-        bundle = {"CPU": c.resources.cpus, "GPU": gpus}
+        bundle = {"CPU": c.resources.cpus, "GPU": c.resources.gpus}
         # processes of this shape each node can hold (cpus > 0 always, so the min is never empty)
         room = sum(min(int(nd.get(k, 0) // v) for k, v in bundle.items() if v) for nd in nodes)
         if room < n:
@@ -317,6 +319,25 @@ def check_fits(cfgs, nodes: list[dict], spec: str) -> None:
                 f"would wait forever; lower resources.cpus/gpus/workers (for example --set "
                 f"resources.cpus=1) or start the cluster with bigger or more nodes")
         _check_memory(c, n, bundle["GPU"], nodes, spec)
+
+
+def concurrency(todo: list, nodes: list[dict], given: int | None) -> int | None:
+    """Tune's max_concurrent_trials. A data-parallel trial's own Tune bundle is a token: its workers
+    are reserved later by its TorchTrainer, so Tune would start every such trial at once and those
+    whose workers find no room wait in the trainer until they time out and retry. Counting each
+    trial's workers x (CPUs, GPUs) against the cluster's totals keeps the rest queued in Tune."""
+    from zoo.runner.trial import data_parallel_workers
+    need = [(data_parallel_workers(c), c.resources) for c in todo]
+    if all(n == 1 for n, _ in need):
+        return given  # one-process trials: Tune reserves their resources itself
+    limit = None
+    for key in ("CPU", "GPU"):
+        have = sum(nd.get(key, 0) for nd in nodes)
+        most = max(n * (r.cpus if key == "CPU" else r.gpus) for n, r in need)
+        if most:
+            fit = max(1, int(have // most))
+            limit = fit if limit is None else min(limit, fit)
+    return min(x for x in (given, limit) if x is not None) if (given or limit) else None
 
 
 def _check_memory(c, workers: int, gpus: float, nodes: list[dict], spec: str) -> None:

@@ -46,9 +46,8 @@ def _for_tune(m: dict) -> dict:
 
 
 def data_parallel_workers(cfg) -> int:
-    """Processes per trial. zoo.train drives one device per process, so g > 1 GPUs per worker
-    become g one-GPU workers."""
-    return cfg.resources.workers * max(1, int(cfg.resources.gpus))
+    """Processes per trial: one device each (the spec refuses gpus > 1 per worker: that is workers)."""
+    return cfg.resources.workers
 
 
 def resources(config: dict):
@@ -139,7 +138,7 @@ def _fit_data_parallel(setup: dict, cfg, n: int) -> None:
     from ray.train.torch import TorchConfig, TorchTrainer
     from ray.tune.integration.ray_train import TuneReportCallback
     gpu = cfg.resources.gpus > 0
-    per_worker = {"CPU": cfg.resources.cpus} | ({"GPU": 1} if gpu else {})
+    per_worker = {"CPU": cfg.resources.cpus} | ({"GPU": cfg.resources.gpus} if gpu else {})  # 1: the spec says so
     trainer = TorchTrainer(
         _worker_loop, train_loop_config=setup,
         scaling_config=ScalingConfig(num_workers=n, use_gpu=gpu, resources_per_worker=per_worker),

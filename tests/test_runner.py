@@ -213,15 +213,70 @@ def test_data_parallel_two_workers_match_one(cluster, tmp_path, data_root):
 
 
 def test_fake_gpus_two_trials_side_by_side(cluster, tmp_path, data_root):
+    """Ray's fake GPUs: each trial is given one, and refuses to train without CUDA unless the spec
+    opts into the CPU (resources.allow_cpu_fallback)."""
     cl, _ = cluster
     cl.add_node(num_cpus=2, num_gpus=2, object_store_memory=100 * 2**20)
     cl.wait_for_nodes()
-    rc, out, r = _run(cl, tmp_path, "gpu", ["A1", "A2"], ["resources.gpus=1", "train.steps=60"])
+    rc, out, r = _run(cl, tmp_path, "nogpu", ["A1"], ["resources.gpus=1"])
+    assert rc == 1 and "NoGPU" in r["A1"]["error"] and "allow_cpu_fallback" in r["A1"]["error"], out
+    assert r["A1"]["step"] in (None, 0)  # refused before training
+    rc, out, r = _run(cl, tmp_path, "gpu", ["A1", "A2"], ["resources.gpus=1", "train.steps=60",
+                                                         "resources.allow_cpu_fallback=true"])
     assert rc == 0, out
     ids = {v: x["placement"].gpu_ids for v, x in r.items()}
     assert sorted(sum(ids.values(), [])) == ["0", "1"], ids
     assert all("GPU" in x["hardware"] for x in r.values())
     assert max(x["started_at"] for x in r.values()) < min(x["finished_at"] for x in r.values()), "not concurrent"
+
+
+def test_four_quarter_gpu_trials_share_one_gpu_at_once(tmp_path, data_root):
+    """resources.gpus 0.25: Ray packs four trials on a one-GPU node, all running at the same time."""
+    from ray.cluster_utils import Cluster
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 1, "include_dashboard": False,
+                                                      "object_store_memory": 100 * 2**20})
+    try:
+        rc, out, r = _run(c, tmp_path, "quarters", ["A1", "A2", "A3", "A4"],
+                          ["resources.gpus=0.25", "resources.cpus=0.25", "resources.allow_cpu_fallback=true",
+                           "train.steps=60"])
+    finally:
+        pids = [i.process.pid for n in c.list_all_nodes() for infos in n.all_processes.values() for i in infos]
+        started = local._descendants(pids)
+        c.shutdown()
+        local._end(started)
+    assert rc == 0, out
+    assert {v: x["placement"].gpu_ids for v, x in r.items()} == {v: ["0"] for v in ("A1", "A2", "A3", "A4")}
+    assert max(x["started_at"] for x in r.values()) < min(x["finished_at"] for x in r.values()), "not all at once"
+
+
+def test_ray_address_and_gpu_settings_reach_the_trials(tmp_path, monkeypatch):
+    """RAY_ADDRESS names the cluster when --address is not given (as for `ray` itself); NCCL_*,
+    PYTORCH_* and CUDA_* reach remote trials with ZOO_*, but never the driver's CUDA_VISIBLE_DEVICES."""
+    from zoo.errors import UserError
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        free = s.getsockname()[1]
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{free}")
+    with pytest.raises(UserError, match="--storage"):  # a cluster: it must be told where to write
+        sweep.run(SPEC, "smoke", ["A1"], sets(), storage=None)
+    for k, v in {"NCCL_SOCKET_IFNAME": "eth0", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
+                 "CUDA_LAUNCH_BLOCKING": "1", "CUDA_VISIBLE_DEVICES": "3", "ZOO_DOWNLOAD": "0"}.items():
+        monkeypatch.setenv(k, v)
+    env = local._job_env()["env_vars"]
+    assert {"NCCL_SOCKET_IFNAME", "PYTORCH_CUDA_ALLOC_CONF", "CUDA_LAUNCH_BLOCKING", "ZOO_DOWNLOAD"} <= set(env)
+    assert "CUDA_VISIBLE_DEVICES" not in env and "HOME" not in env
+
+
+def test_tune_concurrency_counts_data_parallel_workers():
+    """A data-parallel trial's workers are reserved by its trainer, not by Tune: Tune runs only as many
+    at once as the cluster holds (workers x GPUs, workers x CPUs), so none waits in its trainer."""
+    from zoo.spec import resolve
+    dp = resolve(REPO / SPEC, "A1", "smoke", ["resources.workers=2", "resources.gpus=1", "resources.cpus=2"])
+    one = resolve(REPO / SPEC, "A1", "smoke", ["resources.gpus=0.5"])
+    nodes = [{"CPU": 16, "GPU": 4}, {"CPU": 16, "GPU": 4}]
+    assert sweep.concurrency(dp * 6, nodes, None) == 4  # 8 GPUs / (2 workers x 1 GPU)
+    assert sweep.concurrency(dp * 6, nodes, 3) == 3  # the user's limit when lower
+    assert sweep.concurrency(one * 20, nodes, None) is None  # one-process trials: Tune reserves them itself
 
 
 def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(tmp_path, data_root):

@@ -21,6 +21,10 @@ import os
 # run under bf16 autocast, whose half- and full-size buffers interleave, grew to 9 GB resident after
 # 500 steps on 4 KB pages and holds about 4 GB on these; a step is ~10% faster). Off: THP_MEM_ALLOC_ENABLE=0.
 os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
+# The CUDA caching allocator reads this once, at its first allocation: with expandable segments, the
+# ever-changing batch shapes reuse one growing segment instead of fragmenting the GPU (or the trial's
+# share of it, resources.gpus < 1) into blocks of each step's sizes. A user's own setting is kept.
+os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
 
 _API = {  # public name -> (module, attribute): one home per fact, these are re-exports
     "Config": ("zoo.spec", "Config"),

@@ -1155,11 +1155,19 @@ class Batch:
     indices: list[int] = field(default_factory=list)
 
     def to(self, device) -> "Batch":
-        """On device; to a GPU from pinned memory, so the copy does not wait for the host."""
+        """On device; to a GPU from pinned memory (see pinned), so the copy does not wait for the host."""
         import torch
         cuda = torch.device(device).type == "cuda"
         move = (lambda t: t.pin_memory().to(device, non_blocking=True)) if cuda else (lambda t: t.to(device))
-        return Batch(move(self.src), move(self.tgt_in), move(self.tgt_out),
+        return self._map(move)
+
+    def pinned(self) -> "Batch":
+        """In page-locked host memory, ready for an asynchronous copy to a GPU (training pins batches
+        ahead on its loader thread, so `to` has nothing left to pin)."""
+        return self._map(lambda t: t.pin_memory())
+
+    def _map(self, f) -> "Batch":
+        return Batch(f(self.src), f(self.tgt_in), f(self.tgt_out),
                      self.n_src_tokens, self.n_tgt_tokens, self.padding_fraction, self.indices)
 
 

@@ -107,7 +107,9 @@ class Residual(nn.Module):
 
     def forward(self, x, sublayer_out):
         p = self.drop.p
-        if self.training and 0 < p < 1 and x.device.type == "cpu":  # x + Dropout(s) in one pass
+        # x + Dropout(s) in one pass on a CPU, eagerly; compiled, dropout is fused by the compiler
+        # (and _keep_mask's in-place random_ would break the graph)
+        if self.training and 0 < p < 1 and x.device.type == "cpu" and not torch.compiler.is_compiling():
             keep, scale = _keep_mask(sublayer_out, p)
             return self.norm(torch.addcmul(x, sublayer_out, keep, value=scale))
         return self.norm(x + self.drop(sublayer_out))

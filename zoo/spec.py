@@ -142,6 +142,9 @@ class TrainSpec(_Strict):
         "auto", description="training's matmuls: bf16 autocast (weights, Adam and the loss stay fp32) or fp32; "
         "auto: bf16 on a GPU, fp32 on a CPU; bf16 on a CPU needs its bf16 instructions (AVX512-BF16 or AMX), "
         "else training runs in fp32 and says so")
+    compile: Literal["off", "on"] = Field(
+        "off", description="torch.compile the model (dynamic shapes: one graph for every batch shape); "
+        "the same arithmetic, so it is not part of the config hash")
 
 
 class EvalSpec(_Strict):
@@ -172,10 +175,25 @@ class EvalSpec(_Strict):
 
 
 class ResourcesSpec(_Strict):
-    gpus: float = Field(0, ge=0, le=1024, description="GPUs per worker")
+    gpus: float = Field(0, ge=0, le=1024, description=(
+        "GPUs per worker: 1, or a share of one (0.25: four trials on one GPU); several GPUs are several workers"))
     cpus: float = Field(1, gt=0, le=4096, description="CPUs per worker")
     workers: int = Field(1, ge=1, le=4096, description="data-parallel workers per trial")
     max_retries: int = Field(0, ge=0, le=100, description="re-runs of a failed trial")
+    allow_cpu_fallback: bool = Field(False, description=(
+        "train on the CPU when gpus > 0 but torch sees no CUDA device (else the trial stops before training)"))
+
+    @model_validator(mode="after")
+    def _one_device_per_worker(self):
+        # zoo.train drives one device per process: more GPUs are more workers, and a share of a GPU
+        # cannot be split across processes that all-reduce every step
+        if self.gpus > 1:
+            raise ValueError(f"gpus is per worker and at most 1 (got {self.gpus:g}); for {self.gpus:g} GPUs "
+                             f"set workers: {math.ceil(self.gpus)} and gpus: 1")
+        if 0 < self.gpus < 1 and self.workers > 1:
+            raise ValueError(f"a share of a GPU (gpus: {self.gpus:g}) is for one-worker trials; with workers: "
+                             f"{self.workers} set gpus: 1 (a whole GPU per worker)")
+        return self
 
 
 class PaperRef(_Strict):
@@ -265,7 +283,8 @@ class Config(_Strict):
 
     def config_hash(self) -> str:
         """Hash of everything that changes the result (not where it runs, not its labels)."""
-        body = self.model_dump(mode="json", include={"model", "data", "train", "eval"})
+        body = self.model_dump(mode="json", include={"model", "data", "train", "eval"},
+                               exclude={"train": {"compile"}})  # how it runs, like resources
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -20,7 +20,8 @@ import os
 import platform
 import sys
 import time
-from contextlib import contextmanager
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -58,44 +59,63 @@ def smoothed_loss(logits: torch.Tensor, target: torch.Tensor, eps: float) -> tup
     return _SmoothedLoss.apply(logits.reshape(-1, V), target.reshape(-1), float(eps))
 
 
+LOSS_CHUNK = 2 ** 24  # logits per chunk of the loss (64 MB in fp32): no fp32 copy of the whole (tokens x V)
+
+
 class _SmoothedLoss(torch.autograd.Function):
     """smoothed_loss with its gradient written out: d loss / d logits = softmax - q per non-pad row,
     q the smoothed target distribution (1 - eps on the target, eps / (V - 2) on every token but the
-    target and padding). Autograd's own graph for the formula below fills and scatters several
-    (tokens x V) tensors (the boolean-indexed copy, gather's and indexing's zero-filled gradients);
-    this one keeps the logits for the backward pass and writes one gradient tensor. The softmax is
-    recomputed there by torch.softmax, not as exp(log p): torch.exp takes a slow path below -87
-    (logits of std 40: 12x slower), the softmax kernel does not."""
+    target and padding). Autograd's own graph for the formula fills and scatters several (tokens x V)
+    tensors; this one keeps the logits for the backward pass and writes one gradient tensor.
+
+    Rows go in chunks of about LOSS_CHUNK logits, each upcast to fp32 on its own: under bf16 autocast
+    the whole fp32 copy and log-probabilities (2 x 4 bytes x 12500 x 37000 = 3.7 GB for the paper's
+    base batch) are never built, only a chunk's. The softmax is recomputed in the backward pass by
+    torch.softmax, not as exp(log p): torch.exp takes a slow path below -87 (logits of std 40: 12x
+    slower), the softmax kernel does not."""
 
     @staticmethod
     def forward(ctx, logits, target, eps):
-        logp = F.log_softmax(logits.float(), dim=-1)  # (N, V)
+        N, V = logits.shape
+        loss, nll = logits.new_empty(N, dtype=torch.float32), logits.new_empty(N, dtype=torch.float32)
+        for r in _chunks(N, V):
+            logp = F.log_softmax(logits[r].float(), dim=-1)  # (rows, V): this chunk only
+            nll[r] = -logp.gather(1, target[r, None]).squeeze(1)
+            if eps:
+                others = -(logp.sum(1) - logp[:, PAD]) - nll[r]  # -log p over tokens neither target nor pad
+                loss[r] = (1 - eps) * nll[r] + eps / (V - 2) * others
+        loss = loss if eps else nll
         keep = target != PAD
-        nll = -logp.gather(1, target[:, None]).squeeze(1)
-        if eps == 0:
-            loss = nll
-        else:
-            V = logp.size(1)
-            others = -(logp.sum(1) - logp[:, PAD]) - nll  # sum of -log p over tokens that are neither target nor pad
-            loss = (1 - eps) * nll + eps / (V - 2) * others
-        nll = torch.where(keep, nll, 0.0).sum()
         ctx.save_for_backward(logits, target, keep)
         ctx.eps = eps
+        nll = torch.where(keep, nll, 0.0).sum()
         ctx.mark_non_differentiable(nll)
         return torch.where(keep, loss, 0.0).sum(), nll
 
     @staticmethod
     def backward(ctx, grad_loss, grad_nll):
         logits, target, keep = ctx.saved_tensors
-        eps, V = ctx.eps, logits.size(1)
+        eps, (N, V) = ctx.eps, logits.shape
         other = eps / (V - 2) if eps else 0.0  # q on every token but the target and padding
-        grad = torch.softmax(logits, -1, dtype=torch.float32)
-        if other:
-            grad.sub_(other)
-            grad[:, PAD] += other
-        grad.scatter_add_(1, target[:, None], grad.new_full((grad.size(0), 1), other - (1 - eps)))
-        grad.mul_((grad_loss * keep)[:, None])
-        return grad.to(logits.dtype), None, None
+        scale = grad_loss * keep  # (N,): 0 on padding rows
+        # fp32 logits (a CPU run): the softmax is the gradient tensor itself, written in place
+        grad = None if logits.dtype == torch.float32 else torch.empty_like(logits)
+        for r in _chunks(N, V) if grad is not None else [slice(0, N)]:
+            g = torch.softmax(logits[r], -1, dtype=torch.float32)
+            if other:
+                g.sub_(other)
+                g[:, PAD] += other
+            g.scatter_add_(1, target[r, None], g.new_full((g.size(0), 1), other - (1 - eps)))
+            g.mul_(scale[r, None])
+            if grad is None:
+                return g, None, None
+            grad[r] = g
+        return grad, None, None
+
+
+def _chunks(N: int, V: int) -> list[slice]:
+    rows = max(1, LOSS_CHUNK // V)
+    return [slice(a, min(a + rows, N)) for a in range(0, N, rows)]
 
 
 def make_optimizer(model: torch.nn.Module, lr: float = 0.0, betas: tuple = (0.9, 0.98),
@@ -222,12 +242,51 @@ def _world() -> tuple[int, int]:
     return 0, 1
 
 
+class NoGPU(UserError):
+    """A spec asks for a GPU where torch sees none (and does not opt into the CPU fallback)."""
+
+
+def cuda_seen() -> str:
+    """What torch sees of CUDA here, for messages."""
+    build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+    return (f"torch {torch.__version__} ({build}) sees {torch.cuda.device_count()} CUDA devices, "
+            f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}")
+
+
 def _device(cfg: Config) -> torch.device:
-    if cfg.resources.gpus > 0 and torch.cuda.is_available():
-        # TF32 for whatever fp32 matmuls stay outside bf16 autocast (Ampere and newer)
-        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
-        return torch.device("cuda", torch.cuda.current_device())
-    return torch.device("cpu")
+    """The device this process trains on. A GPU request without CUDA stops here, before anything is
+    built, unless the spec opts into the CPU (resources.allow_cpu_fallback): a run that asked for a GPU
+    and silently took hours on a CPU is a worse outcome than an error."""
+    r = cfg.resources
+    if r.gpus <= 0:
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        if r.allow_cpu_fallback:
+            print(f"zoo: resources.gpus {r.gpus:g} but {cuda_seen()}: training on the CPU "
+                  "(resources.allow_cpu_fallback)", file=sys.stderr)
+            return torch.device("cpu")
+        raise NoGPU(f"variant {cfg.variant}: resources.gpus is {r.gpus:g}, but {cuda_seen()}. Install a CUDA "
+                    "build of torch or run where a GPU is visible; or set resources.gpus=0 to train on the CPU, "
+                    "or resources.allow_cpu_fallback=true to accept the CPU when no GPU is there")
+    device = torch.device("cuda", torch.cuda.current_device())
+    if r.gpus < 1:  # a share: the caching allocator stops at it, so a neighbour's trial keeps its own
+        torch.cuda.set_per_process_memory_fraction(r.gpus, device)
+    # TF32 for whatever fp32 matmuls stay outside bf16 autocast (Ampere and newer)
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    # cuDNN's attention builds an execution plan per exact shape, and token-budget batches bring a new
+    # shape almost every step; flash and memory-efficient attention need no plan (and are as fast here)
+    torch.backends.cuda.enable_cudnn_sdp(False)
+    return device
+
+
+def gpu_share(cfg: Config, device) -> tuple[int, str]:
+    """Bytes of the GPU this trial may use (its resources.gpus share) and how to say so."""
+    total = torch.cuda.get_device_properties(device).total_memory
+    g = min(cfg.resources.gpus, 1.0)
+    if g >= 1:
+        return total, f"GPU {device} holds"
+    return int(total * g), (f"its share of GPU {device} (resources.gpus {g:g}: {g:.0%} of "
+                            f"{total / 2**30:.1f} GiB, the rest for up to {math.floor(1 / g) - 1} other trials) is")
 
 
 def cpu_has_bf16() -> bool:
@@ -288,8 +347,8 @@ class NonFiniteLoss(UserError):
     """The run diverged (a learning rate too high for the model): a spec problem, exit 2 in `zoo train`."""
 
 
-def _resume(out: Path, model, opt, device, rank: int, report: Report) -> dict | None:
-    """Load the newest checkpoint that loads, into model and opt; None when there is none.
+def _resume(out: Path, model, opt, device, rank: int, report: Report) -> tuple[Path, dict] | None:
+    """Load the newest checkpoint that loads, into model and opt; (its path, its contents), or None.
 
     A truncated or otherwise unloadable newest checkpoint (a full disk, a copy cut short, a file
     that is not ours) does not block the run: it is named in the report and, by rank 0, set aside
@@ -303,7 +362,7 @@ def _resume(out: Path, model, opt, device, rank: int, report: Report) -> dict | 
                 opt.load_state_dict(ck["optim"])
             else:  # an older, weights-only checkpoint (the newest could not be loaded): Adam starts afresh
                 report({"event": "no_optimizer_state", "path": str(path), "step": int(ck["step"])})
-            return ck
+            return path, ck
         except Exception as e:  # torch's zip errors, weights_only refusals, missing keys, wrong shapes
             why = next((l.strip() for l in str(e).splitlines() if l.strip()), type(e).__name__)[:300]
             bad = path.with_name(path.name + ".bad")
@@ -322,7 +381,7 @@ def check_memory(cfg: Config, world: int, device) -> None:
     from zoo.costs import gib, memory_text, train_memory
     est = train_memory(cfg, world)
     if device.type == "cuda":
-        have, what = torch.cuda.get_device_properties(device).total_memory, f"GPU {device} holds"
+        have, what = gpu_share(cfg, device)
     else:
         have, what = available_memory(), "this machine has available"
     if have and est["total"] > have:
@@ -365,18 +424,18 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
     """Train (or resume) one variant into `out`, then decode and score it; return the result (also
     written to summary.json). A run whose summary matches its config returns it without training."""
     out = Path(out)
-    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
     report = report or (lambda m: None)
     rank, world = _world()
     summary_path = out / "summary.json"
     done = _finished(summary_path)
     if done is not None and done.config_hash == cfg.config_hash():
         return done  # finished before: nothing to redo
+    t0 = time.time()
+    device = _device(cfg)  # a GPU request without CUDA stops here, before anything is written
+    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
     if rank == 0:
         atomic_write_text(out / "config.json", json.dumps(cfg.model_dump(mode="json"), indent=2))
 
-    t0 = time.time()
-    device = _device(cfg)
     amp = autocast_dtype(cfg.train.precision, device)
     check_memory(cfg, world, device)  # before the data or the model take any
     if device.type == "cpu":
@@ -386,14 +445,22 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
     model = build(cfg, p.sp, p.tgt_vocab).to(device)  # same seed: identical weights on every worker
     torch.manual_seed(cfg.train.seed * 1000 + rank)  # but each worker its own dropout masks
     opt = make_optimizer(model, 0.0, tuple(cfg.train.optimizer.betas), cfg.train.optimizer.eps)
-    st = _State()
-    ck = _resume(out, model, opt, device, rank, report)
-    if ck:  # resume exactly where the last loadable checkpoint left off
+    st, saved = _State(), []
+    resumed = _resume(out, model, opt, device, rank, report)
+    if resumed:
+        saved = list(resumed)  # the newest checkpoint: _save strips its optimizer state once a newer one exists
+        ck = resumed[1]  # resume exactly where the last loadable checkpoint left off
         st = _State(ck["step"], ck["epoch"], ck["cursor"], ck.get("elapsed", 0.0), ck.get("tokens_seen", 0))
-        torch.set_rng_state(ck["rng"])
+        torch.set_rng_state(ck["rng"].cpu())  # loaded onto the device with the rest: the generator wants host bytes
+        if device.type == "cuda" and "cuda_rng" in ck:
+            torch.cuda.set_rng_state(ck["cuda_rng"].cpu(), device)
+        if rank:  # the checkpoint holds rank 0's generator: the others draw their own masks again
+            torch.manual_seed(cfg.train.seed * 1000 + rank + 1_000_003 * st.step)
+            if device.type == "cuda":
+                torch.cuda.manual_seed(cfg.train.seed * 1000 + rank + 1_000_003 * st.step)
         report({"event": "resumed", "step": st.step})
     try:
-        train_s = _loop(cfg, out, model, opt, p, device, st, report, amp)
+        train_s = _loop(cfg, out, model, opt, p, device, st, report, amp, saved)
     except torch.cuda.OutOfMemoryError as e:
         raise _out_of_memory(cfg, model, device, st.step, world, e) from None
 
@@ -422,106 +489,197 @@ def _finished(summary_path: Path) -> RunResult | None:
         return None
 
 
+@dataclass
+class _Work:
+    """One optimizer step's share for this rank, collated (and pinned) ahead on the loader thread."""
+    epoch: int  # where the loop stands once this step is done
+    cursor: int
+    n_tgt: int  # the whole step's target tokens (all ranks'), known on every rank without a collective
+    parts: list  # [(zdata.Batch, weight)]: this rank's micro-batches; weight 0 marks a stand-in (see rank_parts)
+
+
+def rank_parts(batch, lengths, world: int, accumulation: int, rank: int) -> list[tuple]:
+    """This rank's micro-batches of one step, as (indices, weight): the same number on every rank, so
+    every rank takes part in every collective. A batch with fewer pairs than ranks x accumulation is
+    cut into fewer micro-batches (each rank keeps at least one pair); with fewer pairs than ranks, a
+    rank without a pair repeats the batch's first one at weight 0 (a zero gradient, but its
+    all-reduces line up with the others')."""
+    k = max(1, min(accumulation, len(batch) // world))
+    parts = zdata.shard(batch, lengths, world * k)[rank::world]
+    return [(part, 1.0) if len(part) else (batch[:1], 0.0) for part in parts]
+
+
+class _Loader:
+    """The loop's batches, one step ahead on a background thread: the epoch's batch order, this rank's
+    micro-batches, collated and (on a GPU) pinned while the device works on the step before."""
+
+    def __init__(self, cfg: Config, pairs, lengths, epoch: int, cursor: int, pin: bool):
+        self.cfg, self.pairs, self.lengths, self.pin = cfg, pairs, lengths, pin
+        self.epoch, self.cursor = epoch, cursor
+        self.rank, self.world = _world()
+        self.accumulation = _accumulation(cfg, self.world)
+        self.batches = zdata.make_batches(lengths, cfg.train.batch_tokens, cfg.train.seed, epoch)
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="zoo-batches")
+        self.ahead = self.pool.submit(self._build)
+
+    def _build(self) -> _Work:
+        if self.cursor >= len(self.batches):
+            self.epoch, self.cursor = self.epoch + 1, 0
+            self.batches = zdata.make_batches(self.lengths, self.cfg.train.batch_tokens, self.cfg.train.seed, self.epoch)
+        batch = self.batches[self.cursor]
+        self.cursor += 1
+        parts = []
+        for idx, w in rank_parts(batch, self.lengths, self.world, self.accumulation, self.rank):
+            b = zdata.collate(self.pairs, idx)
+            parts.append((b.pinned() if self.pin else b, w))
+        return _Work(self.epoch, self.cursor, int(self.lengths[batch, 1].sum()), parts)
+
+    def next(self) -> _Work:
+        work = self.ahead.result()
+        self.ahead = self.pool.submit(self._build)
+        return work
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def data_parallel(model: Transformer, device) -> torch.nn.Module:
+    """The module the training forward runs through: torch's DistributedDataParallel when this process
+    is one of several ranks (bucketed gradient all-reduces, overlapped with the backward pass, on the
+    model's device), else the model itself."""
+    if _world()[1] == 1:
+        return model
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    return DDP(model, device_ids=[device.index] if device.type == "cuda" else None, gradient_as_bucket_view=True)
+
+
+def compiled(module: torch.nn.Module, cfg: Config, backend: str = "inductor") -> torch.nn.Module:
+    """train.compile on: torch.compile with dynamic shapes, so the token-budget batches' ever-changing
+    (batch, length) shapes share one graph instead of compiling one each."""
+    return torch.compile(module, dynamic=True, backend=backend) if cfg.train.compile == "on" else module
+
+
 def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, st: _State, report: Report,
-          amp: torch.dtype | None = None) -> float:
+          amp: torch.dtype | None = None, saved: list | None = None) -> float:
     """Train from `st` to the planned steps (or the time limit), updating `st`; log, evaluate the
-    dev perplexity and checkpoint on their cadences. Returns the training seconds, earlier attempts included."""
+    dev perplexity and checkpoint on their cadences. Returns the training seconds, earlier attempts included.
+
+    The loss statistics stay on the device (summed over the log interval) and are read, all-reduced
+    on the device, only at log, evaluation and checkpoint steps: the host never waits on the device
+    in between, so the CPU queues the next step's kernels while the GPU runs this one."""
     rank, world = _world()
+    saved = [] if saved is None else saved  # _save's [path, contents] of the newest checkpoint
     lengths = zdata.pair_lengths(p.train)  # (pairs, 2): + eos / bos
-    n_parts = world * _accumulation(cfg, world)
-    last_log, log_tokens = time.time(), 0
-    batches = zdata.make_batches(lengths, cfg.train.batch_tokens, cfg.train.seed, st.epoch)
+    fwd = compiled(data_parallel(model, device), cfg)
+    loader = _Loader(cfg, p.train, lengths, st.epoch, st.cursor, pin=device.type == "cuda")
+    stats = torch.zeros(2, dtype=torch.float64, device=device)  # summed loss and NLL since the last read
+    last_log, log_tokens, last_read = time.time(), 0, st.step
     t_start = time.time()
     elapsed = st.elapsed0
     model.train()
-    while st.step < cfg.train.steps:
-        if st.cursor >= len(batches):
-            st.epoch, st.cursor = st.epoch + 1, 0
-            batches = zdata.make_batches(lengths, cfg.train.batch_tokens, cfg.train.seed, st.epoch)
-        batch = batches[st.cursor]
-        st.cursor += 1
-        st.step += 1
-        lr = noam_lr(st.step, cfg.model.d_model, cfg.train.schedule.warmup_steps, cfg.train.schedule.lr_scale)
-        for g in opt.param_groups:
-            g["lr"] = lr
-        n_tgt = int(lengths[batch, 1].sum())  # the whole step's target tokens, on every worker
-        parts = zdata.shard(batch, lengths, n_parts)
-        step_loss, step_nll, pad_frac = _step(cfg, model, opt, p, device, parts, n_tgt, amp)
-        if not math.isfinite(step_loss):
-            raise NonFiniteLoss(f"non-finite loss at step {st.step} (lr {lr:.3g}); lower train.schedule.lr_scale")
-        opt.step()
-        st.tokens_seen += n_tgt
-        log_tokens += n_tgt
+    try:
+        while st.step < cfg.train.steps:
+            work = loader.next()
+            st.step += 1
+            lr = noam_lr(st.step, cfg.model.d_model, cfg.train.schedule.warmup_steps, cfg.train.schedule.lr_scale)
+            for g in opt.param_groups:
+                g["lr"] = lr
+            pad_frac = _step(cfg, fwd, opt, device, work, stats, amp)
+            opt.step()
+            st.epoch, st.cursor = work.epoch, work.cursor
+            st.tokens_seen += work.n_tgt
+            log_tokens += work.n_tgt
 
-        elapsed = st.elapsed0 + time.time() - t_start
-        final = st.step == cfg.train.steps or _out_of_time(cfg, elapsed)
-        point = None
-        if st.step % cfg.train.log_every == 0 or st.step == 1 or final:
-            now = time.time()
-            point = LogPoint(step=st.step, steps=cfg.train.steps, loss=step_loss / n_tgt, nll=step_nll / n_tgt,
-                             lr=lr, tokens_per_s=log_tokens / max(now - last_log, 1e-9), elapsed_s=elapsed,
-                             epoch=st.epoch, padding_fraction=pad_frac, tokens_seen=st.tokens_seen)
-            last_log, log_tokens = now, 0
-        if st.step % cfg.train.eval_every == 0 or final:
-            st.dev_ppl = dev_perplexity(model, p.dev, cfg.train.batch_tokens)
-            if not math.isfinite(st.dev_ppl):  # finite training loss, but the dev loss is past exp()'s range
-                raise NonFiniteLoss(f"non-finite loss at step {st.step} (lr {lr:.3g}): the dev perplexity "
-                                    "overflows; lower train.schedule.lr_scale")
-            model.train()
-            point = point or LogPoint(step=st.step, steps=cfg.train.steps, elapsed_s=elapsed)
-            point.dev_ppl = st.dev_ppl
-        if point:
-            row = point.model_dump(exclude_none=True)
-            if rank == 0:
-                with _writing(out / "metrics.jsonl"), open(out / "metrics.jsonl", "a") as f:
-                    f.write(json.dumps(row) + "\n")
-            report(row)
-        if (st.step % cfg.train.checkpoint_every == 0 or final) and rank == 0:
-            _save(out, cfg, model, opt, st.step, st.epoch, st.cursor, elapsed, st.tokens_seen)
-        if final:
-            break
+            elapsed = st.elapsed0 + time.time() - t_start
+            final = st.step == cfg.train.steps or _out_of_time(cfg, elapsed)
+            log = st.step % cfg.train.log_every == 0 or st.step == 1 or final
+            evaluate_now = st.step % cfg.train.eval_every == 0 or final
+            save = st.step % cfg.train.checkpoint_every == 0 or final
+            point = None
+            if log or evaluate_now or save:  # the only host sync of the steady state
+                loss_sum, nll_sum = read_stats(stats)
+                if not math.isfinite(loss_sum):  # before a checkpoint could keep the diverged weights
+                    raise NonFiniteLoss(f"non-finite loss at step {st.step} (lr {lr:.3g}; the loss is read every "
+                                        f"train.log_every steps, it was finite at step {last_read}); lower "
+                                        "train.schedule.lr_scale")
+                last_read = st.step
+                if log:
+                    now = time.time()
+                    point = LogPoint(step=st.step, steps=cfg.train.steps, loss=loss_sum / log_tokens,
+                                     nll=nll_sum / log_tokens, lr=lr, elapsed_s=elapsed,
+                                     tokens_per_s=log_tokens / max(now - last_log, 1e-9), epoch=st.epoch,
+                                     padding_fraction=pad_frac, tokens_seen=st.tokens_seen)
+                    last_log, log_tokens = now, 0
+            if evaluate_now:
+                st.dev_ppl = dev_perplexity(model, p.dev, cfg.train.batch_tokens)
+                if not math.isfinite(st.dev_ppl):  # finite training loss, but the dev loss is past exp()'s range
+                    raise NonFiniteLoss(f"non-finite loss at step {st.step} (lr {lr:.3g}): the dev perplexity "
+                                        "overflows; lower train.schedule.lr_scale")
+                model.train()
+                point = point or LogPoint(step=st.step, steps=cfg.train.steps, elapsed_s=elapsed)
+                point.dev_ppl = st.dev_ppl
+            if point:
+                row = point.model_dump(exclude_none=True)
+                if rank == 0:
+                    with _writing(out / "metrics.jsonl"), open(out / "metrics.jsonl", "a") as f:
+                        f.write(json.dumps(row) + "\n")
+                report(row)
+            if save and rank == 0:
+                _save(out, cfg, model, opt, st, elapsed, device, saved)
+            if final:
+                break
+    finally:
+        loader.close()
     return st.elapsed0 + time.time() - t_start
 
 
-def _step(cfg: Config, model: Transformer, opt, p: Prepared, device, parts: list, n_tgt: int,
-          amp: torch.dtype | None = None) -> tuple[float, float, float]:
-    """Gradients of one optimizer step: this worker's shards of the batch, then the sum over workers.
-    Returns the step's summed loss and NLL (over all workers) and the last shard's padding fraction."""
-    rank, world = _world()
+def read_stats(stats: torch.Tensor) -> tuple[float, float]:
+    """The summed (loss, NLL) of every rank since the last read, then zeroed: all-reduced where the
+    statistics live, on the model's device (NCCL serves only CUDA tensors), every rank at the same step."""
+    if _world()[1] > 1:
+        dist.all_reduce(stats)
+    loss_sum, nll_sum = stats.tolist()
+    stats.zero_()
+    return loss_sum, nll_sum
+
+
+def _step(cfg: Config, fwd: torch.nn.Module, opt, device, work: _Work, stats: torch.Tensor,
+          amp: torch.dtype | None = None) -> float:
+    """Gradients of one optimizer step: this rank's micro-batches, summed over ranks by DDP's
+    all-reduce during the last micro-batch's backward (no_sync before it: accumulation stays local).
+    Adds the step's summed loss and NLL to `stats` on the device (no host sync); returns the last
+    micro-batch's padding fraction (a host figure)."""
+    world = _world()[1]
     opt.zero_grad(set_to_none=True)
-    step_loss = step_nll = pad_frac = 0.0
-    for part in parts[rank::world]:
-        if not len(part):
-            continue
-        b = zdata.collate(p.train, part).to(device)
-        src, tgt_in, tgt_out = b.src, b.tgt_in, b.tgt_out
-        with autocast(device, amp):
-            logits = model(src, tgt_in)
-        loss, nll = smoothed_loss(logits, tgt_out, cfg.train.label_smoothing)
-        (loss / n_tgt).backward()  # normalised by the step's tokens: splitting does not change the gradient
-        step_loss, step_nll = step_loss + loss.item(), step_nll + nll.item()
-        pad_frac = b.padding_fraction
-    if world > 1:
-        for prm in model.parameters():
-            if prm.grad is not None:
-                dist.all_reduce(prm.grad)
-        t = torch.tensor([step_loss, step_nll], dtype=torch.float64)
-        dist.all_reduce(t)
-        step_loss, step_nll = t.tolist()
-    return step_loss, step_nll, pad_frac
+    # DDP averages gradients over ranks; scaled by world / (the step's tokens) the sum of all ranks'
+    # losses is the single-worker one: splitting a batch does not change its gradient.
+    scale = world / work.n_tgt
+    for i, (b, weight) in enumerate(work.parts):
+        b = b.to(device)
+        sync = world == 1 or i == len(work.parts) - 1
+        with nullcontext() if sync else fwd.no_sync():
+            with autocast(device, amp):
+                logits = fwd(b.src, b.tgt_in)
+            loss, nll = smoothed_loss(logits, b.tgt_out, cfg.train.label_smoothing)
+            (loss * (weight * scale)).backward()
+        stats += torch.stack([loss.detach(), nll]).double() * weight
+    return b.padding_fraction
 
 
 def _out_of_memory(cfg: Config, model: Transformer, device, step: int, world: int, e: Exception) -> GPUOutOfMemoryError:
     from zoo.costs import gib, memory_text, train_memory
     peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else 0
-    have = torch.cuda.get_device_properties(device).total_memory if device.type == "cuda" else 0
+    have, what = gpu_share(cfg, device) if device.type == "cuda" else (0, f"{device} holds")
     per_device = cfg.train.max_tokens_per_device or cfg.train.batch_tokens // world
+    g = cfg.resources.gpus
+    shared = (f"This trial holds a {g:g} share of the GPU, shared with up to {math.floor(1 / g) - 1} other trials: "
+              f"give it resources.gpus 1 (or a larger share), or " if 0 < g < 1 else "")
     return GPUOutOfMemoryError(
-        f"variant {cfg.variant}: out of GPU memory at step {step} ({device}: peak {gib(peak)} allocated of "
+        f"variant {cfg.variant}: out of GPU memory at step {step} ({device}: peak {gib(peak)} allocated; {what} "
         f"{gib(have)}; {count_params(model):,} parameters, {per_device} tokens per "
-        f"device per pass, estimated need {memory_text(train_memory(cfg, world))}). Set "
+        f"device per pass, estimated need {memory_text(train_memory(cfg, world))}). {shared}Set "
         f"train.max_tokens_per_device (gradient accumulation keeps the step's batch), lower data.max_len or "
-        f"the model's size, or give the trial a whole GPU (resources.gpus). "
+        f"the model's size{'' if shared else ', or give the trial a whole GPU (resources.gpus)'}. "
         f"{str(e).splitlines()[0][:200] if str(e) else ''}".strip())
 
 
@@ -534,28 +692,23 @@ def _out_of_time(cfg: Config, elapsed: float) -> bool:
     return cfg.train.time_limit_minutes is not None and elapsed >= 60 * cfg.train.time_limit_minutes
 
 
-def _save(out, cfg, model, opt, step, epoch, cursor, elapsed, tokens_seen):
-    ck = {"model": model.state_dict(), "optim": opt.state_dict(), "step": step, "epoch": epoch,
-          "cursor": cursor, "elapsed": elapsed, "tokens_seen": tokens_seen, "rng": torch.get_rng_state(),
-          "config": cfg.model_dump(mode="json")}
-    _atomic_save(ck, out / "checkpoints" / f"step_{step:08d}.pt")
-    kept = checkpoints(out)
-    for old in kept[: -cfg.train.keep_checkpoints]:
+def _save(out: Path, cfg: Config, model, opt, st: _State, elapsed: float, device, prev: list) -> None:
+    """Checkpoint `st` atomically; keep the last k. Only the newest keeps the optimizer state (Adam's
+    two moments: twice the weights; big keeps 20, about 51 GB with it, 19 GB without): the one it
+    replaces as the newest is rewritten without it from the copy `prev` holds ([path, contents] of
+    the last save, or of the checkpoint resumed from), never read back from disk."""
+    ck = {"model": {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()},
+          "optim": opt.state_dict(), "step": st.step, "epoch": st.epoch, "cursor": st.cursor, "elapsed": elapsed,
+          "tokens_seen": st.tokens_seen, "rng": torch.get_rng_state(), "config": cfg.model_dump(mode="json")}
+    if device.type == "cuda":  # the GPU's dropout masks come from its own generator
+        ck["cuda_rng"] = torch.cuda.get_rng_state(device)
+    path = out / "checkpoints" / f"step_{st.step:08d}.pt"
+    _atomic_save(ck, path)
+    if prev and prev[0] != path and prev[0].exists():
+        _atomic_save({k: v for k, v in prev[1].items() if k != "optim"}, prev[0])
+    prev[:] = [path, ck]
+    for old in checkpoints(out)[: -cfg.train.keep_checkpoints]:
         old.unlink(missing_ok=True)
-    # Only the newest keeps the optimizer state (Adam's two moments: twice the weights); the older
-    # ones need weights only, for averaging (big keeps 20: about 51 GB with Adam state, 19 GB without).
-    for old in kept[-cfg.train.keep_checkpoints:-1]:
-        _weights_only(old)
-
-
-def _weights_only(path: Path) -> None:
-    try:
-        ck = load_checkpoint(path)
-    except Exception:  # unreadable: left for _resume to set aside, never a reason to stop training
-        return
-    if "optim" in ck:
-        del ck["optim"]
-        _atomic_save(ck, path)
 
 
 def dev_perplexity(model: Transformer, pairs: list, batch_tokens: int) -> float:
