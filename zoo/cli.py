@@ -75,7 +75,27 @@ def cmd_show(args) -> int:
         print(f"--- variant {c.variant}  (config hash {c.config_hash()})")
         print(yaml.safe_dump({k: d[k] for k in ("paper", "model", "data", "train", "eval", "resources")},
                              sort_keys=False, default_flow_style=None).rstrip())
+        print(f"# budget: {budget(c)}")
     return 0
+
+
+def budget(c) -> str:
+    """A trial's training budget in the corpus's epochs, and the share of the run its averaged (or kept)
+    checkpoints span: what a profile's scaling means for this corpus."""
+    from zoo.data import train_size
+    t = c.train
+    tokens = t.steps * t.batch_tokens
+    size = train_size(c.data.dataset)
+    if size and c.data.max_train_pairs:
+        size = (min(size[0], c.data.max_train_pairs), round(size[1] * min(1, c.data.max_train_pairs / size[0])))
+    epochs = (f"about {tokens / size[1]:.1f} epochs of {c.data.dataset} ({size[0]:,} pairs, ~{size[1] / 1e6:.2f}M "
+              "word-pieces a pass, from its words)") if size else f"{c.data.dataset}'s training data is not here"
+    k = c.eval.average_checkpoints
+    span = (k or t.keep_checkpoints) * t.checkpoint_every
+    window = (f"averages the last {k} checkpoints, every {t.checkpoint_every} steps: the last {100 * min(1, span / t.steps):.0f}% "
+              "of the run" if k else f"no averaging; the {t.keep_checkpoints} kept checkpoints span the last "
+              f"{100 * min(1, span / t.steps):.0f}%")
+    return f"{t.steps:,} steps x {t.batch_tokens:,} tokens = {tokens / 1e6:.1f}M tokens, {epochs}; {window}"
 
 
 def cmd_params(args) -> int:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import difflib
 import errno
 import fcntl
+import functools
 import gzip
 import hashlib
 import io
@@ -399,6 +400,27 @@ def split_present(name: str, split: str, root: str | Path | None = None) -> bool
     if c is None or split not in c.splits:
         return False
     return all(_find(data_dir(root), rel) for rel in (*c.splits[split][0], *c.splits[split][1]))
+
+
+WORD_PIECES_PER_WORD = 1.3  # what a 16k-37k shared BPE makes of news/caption text (the cache's exact counts differ by a few %)
+
+
+@functools.lru_cache(maxsize=None)
+def train_size(name: str, root: str | Path | None = None) -> tuple[int, int] | None:
+    """(pairs, about how many source + target word-pieces one pass holds) of a corpus's training split
+    in the data directory, counted from its words (None when absent or not a text corpus). What a
+    profile's budget is in epochs (`zoo show`)."""
+    c = CORPORA.get(name)
+    if c is None or "train" not in c.splits or not split_present(name, "train", root):
+        return None
+    base = data_dir(root)
+    pairs = words = 0
+    for rel in c.splits["train"][0] + c.splits["train"][1]:
+        for line in _lines(_find(base, rel)):
+            words += len(line.split())
+            pairs += 1
+    pairs //= 2
+    return pairs, round(words * WORD_PIECES_PER_WORD) + 2 * pairs  # each side gets an eos
 
 
 def _find(root: Path, rel: str) -> Path | None:

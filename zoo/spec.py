@@ -661,18 +661,25 @@ def apply_profile(doc: Doc, profile_path: Path | None, data_dir: str | Path | No
     data_sec = out.data.get("data")
     name = data_sec.get("dataset", DataSpec().dataset) if isinstance(data_sec, dict) else None
     if isinstance(name, str) and name in maps:
-        # an entry's optional `set:` overrides other sections for that corpus only (a parsing recipe)
+        # an entry's optional `set:` overrides other sections for that corpus only (a parsing recipe, a
+        # budget in epochs); with `prefer:`, the preferred corpus may carry its own `set:` instead
         entry = dict(maps[name])
-        extra = entry.pop("set", None) or {}
-        if not isinstance(extra, dict) or not set(extra) <= set(SECTIONS):
-            raise SpecError(prof.where(("datasets", name, "set")), f"datasets.{name}.set",
-                            f"must be a mapping of sections ({', '.join(SECTIONS)})")
         m_locs = {("data",) + p[2:]: loc for p, loc in prof.locs.items()
                   if p[:2] == ("datasets", name) and len(p) > 2 and p[2] != "set"}
+        set_at = ("datasets", name, "set")
         if "prefer" in entry:
+            preferred = isinstance(entry["prefer"], dict) and "set" in entry["prefer"]
             entry = _prefer(prof, name, entry, m_locs, data_dir, notes)
+            if preferred and entry.get("dataset") == maps[name]["prefer"].get("dataset"):
+                set_at = ("datasets", name, "prefer", "set")
+            for p in [p for p in m_locs if len(p) > 1 and p[1] == "set"]:
+                del m_locs[p]
+        extra = entry.pop("set", None) or {}
+        if not isinstance(extra, dict) or not set(extra) <= set(SECTIONS):
+            raise SpecError(prof.where(set_at), ".".join(set_at),
+                            f"must be a mapping of sections ({', '.join(SECTIONS)})")
         out = deep_merge(out, {"data": entry}, m_locs)
-        s_locs = {p[3:]: loc for p, loc in prof.locs.items() if p[:3] == ("datasets", name, "set") and len(p) > 3}
+        s_locs = {p[len(set_at):]: loc for p, loc in prof.locs.items() if p[:len(set_at)] == set_at and len(p) > len(set_at)}
         out = deep_merge(out, extra, s_locs)
     return _keep_checkpoint_share(out, t, base_t)
 
@@ -703,7 +710,11 @@ def _prefer(prof: Doc, name: str, entry: dict, m_locs: dict, data_dir, notes: li
                         "must be data settings naming a corpus, e.g. {dataset: wmt14_en_de, vocab_size: 37000}")
     root = resolve_dir(data_dir)
     if split_present(pref["dataset"], "train", root):
-        chosen, why = {**entry, **pref}, f"its training data is present in {root}"
+        pref = dict(pref)
+        own_set = pref.pop("set", None)  # the preferred corpus's own recipe replaces the fallback's `set:`
+        chosen, why = {**{k: v for k, v in entry.items() if k != "set"}, **pref}, f"its training data is present in {root}"
+        if own_set is not None:
+            chosen["set"] = own_set
         m_locs.update({("data",) + p[3:]: loc for p, loc in prof.locs.items()
                        if p[:3] == ("datasets", name, "prefer") and len(p) > 3})
     else:
