@@ -113,8 +113,11 @@ def _dataset_entry(sections: dict) -> dict:
     """DataSpec's fields, plus `prefer`: settings used instead when their corpus's training data is present,
     and `set`: other sections' fields set for this corpus only (parsing's own recipe)."""
     data = _defs()["DataSpec"]
-    prefer = {"$ref": "#/$defs/DataSpec", "required": ["dataset"],
+    only = {**sections, "description": "fields set on every spec whose corpus this is (e.g. a parsing recipe, a "
+            "budget in epochs); with `prefer:`, for the fallback corpus only"}
+    prefer = {**data, "properties": {**data["properties"], "set": {
+                  **only, "description": "the preferred corpus's own `set:`, used instead of the fallback's"}},
+              "required": ["dataset"],
               "description": "used instead of the other settings when this corpus's training split is in the "
                              "data directory (e.g. after `zoo data fetch wmt14_en_de`)"}
-    only = {**sections, "description": "fields set on every spec whose corpus this is (e.g. a parsing recipe)"}
     return {**data, "properties": {**data["properties"], "prefer": prefer, "set": only}}
