@@ -102,6 +102,9 @@ class RunResult(_Record):
     train_seconds: float = 0.0
     total_seconds: float | None = None
     dev_ppl: float | None = None
+    # per dev sentence [NLL in nats, target tokens] at the final step, in the split's order: claims
+    # resample perplexity over sentences with it (None for stores from before it was kept)
+    dev_nll_stats: list[list[float]] | None = None
     vocab_size_actual: int | None = None
     tgt_vocab_size: int | None = None
     bpe_model: str = ""
