@@ -105,3 +105,15 @@ def test_dev_perplexity_confident_model():
     m.gold = tgt_out
     batch = SimpleNamespace(src=torch.ones(2, 2, dtype=torch.long), tgt_in=tgt_out, tgt_out=tgt_out)
     assert dev_perplexity(m, [batch]) == pytest.approx(1 / p)
+
+
+def test_dev_sentence_nll_lands_each_sentence_in_its_place():
+    from zoo.metrics import dev_nll, dev_sentence_nll
+    tgt_out = torch.tensor([[5, 6, 3, 0, 0], [7, 3, 0, 0, 0]])
+    batch = SimpleNamespace(src=torch.ones(2, 4, dtype=torch.long), tgt_in=tgt_out.clone(), tgt_out=tgt_out,
+                            indices=[2, 0])  # batches come length-sorted: sentence 2 first
+    m = Uniform(37)
+    per = dev_sentence_nll(m, [batch], 3)
+    assert [k for _, k in per] == [2, 0, 3] and per[2][0] == pytest.approx(3 * math.log(37))
+    total, n = dev_nll(m, [batch])
+    assert sum(x for x, _ in per) == pytest.approx(total) and sum(k for _, k in per) == n

@@ -89,6 +89,29 @@ def dev_nll(model, batches) -> tuple[float, int]:
     return total, n
 
 
+def dev_sentence_nll(model, batches, n: int) -> list[list[float]]:
+    """Per sentence [summed token NLL in nats, tokens] over batches that carry their sentences'
+    `indices` (n sentences in all, in the split's order), without label smoothing: what a claim
+    resamples to put sentence noise on a perplexity difference."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    pad = getattr(model, "pad_id", PAD)
+    out = [[0.0, 0] for _ in range(n)]
+    try:
+        with torch.inference_mode():
+            for b in batches:
+                tgt_out = b.tgt_out.to(device)
+                logits = model(b.src.to(device), b.tgt_in.to(device)).float()
+                nll = F.cross_entropy(logits.transpose(1, 2), tgt_out, ignore_index=pad, reduction="none").sum(1)
+                tokens = (tgt_out != pad).sum(1)
+                for i, x, k in zip(b.indices, nll.tolist(), tokens.tolist()):
+                    out[i] = [x, int(k)]
+    finally:
+        model.train(was_training)
+    return out
+
+
 def dev_perplexity(model, batches) -> float:
     """Per-word-piece perplexity of the model on batches (see dev_nll)."""
     return perplexity(*dev_nll(model, batches))

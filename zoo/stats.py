@@ -160,7 +160,8 @@ class Resampler:
         # the resamples see each seed part with ddof 0 (biased by (S-1)/S): add back the difference
         v_seed = sum(x.var(ddof=1) / k for x, k in parts)
         v_seed_plugin = sum(x.var(ddof=0) / k for x, k in parts)
-        v_sent = max(v_joint - v_seed_plugin, 0.0)
+        # the sentence part alone: every seed kept, sentences resampled (shown, and used by the planner)
+        v_sent = float((gb.mean(1) - gw.mean(1)).var())
         var = v_joint + v_seed - v_seed_plugin
         se = math.sqrt(max(var, 0.0))
         # degrees of freedom from the seeds alone (paired: S - 1; unpaired: Welch's): the seeds are the

@@ -403,6 +403,8 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
                           device_name=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
                           compute_dtype="bf16" if amp else "fp32"))
     if rank == 0:
+        if st.dev_ppl is not None:  # the final weights' dev likelihood per sentence, for the claims' resampling
+            result.dev_nll_stats = dev_sentence_nll(model, p.dev, cfg.train.batch_tokens)
         result.splits, result.attention = evaluate(cfg, out, model, p, device)
         result.total_seconds = time.time() - t0
         atomic_write_text(summary_path, result.model_dump_json(indent=2))
@@ -561,6 +563,14 @@ def dev_perplexity(model: Transformer, pairs: list, batch_tokens: int) -> float:
     lengths = zdata.pair_lengths(pairs)
     batches = (zdata.collate(pairs, b) for b in zdata.make_batches(lengths, max(batch_tokens, 2000), 0, 0))
     return metrics.dev_perplexity(model, batches)
+
+
+def dev_sentence_nll(model: Transformer, pairs: list, batch_tokens: int) -> list[list[float]]:
+    """Per dev sentence [NLL, tokens], in the split's order, the same batches as dev_perplexity."""
+    from zoo import metrics
+    lengths = zdata.pair_lengths(pairs)
+    batches = (zdata.collate(pairs, b) for b in zdata.make_batches(lengths, max(batch_tokens, 2000), 0, 0))
+    return metrics.dev_sentence_nll(model, batches, len(pairs))
 
 
 def load_for_eval(cfg: Config, out: Path, model: Transformer) -> str:
