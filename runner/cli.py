@@ -14,10 +14,14 @@ def cmd_run(args) -> int:
     if args.seeds is not None and not 1 <= args.seeds <= 100:
         raise UserError(f"--seeds must be between 1 and 100 (got {args.seeds})")
     seeds = list(range(1, args.seeds + 1)) if args.seeds else None
+    if args.power and not args.plan:
+        raise UserError("--power goes with --plan (zoo run SPEC --plan --power)")
     if args.plan:  # what it would cost; nothing runs, no Ray starts
         from zoo.runner import plan
         from zoo.spec import auto_profile
         cfgs = sweep._resolve(args.spec, args.variant, auto_profile(args.profile), args.set, seeds, args.data_dir)
+        if args.power:
+            return _power(args, cfgs)
         plan.print_plan(plan.plan(cfgs, measure=not args.no_measure), args.json)
         return 0
     if args.json:
@@ -25,6 +29,25 @@ def cmd_run(args) -> int:
     return sweep.run(args.spec, profile=args.profile, variants=args.variant, sets=args.set, address=args.address,
                      storage=args.storage, rerun=args.rerun, max_concurrent=args.max_concurrent,
                      data_dir=args.data_dir, seeds=seeds, loggers=args.logger)
+
+
+def _power(args, cfgs) -> int:
+    """`--plan --power`: seeds per claim touching the spec's rows, from a pilot store's noise."""
+    from zoo import claims as C
+    from zoo.reports import power, runs as runs_mod
+    from zoo.runner.store import default_path
+    pilot = Path(args.pilot) if args.pilot else default_path(args.storage)
+    if pilot.is_dir():
+        pilot = pilot / "zoo.db"
+    mine = {c.paper.row for c in cfgs if c.paper and c.paper.row}
+    claims = [c for c in C.CLAIMS if set(c.rows) & mine]
+    if not claims:
+        raise UserError(f"{args.spec}: no Table 3 claim rests on its rows ({', '.join(sorted(mine)) or 'none'})")
+    runs = runs_mod.load(pilot, cfgs[0].profile)
+    print(f"pilot: {pilot} ({len(runs.trials)} trials of profile {cfgs[0].profile}"
+          + (f"; {runs.note}: the stated prior is used" if runs.note else "") + ")")
+    power.print_plan(power.plan(runs, claims))
+    return 0
 
 
 def cmd_merge(args) -> int:
@@ -143,6 +166,10 @@ def register(sub) -> None:
                    "training FLOPs, peak memory, checkpoint disk, wall time from a throughput measured here); "
                    "run nothing")
     s.add_argument("--json", action="store_true", help="with --plan: a JSON array, one object per trial")
+    s.add_argument("--power", action="store_true", help="with --plan: for each claim resting on the spec's rows, "
+                   "the seeds needed for 80%% power to find the paper's effect, from a pilot store's seed and "
+                   "sentence noise (or a stated prior), and the cost in trials and hours")
+    s.add_argument("--pilot", metavar="STORE", help="with --power: the pilot store (default: the --storage store)")
     s.add_argument("--no-measure", action="store_true", help="with --plan: skip the throughput measurement")
     s.set_defaults(fn=cmd_run)
 
