@@ -134,3 +134,9 @@ def test_holm_and_the_verdict_family():
     assert comps[0].estimate.p < 0.05 and got[0].verdict == "within noise" and got[0].p_holm > 0.05
     assert [v.verdict for v in got[1:]] == ["flipped", "within noise", C.UNTESTABLE, "not run"]
     assert got[3].p_holm is None  # untestable claims are not in the family
+
+
+def test_no_noise_and_no_difference_is_no_finding():
+    same = np.array([10.0, 11.0, 12.0])
+    e = S.Resampler(0, 500, 1).compare("ppl", S.Side((1, 2, 3), figures=same), S.Side((1, 2, 3), figures=same))
+    assert e.se == 0 and e.p == 1.0 and C.judge([C.Comparison(CLAIM, e)])[0].verdict == "within noise"

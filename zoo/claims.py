@@ -200,6 +200,9 @@ def compare(claim: Claim, rows: Rows, resampler: Callable[[int], Resampler]) -> 
     runs = [rows.get(r) or [] for r in claim.rows]
     if not all(runs):
         return Comparison(claim, missing="not run")
+    common = {r.seed for r in runs[0]} & {r.seed for r in runs[1]}
+    if len(common) >= 2:  # compared seed by seed on the seeds both rows ran (a row may have more)
+        runs = [[r for r in side if r.seed in common] for side in runs]
     if min(map(len, runs)) < 2:
         return Comparison(claim, missing="needs 2+ seeds")
     sides = [side(claim, r) for r in runs]

@@ -96,7 +96,9 @@ class Estimate:
     sentence_se: float      # the sentence part of se
 
     def t(self, shift: float = 0.0) -> float:
-        return (self.delta - shift) / self.se if self.se > 0 else math.copysign(math.inf, self.delta - shift or 1)
+        """The t statistic of 'the difference is `shift`' (no noise at all: 0 when equal, else infinite)."""
+        d = self.delta - shift
+        return d / self.se if self.se > 0 else 0.0 if d == 0 else math.copysign(math.inf, d)
 
     @property
     def p(self) -> float:
