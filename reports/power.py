@@ -30,7 +30,7 @@ PRIOR = {"bleu": (1.5, 0.3), "ppl": (2.5, 0.1)}
 @dataclass(frozen=True)
 class Need:
     claim: C.Claim
-    effect: float | None          # the paper's effect at our level (None: nothing to scale by)
+    effect: float                 # the paper's effect at our level (a tie: its equivalence margin)
     seed_sd: float                # sd of one seed's difference
     sentence_se: float            # the test set's part of the standard error
     source: str                   # "pilot: 3 seeds" or "prior"
@@ -91,8 +91,12 @@ def plan(runs: Runs, claims: list[C.Claim] | None = None) -> Plan:
         effect = abs(c.paper_delta) / paper_level * abs(level if level else paper_level)
         margin = c.margin * abs(level if level else paper_level) if c.tie else 0.0
         n = seeds_needed(effect, seed_sd, sent_se, alpha, margin)
-        out.append(Need(c, effect, seed_sd, sent_se, source, n, have,
-                        f"{C.UNTESTABLE}: {comp.untestable}" if comp.untestable else ""))
+        note = f"{C.UNTESTABLE}: {comp.untestable}" if comp.untestable else ""
+        if n is None:  # the sentence part alone, at any number of seeds
+            never = power(effect, 0.0, sent_se, 10 ** 6, alpha, margin) < POWER
+            note = "; ".join(x for x in (note, f"not reachable in {MAX_SEEDS} seeds" + (
+                ": the test set's own noise is too large for this effect" if never else "")) if x)
+        out.append(Need(c, margin if c.tie else effect, seed_sd, sent_se, source, n, have, note))
     return Plan(out, {r: len(v) for r, v in rows.items()}, hours)
 
 
@@ -107,9 +111,7 @@ def print_plan(p: Plan, stream=None) -> None:
     for r in rows:
         need = "-" if r.seeds is None else str(r.seeds)
         print(f"{r.claim.id:24} {r.effect:7.2f} {r.seed_sd:8.2f} {r.sentence_se:8.2f} {r.source:>30} {r.have:5} {need:>6}"
-              + (f"  ({r.note})" if r.note else "") + (f"  (not reachable in {MAX_SEEDS} seeds: the effect is "
-                                                        "too small against the test set's own noise)" if r.seeds is None else ""),
-              file=stream)
+              + (f"  ({r.note})" if r.note else ""), file=stream)
         if r.seeds and not r.note:
             for row in r.claim.rows:
                 per_row[row] = max(per_row.get(row, 0), r.seeds)
