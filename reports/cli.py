@@ -40,8 +40,10 @@ def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], pro
         written += render.write_table(t, out, formats, meta, figures, cards, nav)
     if len(tables) == len(tables_mod.BUILDERS):
         written += render.write_index(built, out, formats, meta, index_figures, nav)
-        if runs.trials:
+        if runs.trials:  # every trial one CSV row; the measured rows as a model index, to share
             written.append(atomic_write_text(out / "results.csv", runs.csv()))
+            from zoo.reports import share
+            written.append(atomic_write_text(out / "model-index.yml", share.model_index(runs)))
     return written
 
 

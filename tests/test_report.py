@@ -458,3 +458,17 @@ def test_profile_note_is_the_one_the_run_used(tmp_path):
     assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
     md = (tmp_path / "out" / "table3.md").read_text()
     assert "Profile cpu: as it was then" in md and "one 2-core CPU" not in md.split("Profile cpu:")[1][:60]
+
+
+def test_model_index_lists_the_measured_rows_with_their_trials(tmp_path):
+    import yaml
+    store = synthetic_store(tmp_path / "zoo.db")
+    assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--format", "md"]) == 0
+    doc = yaml.safe_load((tmp_path / "out" / "model-index.yml").read_text())
+    models = {m["Name"]: m for m in doc["Models"]}
+    finished = {t["variant"] for t in Store(store).trials() if t["status"] == "finished" and t["paper_table"] == 3}
+    assert {f"transformer-table3-{r}-cpu" for r in finished} <= set(models)
+    base = models["transformer-table2-en-de-base-cpu"]
+    assert base["Results"][0]["Metrics"]["sacreBLEU"] == pytest.approx(17.31)
+    assert base["Results"][0]["Dataset"].endswith("test") and base["Metadata"]["Trials"]
+    assert "results.csv" in {p.name for p in (tmp_path / "out").iterdir()}

@@ -17,7 +17,7 @@ STAGES = [
     {"zoo.runner.local", "zoo.runner.trial", "zoo.runner.progress", "zoo.runner.sweep",
      "zoo.runner.plan"},                                                                   # trials on Ray
     {"zoo.reports.peaks", "zoo.reports.runs", "zoo.reports.tables", "zoo.reports.plots",
-     "zoo.reports.render", "zoo.reports.sweep", "zoo.reports.power"},  # the report
+     "zoo.reports.render", "zoo.reports.sweep", "zoo.reports.power", "zoo.reports.share"},  # the report
 ]
 CLI = {"zoo", "zoo.cli", "zoo.commands", "zoo.runner.cli", "zoo.reports.cli", "zoo.runner", "zoo.reports"}
 
