@@ -35,3 +35,5 @@ def test_until_resolved_adds_seeds_to_open_claims_only(tmp_path, data_root):
     m = trials["A3-seed1"]["metrics"]
     nll, tok = map(sum, zip(*m.dev_nll_stats))
     assert len(m.dev_nll_stats) > 0 and math.exp(nll / tok) == pytest.approx(m.dev_ppl, rel=1e-4)
+    # the paper's own BLEU beside sacreBLEU, with its per-sentence statistics
+    assert m.primary.bleu_paper is not None and len(m.primary.bleu_paper_stats) == m.primary.eval_sentences

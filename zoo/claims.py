@@ -45,6 +45,7 @@ class RowRun:
     seed: int
     steps: int
     dev_ppl: float | None = None
+    bleu_paper: float | None = None           # the paper's own BLEU (zoo.metrics.paper_bleu)
     dev_ppl_curve: tuple[float, ...] = ()     # dev perplexity at each evaluation, in step order
     train_loss_tail: float | None = None      # mean training loss (label-smoothed, nats) over the last tenth
     bleu_stats: np.ndarray | None = None      # (sentences, 10): sacreBLEU's per-sentence statistics

@@ -8,6 +8,7 @@ signature are the primary figure here. Anything else carries a `label` saying wh
 from __future__ import annotations
 
 import math
+import re
 
 import torch
 import torch.nn.functional as F
@@ -56,6 +57,34 @@ def tokenized_bleu(hyps: list[str], refs: list[str]) -> dict:
     return {**_bleu(hyps, refs, "intl"),
             "label": "tokenized BLEU (sacreBLEU tok:intl, as t2t-bleu; approximates the paper's "
                      "tokenized BLEU, not comparable to sacreBLEU)"}
+
+
+PAPER_BLEU_LABEL = ("tokenized BLEU with compound splitting, as the paper's (tensor2tensor get_ende_bleu.sh: "
+                    "Moses tokenizer -l de, unicode punctuation replaced in the output, ##AT##-##AT## compound "
+                    "splitting, multi-bleu); comparable to the paper's figures, not to sacreBLEU")
+
+
+def _compound_split(line: str) -> str:
+    # get_ende_bleu.sh: perl -ple 's{(\S)-(\S)}{$1 ##AT##-##AT## $2}g' (non-overlapping, as perl's /g)
+    return re.sub(r"(\S)-(\S)", r"\1 ##AT##-##AT## \2", line)
+
+
+def paper_bleu(hyps: list[str], refs: list[str], lang: str = "de") -> dict:
+    """The paper's BLEU, as tensor2tensor's get_ende_bleu.sh computes it: both sides through the Moses
+    tokenizer (sacremoses, the port of tokenizer.perl), the output's unicode punctuation replaced
+    (replace-unicode-punctuation.perl), hyphenated compounds split to `a ##AT##-##AT## b` on both
+    sides, then multi-bleu.perl's BLEU (sacreBLEU on the tokens as they are, no smoothing). Also
+    the per-sentence statistics, so claims can be read in the paper's metric."""
+    from sacremoses import MosesPunctNormalizer, MosesTokenizer
+    from sacrebleu.metrics import BLEU
+    _check(hyps, refs)
+    tok, norm = MosesTokenizer(lang=lang), MosesPunctNormalizer(lang=lang)
+    h = [_compound_split(norm.replace_unicode_punct(tok.tokenize(x, return_str=True))) for x in hyps]
+    r = [_compound_split(tok.tokenize(x, return_str=True)) for x in refs]
+    metric = BLEU(tokenize="none", smooth_method="none", force=True)
+    stats = metric._extract_corpus_statistics(h, [r])
+    return {"bleu": metric.corpus_score(h, [r]).score, "label": PAPER_BLEU_LABEL,
+            "stats": [[int(x) for x in row] for row in stats]}
 
 
 # ---------------------------------------------------------------------------- perplexity

@@ -606,7 +606,8 @@ def evaluate(cfg: Config, out: Path, model: Transformer, p: Prepared, device) ->
         if cfg.eval.metric == "f1":
             res |= metrics.parse_f1(srcs, hyps, refs)
         else:
-            b, tok = metrics.bleu(hyps, refs), metrics.tokenized_bleu(hyps, refs)
+            b, tok, pb = metrics.bleu(hyps, refs), metrics.tokenized_bleu(hyps, refs), metrics.paper_bleu(hyps, refs, zdata.corpus(cfg.data.dataset).tgt)
+            res |= {"bleu_paper": pb["bleu"], "bleu_paper_label": pb["label"], "bleu_paper_stats": pb["stats"]}
             res |= {"bleu": b["bleu"], "bleu_signature": b["signature"], "bleu_tokenized": tok["bleu"],
                     "bleu_tokenized_label": tok.get("label", ""), "bleu_stats": metrics.bleu_stats(hyps, refs),
                     "bleu_final_weights": final if split == cfg.eval.split else None}
