@@ -279,7 +279,8 @@ def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None 
 
 
 CLAIM_COLUMNS = [("verdict", "verdict"), ("claim", "the paper says"), ("claim", "rows"),
-                 ("paper", "Δ"), ("measured", "Δ"), ("measured", "95% interval"), ("measured", "p (Holm)"),
+                 ("paper", "Δ"), ("measured", "Δ"), ("measured", "95% interval"), ("measured", "MC error"),
+                 ("measured", "p (Holm)"),
                  ("measured", "Δ, paper's BLEU"), ("measured", "seeds")]
 
 
@@ -305,7 +306,7 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
         unit = "BLEU" if c.metric == "bleu" else "PPL"
         frame_rows.append([
             why, f"{c.group}: {c.text} ({unit})", f"{c.better} {'≈' if c.tie else '>'} {c.worse}",
-            round(c.paper_delta, 2), e and e.delta, e and f"[{e.lo:+.2f}, {e.hi:+.2f}]",
+            round(c.paper_delta, 2), e and e.delta, e and f"[{e.lo:+.2f}, {e.hi:+.2f}]", e and f"±{e.mc_error:.3f}",
             None if v.p_holm is None else f"{v.p_holm:.3g}", _paper_metric_delta(rows, c) if e else None,
             e and "{} / {}".format(*e.seeds)])
         index.append(c.id)
@@ -325,8 +326,8 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
         "error of the difference; the 95% interval is Δ ± t × se, the seed part of the variance unbiased "
         "and the seeds' degrees of freedom (S - 1 for rows compared seed by seed: the seeds are the "
         "independent units) (a percentile bootstrap of 3 seeds covers a "
-        "null effect only about 80% of the time). Monte Carlo error of each interval end from the finite "
-        f"resamples: at most {mc:.3f}.",
+        "null effect only about 80% of the time). MC error: the Monte Carlo error of each interval end from "
+        f"the finite resamples (at most {mc:.3f} here).",
         f"Multiple comparisons: Holm's correction across the {len(tested)} claims tested in this report "
         "(one family), so the chance that any verdict here is a false finding is at most 5%; Holm rather "
         "than Benjamini-Hochberg because each verdict is read on its own. p (Holm) is that adjusted "
