@@ -446,7 +446,7 @@ def test_claims_section_gives_verdicts_from_stored_sentence_scores(tmp_path, dat
     assert line("A-too-many-heads-ppl")[2] in C.DIRECTIONAL  # seeds only: this store keeps no sentence NLLs
     assert line("B-small-dk-bleu")[2] == "not run"
     assert "Tally: 10 row comparisons:" in claims and "10,000 resamples" in claims and "Holm" in claims
-    assert "seeds only (this store keeps no per-sentence dev likelihoods)" in claims
+    assert "seeds only (this store keeps no per-sentence dev likelihoods" in claims
 
 
 def test_profile_note_is_the_one_the_run_used(tmp_path):

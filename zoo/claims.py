@@ -215,7 +215,7 @@ def compare(claim: Claim, rows: Rows, resampler: Callable[[int], Resampler]) -> 
         return Comparison(claim, missing="rows scored on different sentences")
     n = b.stats.shape[1] if b.stats is not None and w.stats is not None else 0
     est = resampler(n).compare(claim.metric, b, w)
-    what = f"seeds and {n} sentences" if n else         "seeds only (this store keeps no per-sentence dev likelihoods)" if claim.metric == "ppl" else "seeds only"
+    what = f"seeds and {n} sentences" if n else         "seeds only (this store keeps no per-sentence dev likelihoods: an exact paired t interval)" if claim.metric == "ppl" else "seeds only"
     reasons = [why for p in claim.needs if (why := p.check(rows))]
     return Comparison(claim, est, untestable="; ".join(reasons), level=float(np.mean(w.full(claim.metric))),
                       sentences=what)

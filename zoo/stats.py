@@ -164,7 +164,8 @@ class Resampler:
         v_seed_plugin = sum(x.var(ddof=0) / k for x, k in parts)
         # the sentence part alone: every seed kept, sentences resampled (shown, and used by the planner)
         v_sent = float((gb.mean(1) - gw.mean(1)).var())
-        var = v_joint + v_seed - v_seed_plugin
+        # seeds only: the resamples would only estimate v_seed_plugin, so use the exact figure (no MC error)
+        var = v_joint + v_seed - v_seed_plugin if sentences else v_seed
         se = math.sqrt(max(var, 0.0))
         # degrees of freedom from the seeds alone (paired: S - 1; unpaired: Welch's): the seeds are the
         # independent units. Welch-Satterthwaite with the sentence part as a near-exact term rejects a
@@ -175,7 +176,7 @@ class Resampler:
         q = float(st.t.ppf(1 - alpha / 2, df))
         # Monte Carlo error of se from B resamples (the variance of a sample variance), then of q x se
         m4 = float(((boot - boot.mean()) ** 4).mean())
-        mc = q * math.sqrt(max(m4 - v_joint ** 2, 0.0) / B) / (2 * se) if se > 0 else 0.0
+        mc = q * math.sqrt(max(m4 - v_joint ** 2, 0.0) / B) / (2 * se) if se > 0 and sentences else 0.0
         return Estimate(delta, se, df, delta - q * se, delta + q * se, mc,
                         (len(better.seeds), len(worse.seeds)), paired, sentences, B,
                         math.sqrt(v_seed), math.sqrt(v_sent))
