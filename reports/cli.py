@@ -14,14 +14,16 @@ DEFAULT_OUT = Path("reports") / "out"
 DEFAULT_RUNS = default_path()
 
 
-def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], profile: str | None = None) -> list[Path]:
+def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], profile: str | None = None,
+          bootstrap_seed: int | None = None) -> list[Path]:
     """Write the chosen tables (and, for all of them, the index); return the files written."""
     from zoo.reports import plots, render, runs as runs_mod, tables as tables_mod
     from zoo.paths import atomic_write_text
     runs = runs_mod.load(runs_path, profile)
     img = out / "img"
     meta = render.meta(runs_path, profile, len(runs.trials), runs.note)
-    built = [tables_mod.BUILDERS[n](runs) for n in tables]
+    built = [tables_mod.table3(runs, bootstrap_seed=bootstrap_seed) if n == 3 else tables_mod.BUILDERS[n](runs)
+             for n in tables]
     nav = [name for name in render.PAGES if name in {t.name for t in built} or (out / f"{name}.html").exists()]
     written, index_figures = [], []
     for t in built:
@@ -39,8 +41,10 @@ def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], pro
         written += render.write_table(t, out, formats, meta, figures, cards, nav)
     if len(tables) == len(tables_mod.BUILDERS):
         written += render.write_index(built, out, formats, meta, index_figures, nav)
-        if runs.trials:
+        if runs.trials:  # every trial one CSV row; the measured rows as a model index, to share
             written.append(atomic_write_text(out / "results.csv", runs.csv()))
+            from zoo.reports import share
+            written.append(atomic_write_text(out / "model-index.yml", share.model_index(runs)))
     return written
 
 
@@ -93,7 +97,7 @@ def cmd_report(args) -> int:
         open_store(runs)
     _check_out(out)
     written = build_sweep(runs, out, args.sweep, formats, args.profile) if args.sweep else \
-        build(runs, out, tables, formats, args.profile)
+        build(runs, out, tables, formats, args.profile, args.bootstrap_seed)
     pages = [p for p in written if p.suffix != ".png"]
     print(f"report written to {out} ({len(pages)} pages, {len(written) - len(pages)} figures in "
           f"{out / 'img'}, {time.time() - t0:.1f} s)")
@@ -113,4 +117,6 @@ def register(sub) -> None:
     s.add_argument("--sweep", metavar="SPEC", help="instead of the paper's tables: one page for this swept spec "
                    "(every grid point and variant, mean and spread over seeds, a figure per swept field)")
     s.add_argument("--profile", help="only runs of this profile (default: the most recent finished run per row)")
+    s.add_argument("--bootstrap-seed", type=int, metavar="N", help="seed of the claims' bootstrap resamples "
+                   "(default fixed, so a report rebuilds identically; verdicts should not move with it)")
     s.set_defaults(fn=cmd_report)

@@ -131,30 +131,45 @@ def table3_scatters(t3: Table, img: Path) -> list[tuple[str, str]]:
     return out
 
 
-VERDICT_COLORS = {"held": "#1f8a3d", "within noise": "#8a919b", "flipped": "#c62828"}
+VERDICT_COLORS = {"held": "#1f8a3d", "equivalent": "#1f8a3d", "within noise": "#8a919b",
+                  "inconclusive": "#8a919b", "flipped": "#c62828", "different": "#c62828",
+                  "untestable at this budget": "#d98c00"}
 
 
 @_styled
 def claims(t3: Table, img: Path) -> list[tuple[str, str]]:
-    """Our difference against the paper's for each claim with a verdict, with its 95% interval."""
+    """A forest plot: one line per claim (our difference with its 95% interval, coloured by verdict,
+    the paper's difference marked), BLEU and PPL in their own panels, since their units differ."""
     section = next((s for s in t3.sections if s.heading == "Claims"), None)
     if section is None:
         return []
-    fig = Figure(figsize=(6, 4))
-    ax = fig.subplots()
-    ax.axhline(0, color="#555", lw=0.8)
-    for c, ours, verdict in section.data:
-        ax.errorbar(c.paper_delta, ours.delta, yerr=[[ours.delta - ours.lo], [ours.hi - ours.delta]], fmt="o",
-                    ms=4, capsize=3, color=VERDICT_COLORS[verdict])
-        ax.annotate(c.id, (c.paper_delta, ours.delta), fontsize=6, xytext=(4, 2), textcoords="offset points")
-    if not section.data:
-        ax.text(0.5, 0.5, "no claim has a verdict yet", ha="center", va="center", transform=ax.transAxes, color="#777")
-    ax.set(xlabel="paper's difference (BLEU or PPL, positive: the paper's claim)", ylabel="our difference, 95% interval",
-           title="Table 3 claims: ours against the paper's")
-    ax.legend(handles=[Line2D([], [], marker="o", ls="", color=col, label=v) for v, col in VERDICT_COLORS.items()],
-              frameon=False, fontsize=7, loc="best")
-    ax.grid(alpha=0.3)
-    return [("Claims: our difference against the paper's, coloured by verdict", _save(fig, img / "table3_claims.png"))]
+    measured = [v for v in section.data if v.estimate is not None]
+    panels = [(m, [v for v in measured if v.claim.metric == m]) for m in ("bleu", "ppl")]
+    panels = [(m, vs) for m, vs in panels if vs] or [("bleu", [])]
+    heights = [max(len(vs), 1) + 1.5 for _, vs in panels]
+    fig = Figure(figsize=(7, 0.28 * sum(heights) + 1.2))
+    axes = fig.subplots(len(panels), 1, gridspec_kw={"height_ratios": heights}, squeeze=False)[:, 0]
+    for ax, (metric, vs) in zip(axes, panels):
+        ax.axvline(0, color="#555", lw=0.8)
+        for y, v in enumerate(reversed(vs)):
+            e, col = v.estimate, VERDICT_COLORS.get(v.verdict, "#555")
+            ax.errorbar(e.delta, y, xerr=[[e.delta - e.lo], [e.hi - e.delta]], fmt="o", ms=4, capsize=3, color=col)
+            ax.plot(v.claim.paper_delta, y, marker="D", ms=4, mfc="none", mec="#111", ls="")
+        ax.set_yticks(range(len(vs)), [v.claim.id for v in reversed(vs)], fontsize=7)
+        ax.set_ylim(-0.8, max(len(vs), 1) - 0.2)
+        unit = "BLEU" if metric == "bleu" else "perplexity"
+        ax.set_xlabel(f"difference in {unit} (positive: the paper's better row is better here)", fontsize=8)
+        ax.grid(axis="x", alpha=0.3)
+        if not vs:
+            ax.text(0.5, 0.5, "no claim measured yet", ha="center", va="center", transform=ax.transAxes, color="#777")
+    used = {v.verdict for v in measured}
+    handles = [Line2D([], [], marker="o", ls="", color=col, label=k) for k, col in VERDICT_COLORS.items() if k in used]
+    handles.append(Line2D([], [], marker="D", ls="", mfc="none", mec="#111", label="paper's difference"))
+    axes[0].legend(handles=handles, frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    axes[0].set_title("Table 3 claims: our difference (95% interval) and the paper's", fontsize=9)
+    fig.tight_layout()
+    return [("Claims: our difference with its 95% interval, coloured by verdict; the paper's as an open "
+             "diamond", _save(fig, img / "table3_claims.png"))]
 
 
 @_styled

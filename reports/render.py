@@ -59,6 +59,7 @@ def _duration(s: float) -> str:
 FLOPS = ("FLOPs", "estimate", "peak FLOP/s")
 FORMATS = {  # by column label; paper values print as published, ours to fixed decimals
     "PPL": "{:.2f}", "BLEU": "{:.2f}", "BLEU sd": "{:.2f}", "Δ": "{:+.2f}", "seeds": "{:d}", "BLEU (test)": "{:.2f}", "BLEU, final weights": "{:.2f}", "F1": "{:.2f}",
+    "BLEU, paper's metric": "{:.2f}", "BLEU (test), paper's metric": "{:.2f}", "Δ, paper's BLEU": "{:+.2f}",
     "flat tree F1": "{:.2f}", "right-branching F1": "{:.2f}", "params (M)": "{:.3g}",
     "Δ params": "{:+.1f}%", "steps": "{:,}", "rho": "{:.2f}", "p": lambda v: "<1e-4" if v < 1e-4 else f"{v:.2g}",
     "utilization": _pct, "implied utilization": _pct, "wall time": _duration,

@@ -14,17 +14,86 @@ def cmd_run(args) -> int:
     if args.seeds is not None and not 1 <= args.seeds <= 100:
         raise UserError(f"--seeds must be between 1 and 100 (got {args.seeds})")
     seeds = list(range(1, args.seeds + 1)) if args.seeds else None
+    if args.power and not args.plan:
+        raise UserError("--power goes with --plan (zoo run SPEC --plan --power)")
     if args.plan:  # what it would cost; nothing runs, no Ray starts
         from zoo.runner import plan
         from zoo.spec import auto_profile
         cfgs = sweep._resolve(args.spec, args.variant, auto_profile(args.profile), args.set, seeds, args.data_dir)
+        if args.power:
+            return _power(args, cfgs)
         plan.print_plan(plan.plan(cfgs, measure=not args.no_measure), args.json)
         return 0
     if args.json:
         raise UserError("--json goes with --plan (zoo status --json lists the trials of a run)")
+    if args.until_resolved:
+        return _until_resolved(args, seeds)
     return sweep.run(args.spec, profile=args.profile, variants=args.variant, sets=args.set, address=args.address,
                      storage=args.storage, rerun=args.rerun, max_concurrent=args.max_concurrent,
                      data_dir=args.data_dir, seeds=seeds, loggers=args.logger)
+
+
+def _power(args, cfgs) -> int:
+    """`--plan --power`: seeds per claim touching the spec's rows, from a pilot store's noise."""
+    from zoo import claims as C
+    from zoo.reports import power, runs as runs_mod
+    from zoo.runner.store import default_path
+    pilot = Path(args.pilot) if args.pilot else default_path(args.storage)
+    if pilot.is_dir():
+        pilot = pilot / "zoo.db"
+    mine = {c.paper.row for c in cfgs if c.paper and c.paper.row}
+    claims = [c for c in C.CLAIMS if set(c.rows) & mine]
+    if not claims:
+        raise UserError(f"{args.spec}: no Table 3 claim rests on its rows ({', '.join(sorted(mine)) or 'none'})")
+    runs = runs_mod.load(pilot, cfgs[0].profile)
+    print(f"pilot: {pilot} ({len(runs.trials)} trials of profile {cfgs[0].profile}"
+          + (f"; {runs.note}: the stated prior is used" if runs.note else "") + ")")
+    power.print_plan(power.plan(runs, claims))
+    return 0
+
+
+OPEN = ("within noise", "inconclusive", "needs 2+ seeds")  # verdicts another seed could change
+
+
+def _until_resolved(args, seeds) -> int:
+    """`--until-resolved`: run, judge the claims resting on the spec's rows, and add one seed to the
+    rows of the claims still open, until none is or the rows reach --max-seeds."""
+    from zoo import claims as C
+    from zoo.reports import runs as runs_mod, tables
+    from zoo.runner import sweep
+    from zoo.runner.store import default_path
+    from zoo.spec import auto_profile
+    k = len(seeds) if seeds else 2  # two seeds: the fewest that can give a verdict
+    if args.max_seeds < k:
+        raise UserError(f"--max-seeds {args.max_seeds} is below the {k} seeds of the first round")
+    cfgs = sweep._resolve(args.spec, args.variant, auto_profile(args.profile), args.set, [1], args.data_dir)
+    variant_of = {c.paper.row: c.variant for c in cfgs if c.paper and c.paper.row}
+    claims = {c.id for c in C.CLAIMS if set(c.rows) & set(variant_of)}
+    if not claims:
+        raise UserError(f"{args.spec}: no Table 3 claim rests on its rows, so there is nothing to resolve")
+    variants = args.variant
+    while True:
+        rc = sweep.run(args.spec, profile=args.profile, variants=variants, sets=args.set, address=args.address,
+                       storage=args.storage, rerun=False, max_concurrent=args.max_concurrent,
+                       data_dir=args.data_dir, seeds=list(range(1, k + 1)), loggers=args.logger)
+        if rc:
+            return rc
+        runs = runs_mod.load(default_path(args.storage), cfgs[0].profile)
+        verdicts = [v for v in tables.claims_section(runs).data if v.claim.id in claims]
+        still = [v for v in verdicts if v.verdict in OPEN]
+        print(f"after {k} seeds: " + "; ".join(f"{v.claim.id} {v.verdict}" for v in verdicts))
+        rows = sorted({r for v in still for r in v.claim.rows if r in variant_of})
+        if not rows:
+            outside = sorted({r for v in still for r in v.claim.rows if r not in variant_of})
+            print("resolved: no claim left open" if not still else
+                  f"open claims rest on rows outside {args.spec} ({', '.join(outside)}): run their specs too")
+            return 0
+        if k >= args.max_seeds:
+            print(f"stopped at --max-seeds {args.max_seeds}: still open: {', '.join(v.claim.id for v in still)}")
+            return 0
+        k += 1
+        variants = [variant_of[r] for r in rows]
+        print(f"adding seed {k} to {', '.join(rows)}")
 
 
 def cmd_merge(args) -> int:
@@ -146,6 +215,15 @@ def register(sub) -> None:
                    "training FLOPs, peak memory, checkpoint disk, wall time from a throughput measured here); "
                    "run nothing")
     s.add_argument("--json", action="store_true", help="with --plan: a JSON array, one object per trial")
+    s.add_argument("--power", action="store_true", help="with --plan: for each claim resting on the spec's rows, "
+                   "the seeds needed for 80%% power to find the paper's effect, from a pilot store's seed and "
+                   "sentence noise (or a stated prior), and the cost in trials and hours")
+    s.add_argument("--until-resolved", action="store_true", help="after the run, judge the claims resting on "
+                   "the spec's rows and add one seed at a time to the rows of claims still open (within noise, "
+                   "inconclusive), re-checking after each round")
+    s.add_argument("--max-seeds", type=int, default=10, metavar="K", help="with --until-resolved: at most K "
+                   "seeds per row (default 10)")
+    s.add_argument("--pilot", metavar="STORE", help="with --power: the pilot store (default: the --storage store)")
     s.add_argument("--no-measure", action="store_true", help="with --plan: skip the throughput measurement")
     s.set_defaults(fn=cmd_run)
 

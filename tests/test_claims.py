@@ -1,11 +1,12 @@
-"""Table 3's claims as data and their verdicts: synthetic runs on real dev references, and the
-paired bootstrap checked against sacreBLEU's own."""
+"""Table 3's claims as data, their preconditions and their verdicts: synthetic runs on real dev
+references, the difference checked against sacreBLEU's own corpus scores."""
 import random
 
 import numpy as np
 import pytest
 
 from zoo import claims as C
+from zoo import stats as S
 from zoo import data as D
 
 
@@ -38,52 +39,73 @@ def test_claims_come_from_the_paper():
     assert {c.group for c in C.CLAIMS} == {"A", "B", "C", "D", "E", "big"}
 
 
+def rows_of(**sides):
+    """Row label -> RowRuns with per-sentence BLEU statistics, seeds 1, 2, 3 (paired)."""
+    return {row: [C.RowRun(seed=i + 1, steps=100, bleu_stats=x) for i, x in enumerate(st)] for row, st in sides.items()}
+
+
+def judged(claim, rows, samples=2000):
+    return C.judge([C.compare(claim, rows, lambda n: S.Resampler(n, samples, 1))])[0]
+
+
 def test_clear_win_tie_and_flip(refs):
     win = next(c for c in C.CLAIMS if c.id == "C-depth-bleu")
     tie = next(c for c in C.CLAIMS if c.id == "E-positions-bleu")
     good, bad = stats(refs, 0.05, [1, 2, 3]), stats(refs, 0.4, [4, 5, 6])
-    clear = C.bleu_interval(good, bad, samples=300)
-    assert clear.lo > 5 and C.verdict(win, clear) == "held"
-    flip = C.bleu_interval(bad, good, samples=300)
-    assert flip.hi < -5 and C.verdict(win, flip) == "flipped"
-    same = C.bleu_interval(stats(refs, 0.2, [7, 8, 9]), stats(refs, 0.2, [10, 11, 12]), samples=300)
-    assert same.lo < 0 < same.hi
-    assert C.verdict(win, same) == "within noise" and C.verdict(tie, same) == "held"
-    assert C.verdict(tie, clear) == "flipped"
+    clear = judged(win, rows_of(C3=good, C1=bad))
+    assert clear.estimate.lo > 5 and clear.verdict == "held" and clear.estimate.sentences == len(refs)
+    assert judged(win, rows_of(C3=bad, C1=good)).verdict == "flipped"
+    same = judged(win, rows_of(C3=stats(refs, 0.2, [7, 8, 9]), C1=stats(refs, 0.2, [10, 11, 12])))
+    assert same.estimate.lo < 0 < same.estimate.hi and same.verdict == "within noise"
+    assert judged(tie, rows_of(E=good, base=bad)).verdict == "different"
+    assert judged(tie, rows_of(E=stats(refs, 0.2, [7, 8, 9]), base=stats(refs, 0.2, [10, 11, 12]))).verdict == "inconclusive"
 
 
-def test_seed_spread_widens_the_interval(refs):
-    one = C.bleu_interval(stats(refs, 0.2, [1]), stats(refs, 0.25, [2]), samples=300)
-    noisy_seeds = [C.sentence_stats(degrade(refs, p, s), refs) for p, s in ((0.1, 3), (0.3, 4), (0.2, 5))]
-    three = C.bleu_interval(noisy_seeds, stats(refs, 0.25, [6, 7, 8]), samples=300)
-    assert (three.hi - three.lo) > (one.hi - one.lo)
-
-
-def test_paired_bootstrap_matches_sacrebleu(refs, monkeypatch):
+def test_delta_is_sacrebleus_corpus_difference(refs):
     from sacrebleu.metrics import BLEU
-    from sacrebleu.significance import PairedTest, estimate_ci
-    monkeypatch.setenv("SACREBLEU_SEED", "12345")
-    base, system = degrade(refs, 0.3, 1), degrade(refs, 0.1, 2)
-    test = PairedTest([("base", base), ("system", system)], {"BLEU": BLEU(references=[refs])}, None,
-                      test_type="bs", n_samples=200)
-    _, scores = test()
-    theirs = scores["BLEU"][1]  # the system's Result: score, p_value, mean, ci
-    idx = C.resample_indices(len(refs), 200, 12345)
-    ours = C._bleu(C.sentence_stats(system, refs)[idx].sum(1))
-    mean, ci = estimate_ci(ours)
-    assert mean == pytest.approx(theirs.mean, abs=1e-9) and ci == pytest.approx(theirs.ci, abs=1e-9)
-    interval = C.bleu_interval([C.sentence_stats(system, refs)], [C.sentence_stats(base, refs)], samples=200)
-    assert interval.delta == pytest.approx(theirs.score - scores["BLEU"][0].score, abs=1e-6)
-    assert interval.lo > 0 and theirs.p_value < 0.05  # both see a real difference
+    win = next(c for c in C.CLAIMS if c.id == "C-depth-bleu")
+    a, b = [degrade(refs, 0.1, s) for s in (1, 2, 3)], [degrade(refs, 0.3, s) for s in (4, 5, 6)]
+    got = judged(win, rows_of(C3=[C.sentence_stats(h, refs) for h in a], C1=[C.sentence_stats(h, refs) for h in b]))
+    theirs = np.mean([BLEU().corpus_score(h, [refs]).score for h in a]) - np.mean([BLEU().corpus_score(h, [refs]).score for h in b])
+    assert got.estimate.delta == pytest.approx(theirs, abs=1e-9)
 
 
-def test_perplexity_needs_two_seeds_and_reads_lower_as_better():
+def test_one_seed_and_missing_scores_give_no_verdict(refs):
+    win = next(c for c in C.CLAIMS if c.id == "C-depth-bleu")
+    one = {"C3": [C.RowRun(seed=1, steps=1, bleu_stats=stats(refs, 0.1, [1])[0])],
+           "C1": [C.RowRun(seed=1, steps=1, bleu_stats=stats(refs, 0.3, [1])[0])]}
+    assert judged(win, one).verdict == "needs 2+ seeds"
+    old = {r: [C.RowRun(seed=s, steps=1) for s in (1, 2)] for r in ("C3", "C1")}
+    assert judged(win, old).verdict.startswith("no per-sentence scores")
+
+
+def test_perplexity_without_sentence_likelihoods_falls_back_to_seeds():
+    dropout_free = next(c for c in C.CLAIMS if c.id == "D-smoothing-ppl")  # D3 has the lower perplexity
+    rows = {"D3": [C.RowRun(seed=s, steps=1, dev_ppl=p) for s, p in ((1, 5.0), (2, 5.1), (3, 4.9))],
+            "base": [C.RowRun(seed=s, steps=1, dev_ppl=p) for s, p in ((1, 6.0), (2, 6.2), (3, 5.9))]}
+    v = judged(dropout_free, rows)
+    assert v.estimate.delta == pytest.approx(1.0333, abs=1e-3) and v.verdict == "held"
+    assert v.estimate.sentences == 0 and v.comparison.sentences.startswith("seeds only")
+
+
+def test_preconditions_make_a_claim_untestable_and_say_why():
     dropout = next(c for c in C.CLAIMS if c.id == "D-dropout-ppl")
-    assert C.scalar_interval("ppl", [5.0], [6.0]) is None
-    held = C.scalar_interval("ppl", [5.0, 5.1, 4.9], [6.0, 6.2, 5.9])
-    assert held.delta == pytest.approx(1.0333, abs=1e-3) and C.verdict(dropout, held) == "held"
-    noise = C.scalar_interval("ppl", [5.0, 6.1, 4.9], [5.2, 5.9, 5.0])
-    assert C.verdict(dropout, noise) == "within noise"
+    big = next(c for c in C.CLAIMS if c.id == "big-ppl")
+    capacity = [c for c in C.CLAIMS if c.group in ("A", "B", "C")]
+    assert dropout.needs and big.needs and not any(c.needs for c in capacity)  # capacity claims: any budget
+    falling = (40.0, 30.0, 25.0, 22.0)
+    run = lambda s, ppl, curve, steps=100: C.RowRun(seed=s, steps=steps, dev_ppl=ppl, dev_ppl_curve=curve, train_loss_tail=3.5)
+    rows = {"base": [run(s, 20.0 + s, falling) for s in (1, 2, 3)], "D1": [run(s, 22.0 + s, falling) for s in (1, 2, 3)]}
+    v = judged(dropout, rows)
+    assert v.verdict == C.UNTESTABLE and "D1 does not over-fit" in v.reason and v.estimate is not None
+    rising = (40.0, 20.0, 21.0, 23.0)  # lowest mid-run, then up 15%: over-fitting
+    rows["D1"] = [run(s, 23.0 + s, rising) for s in (1, 2, 3)]
+    assert judged(dropout, rows).verdict in C.DIRECTIONAL
+    rows["big"] = [run(s, 30.0 + s, falling, steps=100) for s in (1, 2, 3)]
+    v = judged(big, rows)
+    assert v.verdict == C.UNTESTABLE and "3x" in v.reason
+    rows["big"] = [run(s, 30.0 + s, falling, steps=300) for s in (1, 2, 3)]
+    assert judged(big, rows).verdict in C.DIRECTIONAL
 
 
 def test_kendall_tau_with_interval():

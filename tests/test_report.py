@@ -428,18 +428,25 @@ def test_claims_section_gives_verdicts_from_stored_sentence_scores(tmp_path, dat
     st = Store(store)
     by = {t["variant"]: t for t in st.trials() if t["paper_table"] == 3}
     for row, p in (("base", 0.05), ("A1", 0.4), ("A3", 0.2), ("A4", 0.2)):  # base >> A1; A3 ~ A4
-        m = by[row]["metrics"].model_copy(deep=True)
-        m.primary.bleu_stats = stats(p, hash(row) % 100)
-        st.upsert(by[row]["spec"], row, by[row]["profile"], metrics=m)
+        t = by[row]
+        for seed in (1, 2, 3):
+            m = t["metrics"].model_copy(deep=True)
+            m.primary.bleu_stats = stats(p, 10 * seed + hash(row) % 7)
+            m.dev_ppl = t["metrics"].dev_ppl + seed * (1 if row == "A3" else 0.5)
+            cfg = {**t["config"], "trial": f"{row}-seed{seed}", "train": {**t["config"]["train"], "seed": seed}}
+            st.upsert(t["spec"], row if seed == 1 else f"{row}-seed{seed}", t["profile"], **{k: t[k] for k in (
+                "config_hash", "paper_table", "paper_group", "paper_row", "status", "step", "steps")},
+                config=cfg, metrics=m, finished_at=(t["finished_at"] or 0) + seed)
     assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
     md = (tmp_path / "out" / "table3.md").read_text()
     claims = md[md.index("## Claims"):md.index("## Rank agreement")]
-    assert claims.index("## Claims") < md.index("## Rank agreement")
-    line = lambda cid: next(l for l in claims.splitlines() if l.startswith(f"| {cid} |"))
-    assert line("A-one-head-bleu").endswith("| held |")
-    assert line("A-too-many-heads-bleu").endswith("| within noise |")
-    assert line("A-too-many-heads-ppl").endswith("| needs 2+ seeds |")
-    assert re.search(r"claims: 1 held, 1 within noise, 0 flipped \(\d+ without a verdict", claims)
+    line = lambda cid: [c.strip() for c in next(l for l in claims.splitlines() if l.startswith(f"| {cid} |")).split("|")]
+    assert line("A-one-head-bleu")[2] == "held"  # the verdict: second column
+    assert line("A-too-many-heads-bleu")[2] == "within noise"
+    assert line("A-too-many-heads-ppl")[2] in C.DIRECTIONAL  # seeds only: this store keeps no sentence NLLs
+    assert line("B-small-dk-bleu")[2] == "not run"
+    assert "Tally: 10 row comparisons:" in claims and "10,000 resamples" in claims and "Holm" in claims
+    assert "seeds only (this store keeps no per-sentence dev likelihoods" in claims
 
 
 def test_profile_note_is_the_one_the_run_used(tmp_path):
@@ -451,3 +458,17 @@ def test_profile_note_is_the_one_the_run_used(tmp_path):
     assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
     md = (tmp_path / "out" / "table3.md").read_text()
     assert "Profile cpu: as it was then" in md and "one 2-core CPU" not in md.split("Profile cpu:")[1][:60]
+
+
+def test_model_index_lists_the_measured_rows_with_their_trials(tmp_path):
+    import yaml
+    store = synthetic_store(tmp_path / "zoo.db")
+    assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--format", "md"]) == 0
+    doc = yaml.safe_load((tmp_path / "out" / "model-index.yml").read_text())
+    models = {m["Name"]: m for m in doc["Models"]}
+    finished = {t["variant"] for t in Store(store).trials() if t["status"] == "finished" and t["paper_table"] == 3}
+    assert {f"transformer-table3-{r}-cpu" for r in finished} <= set(models)
+    base = models["transformer-table2-en-de-base-cpu"]
+    assert base["Results"][0]["Metrics"]["sacreBLEU"] == pytest.approx(17.31)
+    assert base["Results"][0]["Dataset"].endswith("test") and base["Metadata"]["Trials"]
+    assert "results.csv" in {p.name for p in (tmp_path / "out").iterdir()}

@@ -11,13 +11,13 @@ FOLDERS = {"zoo": "zoo", "runner": "zoo.runner", "reports": "zoo.reports"}
 STAGES = [
     # the spec, and the corpora it names (validation checks names and splits against zoo.data's catalog)
     {"zoo.errors", "zoo.paths", "zoo.paper", "zoo.result", "zoo.yaml12", "zoo.spec", "zoo.schema", "zoo.data", "zoo.trees"},
-    {"zoo.evalb", "zoo.model", "zoo.costs", "zoo.metrics", "zoo.decode", "zoo.claims"},   # model and scores
+    {"zoo.evalb", "zoo.model", "zoo.costs", "zoo.metrics", "zoo.decode", "zoo.stats", "zoo.claims"},  # model, scores
     {"zoo.train"},                                                                        # a trial's work
     {"zoo.runner.store"},                                                                 # the store
     {"zoo.runner.local", "zoo.runner.trial", "zoo.runner.progress", "zoo.runner.sweep",
      "zoo.runner.plan"},                                                                   # trials on Ray
     {"zoo.reports.peaks", "zoo.reports.runs", "zoo.reports.tables", "zoo.reports.plots",
-     "zoo.reports.render", "zoo.reports.sweep"},  # the report
+     "zoo.reports.render", "zoo.reports.sweep", "zoo.reports.power", "zoo.reports.share"},  # the report
 ]
 CLI = {"zoo", "zoo.cli", "zoo.commands", "zoo.runner.cli", "zoo.reports.cli", "zoo.runner", "zoo.reports"}
 

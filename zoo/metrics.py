@@ -8,6 +8,7 @@ signature are the primary figure here. Anything else carries a `label` saying wh
 from __future__ import annotations
 
 import math
+import re
 
 import torch
 import torch.nn.functional as F
@@ -58,6 +59,34 @@ def tokenized_bleu(hyps: list[str], refs: list[str]) -> dict:
                      "tokenized BLEU, not comparable to sacreBLEU)"}
 
 
+PAPER_BLEU_LABEL = ("tokenized BLEU with compound splitting, as the paper's (tensor2tensor get_ende_bleu.sh: "
+                    "Moses tokenizer -l de, unicode punctuation replaced in the output, ##AT##-##AT## compound "
+                    "splitting, multi-bleu); comparable to the paper's figures, not to sacreBLEU")
+
+
+def _compound_split(line: str) -> str:
+    # get_ende_bleu.sh: perl -ple 's{(\S)-(\S)}{$1 ##AT##-##AT## $2}g' (non-overlapping, as perl's /g)
+    return re.sub(r"(\S)-(\S)", r"\1 ##AT##-##AT## \2", line)
+
+
+def paper_bleu(hyps: list[str], refs: list[str], lang: str = "de") -> dict:
+    """The paper's BLEU, as tensor2tensor's get_ende_bleu.sh computes it: both sides through the Moses
+    tokenizer (sacremoses, the port of tokenizer.perl), the output's unicode punctuation replaced
+    (replace-unicode-punctuation.perl), hyphenated compounds split to `a ##AT##-##AT## b` on both
+    sides, then multi-bleu.perl's BLEU (sacreBLEU on the tokens as they are, no smoothing). Also
+    the per-sentence statistics, so claims can be read in the paper's metric."""
+    from sacremoses import MosesPunctNormalizer, MosesTokenizer
+    from sacrebleu.metrics import BLEU
+    _check(hyps, refs)
+    tok, norm = MosesTokenizer(lang=lang), MosesPunctNormalizer(lang=lang)
+    h = [_compound_split(norm.replace_unicode_punct(tok.tokenize(x, return_str=True))) for x in hyps]
+    r = [_compound_split(tok.tokenize(x, return_str=True)) for x in refs]
+    metric = BLEU(tokenize="none", smooth_method="none", force=True)
+    stats = metric._extract_corpus_statistics(h, [r])
+    return {"bleu": metric.corpus_score(h, [r]).score, "label": PAPER_BLEU_LABEL,
+            "stats": [[int(x) for x in row] for row in stats]}
+
+
 # ---------------------------------------------------------------------------- perplexity
 def perplexity(total_nll: float, n_tokens: int) -> float:
     """exp(mean negative log-likelihood per token): per word-piece when the tokens are pieces;
@@ -87,6 +116,29 @@ def dev_nll(model, batches) -> tuple[float, int]:
     finally:
         model.train(was_training)
     return total, n
+
+
+def dev_sentence_nll(model, batches, n: int) -> list[list[float]]:
+    """Per sentence [summed token NLL in nats, tokens] over batches that carry their sentences'
+    `indices` (n sentences in all, in the split's order), without label smoothing: what a claim
+    resamples to put sentence noise on a perplexity difference."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    pad = getattr(model, "pad_id", PAD)
+    out = [[0.0, 0] for _ in range(n)]
+    try:
+        with torch.inference_mode():
+            for b in batches:
+                tgt_out = b.tgt_out.to(device)
+                logits = model(b.src.to(device), b.tgt_in.to(device)).float()
+                nll = F.cross_entropy(logits.transpose(1, 2), tgt_out, ignore_index=pad, reduction="none").sum(1)
+                tokens = (tgt_out != pad).sum(1)
+                for i, x, k in zip(b.indices, nll.tolist(), tokens.tolist()):
+                    out[i] = [x, int(k)]
+    finally:
+        model.train(was_training)
+    return out
 
 
 def dev_perplexity(model, batches) -> float:

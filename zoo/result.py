@@ -65,6 +65,9 @@ class SplitScore(_Record):
     bleu_tokenized: float | None = None
     bleu_tokenized_label: str = ""
     bleu_stats: list[list[int]] | None = None  # sacreBLEU's per-sentence statistics, for bootstraps
+    bleu_paper: float | None = None  # the paper's own BLEU (zoo.metrics.paper_bleu), labelled
+    bleu_paper_label: str = ""
+    bleu_paper_stats: list[list[int]] | None = None  # its per-sentence statistics
     bleu_final_weights: float | None = None  # averaged runs: the final weights at the same step
     f1: float | None = None
     f1_len40: float | None = None
@@ -102,6 +105,9 @@ class RunResult(_Record):
     train_seconds: float = 0.0
     total_seconds: float | None = None
     dev_ppl: float | None = None
+    # per dev sentence [NLL in nats, target tokens] at the final step, in the split's order: claims
+    # resample perplexity over sentences with it (None for stores from before it was kept)
+    dev_nll_stats: list[list[float]] | None = None
     vocab_size_actual: int | None = None
     tgt_vocab_size: int | None = None
     bpe_model: str = ""
@@ -136,11 +142,11 @@ class RunResult(_Record):
 
     def figure(self, name: str) -> float | None:
         """A headline figure by the name reports and claims use: 'dev_ppl', or the spec's own split's
-        'bleu' or 'f1'."""
+        'bleu', 'bleu_paper' or 'f1'."""
         if name == "dev_ppl":
             return self.dev_ppl
-        if name not in ("bleu", "f1"):
-            raise ValueError(f"no figure named {name!r} (dev_ppl, bleu, f1)")
+        if name not in ("bleu", "bleu_paper", "f1"):
+            raise ValueError(f"no figure named {name!r} (dev_ppl, bleu, bleu_paper, f1)")
         return None if self.primary is None else getattr(self.primary, name)
 
     @property

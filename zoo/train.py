@@ -473,6 +473,8 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
                           device_name=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
                           compute_dtype="bf16" if amp else "fp32"))
     if rank == 0:
+        if st.dev_ppl is not None:  # the final weights' dev likelihood per sentence, for the claims' resampling
+            result.dev_nll_stats = dev_sentence_nll(model, p.dev, cfg.train.batch_tokens)
         result.splits, result.attention = evaluate(cfg, out, model, p, device)
         result.total_seconds = time.time() - t0
         atomic_write_text(summary_path, result.model_dump_json(indent=2))
@@ -719,6 +721,14 @@ def dev_perplexity(model: Transformer, pairs: list, batch_tokens: int) -> float:
     return metrics.dev_perplexity(model, batches)
 
 
+def dev_sentence_nll(model: Transformer, pairs: list, batch_tokens: int) -> list[list[float]]:
+    """Per dev sentence [NLL, tokens], in the split's order, the same batches as dev_perplexity."""
+    from zoo import metrics
+    lengths = zdata.pair_lengths(pairs)
+    batches = (zdata.collate(pairs, b) for b in zdata.make_batches(lengths, max(batch_tokens, 2000), 0, 0))
+    return metrics.dev_sentence_nll(model, batches, len(pairs))
+
+
 def load_for_eval(cfg: Config, out: Path, model: Transformer) -> str:
     """Average the last k checkpoints into `model` when the spec asks; say what was evaluated."""
     k = cfg.eval.average_checkpoints
@@ -752,7 +762,8 @@ def evaluate(cfg: Config, out: Path, model: Transformer, p: Prepared, device) ->
         if cfg.eval.metric == "f1":
             res |= metrics.parse_f1(srcs, hyps, refs)
         else:
-            b, tok = metrics.bleu(hyps, refs), metrics.tokenized_bleu(hyps, refs)
+            b, tok, pb = metrics.bleu(hyps, refs), metrics.tokenized_bleu(hyps, refs), metrics.paper_bleu(hyps, refs, zdata.corpus(cfg.data.dataset).tgt)
+            res |= {"bleu_paper": pb["bleu"], "bleu_paper_label": pb["label"], "bleu_paper_stats": pb["stats"]}
             res |= {"bleu": b["bleu"], "bleu_signature": b["signature"], "bleu_tokenized": tok["bleu"],
                     "bleu_tokenized_label": tok.get("label", ""), "bleu_stats": metrics.bleu_stats(hyps, refs),
                     "bleu_final_weights": final if split == cfg.eval.split else None}

@@ -1,0 +1,126 @@
+"""Seeds a claim needs: from a pilot store's seed and sentence noise (or a stated prior), the number
+of seeds per row at which the claim's test finds the paper's effect with 80% power, and its cost.
+
+The paper's effect is carried over as a share of the row's figure (0.9 BLEU of 25.8 is 3.5%; applied
+to our row's BLEU), since a scaled-down profile lives at another level of BLEU and perplexity. The
+test is the one the report runs (zoo.stats): a paired t-test with S - 1 degrees of freedom on a
+standard error sqrt(seed variance / S + sentence variance), at the level Holm gives the first claim
+of the family (alpha / claims), the strictest one. The sentence part does not shrink with seeds: a
+claim whose effect is smaller than the test set's own noise is not reachable by seeds alone.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from scipy import stats as st
+
+from zoo import claims as C
+from zoo import stats as S
+from zoo.reports.runs import Runs
+from zoo.reports.tables import _comparison, claim_rows
+
+POWER = 0.8
+MAX_SEEDS = 100
+# A stated prior where no pilot has run: per-seed sd of a row difference and the sentence se, in the
+# units of the ablation reference (2000 steps, 1014 dev sentences): BLEU sd 1.5, PPL sd 2.5.
+PRIOR = {"bleu": (1.5, 0.3), "ppl": (2.5, 0.1)}
+
+
+@dataclass(frozen=True)
+class Need:
+    claim: C.Claim
+    effect: float                 # the paper's effect at our level (a tie: its equivalence margin)
+    seed_sd: float                # sd of one seed's difference
+    sentence_se: float            # the test set's part of the standard error
+    source: str                   # "pilot: 3 seeds" or "prior"
+    seeds: int | None             # seeds per row for 80% power (None: not reachable by seeds)
+    have: int = 0
+    note: str = ""                # untestable, or why there is no figure
+
+
+def power(effect: float, seed_sd: float, sentence_se: float, seeds: int, alpha: float, tie_margin: float = 0.0) -> float:
+    """Power of the report's test at `seeds` seeds per row (paired)."""
+    se = math.sqrt(seed_sd ** 2 / seeds + sentence_se ** 2)
+    df = seeds - 1
+    q = st.t.ppf(1 - alpha / 2, df)
+    if tie_margin:  # TOST at a true difference of 0: both one-sided tests must reject (normal approximation)
+        return max(0.0, 2 * st.norm.cdf(tie_margin / se - st.t.ppf(1 - alpha, df)) - 1)
+    ncp = abs(effect) / se
+    return float(st.nct.sf(q, df, ncp) + st.nct.cdf(-q, df, ncp))
+
+
+def seeds_needed(effect, seed_sd, sentence_se, alpha, tie_margin=0.0, cap=MAX_SEEDS) -> int | None:
+    for n in range(2, cap + 1):
+        if power(effect, seed_sd, sentence_se, n, alpha, tie_margin) >= POWER:
+            return n
+    return None
+
+
+@dataclass(frozen=True)
+class Plan:
+    needs: list[Need]
+    have: dict[str, int]            # seeds each row has in the pilot
+    hours: dict[str, float]         # mean hours per trial of each row in the pilot
+
+
+def plan(runs: Runs, claims: list[C.Claim] | None = None) -> Plan:
+    """Seeds needed per claim, from the store's runs where two rows have 2+ seeds, else the prior."""
+    claims = claims or C.CLAIMS
+    rows = claim_rows(runs)
+    hours = {}
+    for row in rows:
+        t = runs.pick(3, row)
+        secs = [x["metrics"].total_seconds or x["metrics"].train_seconds for x in runs.seeds(t)]
+        hours[row] = sum(secs) / len(secs) / 3600 if secs else 0.0
+    resamplers: dict[int, S.Resampler] = {}
+    resampler = lambda n: resamplers.setdefault(n, S.Resampler(n, 2000, S.BOOTSTRAP_SEED))
+    alpha = C.ALPHA / len(C.CLAIMS)  # the report's family: every claim
+    out = []
+    for c in claims:
+        comp = _comparison(runs, rows, c, resampler)
+        e, have = comp.estimate, min((len(rows.get(r) or []) for r in c.rows), default=0)
+        if e is not None:
+            seed_sd, sent_se, source = e.seed_se * math.sqrt(min(e.seeds)), e.sentence_se, \
+                f"pilot: {min(e.seeds)} seeds" + ("" if e.sentences else ", no sentence part")
+            level = comp.level
+        else:
+            (seed_sd, sent_se), source, level = PRIOR[c.metric], "prior", None
+        paper_level = C._paper_value(c.worse, c.metric)
+        # the paper's effect as a share of its row, at our row's level (the paper's own where we have none)
+        effect = abs(c.paper_delta) / paper_level * abs(level if level else paper_level)
+        margin = c.margin * abs(level if level else paper_level) if c.tie else 0.0
+        n = seeds_needed(effect, seed_sd, sent_se, alpha, margin)
+        note = f"{C.UNTESTABLE}: {comp.untestable}" if comp.untestable else ""
+        if n is None:  # the sentence part alone, at any number of seeds
+            never = power(effect, 0.0, sent_se, 10 ** 6, alpha, margin) < POWER
+            note = "; ".join(x for x in (note, f"not reachable in {MAX_SEEDS} seeds" + (
+                ": the test set's own noise is too large for this effect" if never else "")) if x)
+        out.append(Need(c, margin if c.tie else effect, seed_sd, sent_se, source, n, have, note))
+    return Plan(out, {r: len(v) for r, v in rows.items()}, hours)
+
+
+def print_plan(p: Plan, stream=None) -> None:
+    """One line per claim, then the cost: the extra trials per row (the most any of its claims needs)."""
+    import sys
+    stream, rows = stream or sys.stdout, p.needs
+    print(f"Seeds per row for {POWER:.0%} power to find the paper's effect (as a share of the row's figure) "
+          f"at Holm's strictest level, alpha {C.ALPHA:g}/{len(C.CLAIMS)}:", file=stream)
+    print(f"{'claim':24} {'effect':>7} {'seed sd':>8} {'sent se':>8} {'source':>30} {'have':>5} {'need':>6}", file=stream)
+    per_row: dict[str, int] = {}
+    for r in rows:
+        need = "-" if r.seeds is None else str(r.seeds)
+        print(f"{r.claim.id:24} {r.effect:7.2f} {r.seed_sd:8.2f} {r.sentence_se:8.2f} {r.source:>30} {r.have:5} {need:>6}"
+              + (f"  ({r.note})" if r.note else ""), file=stream)
+        if r.seeds and not r.note:
+            for row in r.claim.rows:
+                per_row[row] = max(per_row.get(row, 0), r.seeds)
+    extra = {row: max(n - p.have.get(row, 0), 0) for row, n in per_row.items()}
+    trials = sum(extra.values())
+    known = [h for h in p.hours.values() if h]
+    mean = sum(known) / len(known) if known else 0.0
+    hours = sum(n * (p.hours.get(row) or mean) for row, n in extra.items())
+    print(f"Cost: {trials} more trials over {len(extra)} rows ("
+          + ", ".join(f"{row} +{n}" for row, n in sorted(extra.items()) if n) + f"), about {hours:.1f} hours of "
+          "trial time at the pilot's mean per-trial time (claims untestable at this budget and ones no seed count "
+          "reaches left out).", file=stream)
