@@ -291,7 +291,8 @@ def predict(args) -> None:
             for label, fused, chunk in (("before", False, 2 ** 62), ("after", True, ztrain.LOSS_CHUNK)):
                 ztrain.LOSS_CHUNK = chunk
                 loss = lambda lg, t: ztrain.smoothed_loss(lg, t, cfg.train.label_smoothing)[0]
-                tr = roofline.step(_meta_model(m, V, torch.bfloat16), src, tgt_in, tgt_out, loss, peak, bw, fused, n)
+                tr = roofline.step(_meta_model(m, V, torch.bfloat16), src, tgt_in, tgt_out, loss, peak, bw, fused, n,
+                                   compiled_loss=fused)  # after: train.compile on compiles the loss's chunks too
                 row.append(f"{label} {tr.seconds * 1e3:6.1f} ms, MFU {model_flops / tr.seconds / peak:.2f} "
                            f"({tr.ops} kernels, {tr.bytes / 2**30:.1f} GiB)")
             print(f"predicted {gpu} paper {name} ({args.batch_tokens}-token batches, {B} x {L}, bf16): "

@@ -11,7 +11,8 @@ FOLDERS = {"zoo": "zoo", "runner": "zoo.runner", "reports": "zoo.reports"}
 STAGES = [
     # the spec, and the corpora it names (validation checks names and splits against zoo.data's catalog)
     {"zoo.errors", "zoo.paths", "zoo.paper", "zoo.result", "zoo.yaml12", "zoo.spec", "zoo.schema", "zoo.data", "zoo.trees"},
-    {"zoo.evalb", "zoo.model", "zoo.costs", "zoo.metrics", "zoo.decode", "zoo.stats", "zoo.claims"},  # model, scores
+    {"zoo.evalb", "zoo.model", "zoo.costs", "zoo.metrics", "zoo.decode", "zoo.stats", "zoo.claims",
+     "zoo.compiled_loss"},  # model, scores
     {"zoo.train"},                                                                        # a trial's work
     {"zoo.runner.store"},                                                                 # the store
     {"zoo.runner.local", "zoo.runner.trial", "zoo.runner.progress", "zoo.runner.sweep",

@@ -30,7 +30,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from zoo import data as zdata
+from zoo import compiled_loss, data as zdata
 from zoo.errors import UserError, disk_full
 from zoo.data import BOS, EOS, PAD
 from zoo.model import Transformer, build_model, count_params
@@ -662,7 +662,8 @@ def _step(cfg: Config, fwd: torch.nn.Module, opt, device, work: _Work, stats: to
         with nullcontext() if sync else fwd.no_sync():
             with autocast(device, amp):
                 logits = fwd(b.src, b.tgt_in)
-            loss, nll = smoothed_loss(logits, b.tgt_out, cfg.train.label_smoothing)
+            loss, nll = (compiled_loss.smoothed_loss(logits, b.tgt_out, cfg.train.label_smoothing, LOSS_CHUNK)
+                         if cfg.train.compile == "on" else smoothed_loss(logits, b.tgt_out, cfg.train.label_smoothing))
             (loss * (weight * scale)).backward()
         stats += torch.stack([loss.detach(), nll]).double() * weight
     return b.padding_fraction
