@@ -10,7 +10,8 @@ FOLDERS = {"zoo": "zoo", "runner": "zoo.runner", "reports": "zoo.reports"}
 # stages in order; a module may import its own stage and earlier ones
 STAGES = [
     # the spec, and the corpora it names (validation checks names and splits against zoo.data's catalog)
-    {"zoo.errors", "zoo.paths", "zoo.paper", "zoo.result", "zoo.yaml12", "zoo.spec", "zoo.schema", "zoo.data", "zoo.trees"},
+    {"zoo.errors", "zoo.paths", "zoo.paper", "zoo.result", "zoo.yaml12", "zoo.config", "zoo.specfile",
+     "zoo.profiles", "zoo.sweep_axes", "zoo.spec", "zoo.schema", "zoo.data", "zoo.trees"},
     {"zoo.evalb", "zoo.model", "zoo.costs", "zoo.metrics", "zoo.decode", "zoo.stats", "zoo.claims"},  # model, scores
     {"zoo.train"},                                                                        # a trial's work
     {"zoo.runner.store"},                                                                 # the store

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zoo.spec import ModelSpec
+from zoo.config import ModelSpec
 
 from zoo.data import PAD  # the token ids have one home: the BPE that defines them
 

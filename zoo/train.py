@@ -36,7 +36,7 @@ from zoo.data import BOS, EOS, PAD
 from zoo.model import Transformer, build_model, count_params
 from zoo.paths import atomic_write_text, inside
 from zoo.result import Attention, Hardware, LogPoint, RunResult, SplitScore
-from zoo.spec import Config
+from zoo.config import Config
 
 Report = Callable[[dict], None]
 
