@@ -11,7 +11,8 @@ FOLDERS = {"zoo": "zoo", "runner": "zoo.runner", "reports": "zoo.reports"}
 STAGES = [
     # the spec, and the corpora it names (validation checks names and splits against zoo.data's catalog)
     {"zoo.errors", "zoo.paths", "zoo.paper", "zoo.result", "zoo.yaml12", "zoo.config", "zoo.specfile",
-     "zoo.profiles", "zoo.sweep_axes", "zoo.spec", "zoo.schema", "zoo.data", "zoo.trees"},
+     "zoo.profiles", "zoo.sweep_axes", "zoo.spec", "zoo.schema", "zoo.corpora", "zoo.fetch",
+     "zoo.bpe", "zoo.encoded", "zoo.batching", "zoo.data", "zoo.trees"},
     {"zoo.evalb", "zoo.model", "zoo.costs", "zoo.metrics", "zoo.decode", "zoo.stats", "zoo.claims"},  # model, scores
     {"zoo.train"},                                                                        # a trial's work
     {"zoo.runner.store"},                                                                 # the store

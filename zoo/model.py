@@ -21,7 +21,7 @@ from torch import nn
 
 from zoo.config import ModelSpec
 
-from zoo.data import PAD  # the token ids have one home: the BPE that defines them
+from zoo.bpe import PAD  # the token ids have one home: the BPE that defines them
 
 
 class MultiHeadAttention(nn.Module):

@@ -165,7 +165,8 @@ def _keep_checkpoint_share(doc: Doc, before: dict, base_t: "TrainSpec") -> Doc:
 def _prefer(prof: Doc, name: str, entry: dict, m_locs: dict, data_dir, notes: list[str] | None) -> dict:
     """`datasets: {X: {prefer: {dataset: P, ...}, dataset: F, ...}}`: P's settings when P's training
     split is in the data directory (`zoo data fetch P` put it there), else F's. Never downloads."""
-    from zoo.data import data_dir as resolve_dir, split_present  # zoo.data imports no torch
+    from zoo.corpora import data_dir as resolve_dir  # no torch there
+    from zoo.fetch import split_present
     pref = entry.pop("prefer")
     if not isinstance(pref, dict) or not isinstance(pref.get("dataset"), str):
         raise SpecError(prof.where(("datasets", name, "prefer")), f"datasets.{shorten(name)}.prefer",

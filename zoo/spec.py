@@ -160,7 +160,6 @@ def _seeds(doc: Doc, prof_path: Path | None, cli: list[int] | None) -> list[int]
     return value
 
 
-
 def resolve(path: str | Path, variant: str | None = None, profile: str = "paper",
             sets: list[str] | None = None, seeds: list[int] | None = None,
             data_dir: str | Path | None = None) -> list[Config]:
@@ -278,9 +277,9 @@ def _say(note: str) -> None:
 
 
 def _check_corpus(doc: Doc, cfg: Config) -> None:
-    """The corpus and splits exist in the registry (zoo.data: no torch there), so a typo fails here,
+    """The corpus and splits exist in the registry (zoo.corpora: no torch there), so a typo fails here,
     not when the run starts."""
-    from zoo.data import CORPORA
+    from zoo.corpora import CORPORA
     name = cfg.data.dataset
     if name not in CORPORA:
         raise SpecError(doc.where(("data", "dataset")), "data.dataset",
