@@ -13,7 +13,7 @@ STAGES = [
     {"zoo.errors", "zoo.paths", "zoo.paper", "zoo.result", "zoo.yaml12", "zoo.config", "zoo.specfile",
      "zoo.profiles", "zoo.sweep_axes", "zoo.spec", "zoo.schema", "zoo.corpora", "zoo.fetch",
      "zoo.bpe", "zoo.encoded", "zoo.batching", "zoo.data", "zoo.trees"},
-    {"zoo.evalb", "zoo.model", "zoo.costs", "zoo.metrics", "zoo.decode", "zoo.stats", "zoo.claims",
+    {"zoo.evalb_params", "zoo.evalb", "zoo.model", "zoo.costs", "zoo.metrics", "zoo.decode", "zoo.stats", "zoo.claims",
      "zoo.recipe", "zoo.checkpoints", "zoo.device"},  # model, scores, the recipe and where it runs
     {"zoo.train"},                                                                        # a trial's work
     {"zoo.runner.store"},                                                                 # the store
