@@ -2,7 +2,7 @@
 # The committed reference report: every Table 3 row plus Table 2's EN-DE base and big and Table 4's
 # WSJ row, profile
 # `quick`, on one 2-core CPU (no GPU). Run from the repository root after README's set-up:
-#   bash reports/reference/quick-cpu2/commands.sh
+#   bash results/quick-cpu2/commands.sh
 # Two chains of `zoo run` share one loopback-only Ray head with 2 CPUs, so single-variant specs
 # (base, E, big, Table 2) pair up instead of leaving a core idle; each trial takes 1 CPU (1 thread).
 set -uo pipefail
@@ -11,7 +11,7 @@ export ZOO_DATA_DIR="${ZOO_DATA_DIR:-../shared/data}"
 export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0  # bind 127.0.0.1 only
 export RAY_AUTH_MODE=disabled               # allowed only because nothing outside this machine can reach it
 STORE=runs-reference
-OUT=reports/reference/quick-cpu2
+OUT=results/quick-cpu2
 PORT=6390
 
 before=$(ps -eo pid= | sort)

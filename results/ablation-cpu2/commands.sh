@@ -2,7 +2,7 @@
 # The committed reference report for Table 3 as evidence: every Table 3 row x 3 seeds (the profile's
 # `seeds:`) plus Table 2's EN-DE base and big (one seed), profile `ablation`, on one 2-core CPU
 # (no GPU). Run from the repository root after README's set-up:
-#   bash reports/reference/ablation-cpu2/commands.sh
+#   bash results/ablation-cpu2/commands.sh
 # Two chains of `zoo run` share one loopback-only Ray head with 2 CPUs; each trial takes 1 CPU
 # (1 thread). A `zoo run` holds its --storage for itself, so each chain has its own and `zoo merge`
 # joins them for the report. The budget is steps, so a slower or busier machine takes longer, not
@@ -13,7 +13,7 @@ export ZOO_DATA_DIR="${ZOO_DATA_DIR:-../shared/data}"
 export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0  # bind 127.0.0.1 only
 export RAY_AUTH_MODE=disabled               # allowed only because nothing outside this machine can reach it
 STORE=runs-ablation
-OUT=reports/reference/ablation-cpu2
+OUT=results/ablation-cpu2
 PORT=6391
 
 before=$(ps -eo pid= | sort)
