@@ -84,12 +84,12 @@ def child_lists(a: dict) -> dict:
     """The data path before the cache: ids as lists of Python ints, lengths as tuples, batches as lists."""
     import torch  # noqa: F401
     import zoo.train  # noqa: F401
-    from zoo import data as D
+    from zoo import data as D, encoded as E
     gc.collect()
     base = mem()
     sp = D.load_sp(a["sp"])
     t = time.perf_counter()
-    pairs = list(itertools.islice(D._stream_pairs(CORPUS, "train", a["data"]), a["pairs"]))
+    pairs = list(itertools.islice(E._stream_pairs(CORPUS, "train", a["data"]), a["pairs"]))
     ids = D.encode_pairs(sp, pairs, MAX_LEN)
     seconds = time.perf_counter() - t
     del pairs  # prepare() let go of the text too

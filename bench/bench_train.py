@@ -275,7 +275,7 @@ def _meta_batch(B: int, S: int, T: int):
 
 def predict(args) -> None:
     import roofline
-    from zoo import train as ztrain
+    from zoo import recipe as zrecipe, train as ztrain
     print("roofline: matmul FLOPs at the bf16 peak, every other op's bytes at the memory bandwidth (per op, "
           "the slower of the two), fused Adam; source of the peaks: bench/roofline.py")
     L = 32  # WMT14's BPE sentences average ~27 tokens; padded batches of length-sorted pairs
@@ -288,8 +288,8 @@ def predict(args) -> None:
         n = sum(p.numel() for p in _meta_model(m, V).parameters())
         for gpu, (peak, bw) in roofline.GPUS.items():
             row = []
-            for label, fused, chunk in (("before", False, 2 ** 62), ("after", True, ztrain.LOSS_CHUNK)):
-                ztrain.LOSS_CHUNK = chunk
+            for label, fused, chunk in (("before", False, 2 ** 62), ("after", True, 2 ** 24)):
+                zrecipe.LOSS_CHUNK = chunk
                 loss = lambda lg, t: ztrain.smoothed_loss(lg, t, cfg.train.label_smoothing)[0]
                 tr = roofline.step(_meta_model(m, V, torch.bfloat16), src, tgt_in, tgt_out, loss, peak, bw, fused, n,
                                    compiled_loss=fused)  # after: train.compile on compiles the loss's chunks too
@@ -297,7 +297,7 @@ def predict(args) -> None:
                            f"({tr.ops} kernels, {tr.bytes / 2**30:.1f} GiB)")
             print(f"predicted {gpu} paper {name} ({args.batch_tokens}-token batches, {B} x {L}, bf16): "
                   + "; ".join(row))
-        ztrain.LOSS_CHUNK = 2 ** 24
+        zrecipe.LOSS_CHUNK = 2 ** 24
 
     # the same model against this CPU: its peaks measured now, then the cpu-profile base's fp32 steps
     kept = keep_freed_memory()

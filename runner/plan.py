@@ -97,7 +97,8 @@ def _dur(s: float | None) -> str:
     return f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.1f} min" if s >= 60 else f"{s:.0f} s"
 
 
-def print_plan(rows: list[PlannedTrial], as_json: bool, stream=sys.stdout) -> None:
+def print_plan(rows: list[PlannedTrial], as_json: bool, stream=None) -> None:
+    stream = stream or sys.stdout  # looked up at the call: a default bound at import outlives a redirect
     if as_json:
         print(json.dumps([r.model_dump(mode="json") for r in rows], indent=2), file=stream)
         return

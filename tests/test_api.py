@@ -36,7 +36,7 @@ def test_load_build_fit_results(tmp_path):
     assert sum(p.numel() for p in model.parameters()) > 0
     summary = zoo.fit(cfg, out=tmp_path / "A1")
     assert summary.steps_done == 4 and (tmp_path / "A1" / "summary.json").exists()
-    runs = zoo.results(ROOT / "reports/reference/quick-cpu2/zoo.db")
+    runs = zoo.results(ROOT / "results/quick-cpu2/zoo.db")
     assert len(runs.trials) >= 20
 
 

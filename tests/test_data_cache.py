@@ -1,4 +1,4 @@
-"""The encoded corpus cache (zoo.data.encoded_corpus): built once, memory-mapped after, safe to race."""
+"""The encoded corpus cache (zoo.encoded.encoded_corpus): built once, memory-mapped after, safe to race."""
 from __future__ import annotations
 
 import fcntl
@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from zoo import data as D
+from zoo import encoded as E  # the cache's own helpers
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +45,7 @@ def test_second_call_maps_without_encoding(sp_path, data_root, tmp_path, monkeyp
 
     def fail(*a, **k):
         raise AssertionError("encoded again")
-    monkeypatch.setattr(D, "_encode_into", fail)
+    monkeypatch.setattr(E, "_encode_into", fail)
     again = D.encoded_corpus("multi30k", sp_path, data_root, max_len=64, max_pairs=3000, cache_dir=tmp_path)
     assert again.path == first.path and meta.stat().st_mtime_ns == stamp
     assert len(again) == len(first) <= 3000 and (again.src_ids == first.src_ids).all()
@@ -55,12 +56,12 @@ def test_second_call_maps_without_encoding(sp_path, data_root, tmp_path, monkeyp
 
 RACER = """
 import sys
-from zoo import data as D
-real = D._encode_into
+from zoo import data as D, encoded as E
+real = E._encode_into
 def counted(*a, **k):
     print("ENCODED", flush=True)
     return real(*a, **k)
-D._encode_into = counted
+E._encode_into = counted
 print("ready", flush=True)
 ec = D.encoded_corpus("multi30k", sys.argv[1], sys.argv[2], max_len=64, max_pairs=4000, cache_dir=sys.argv[3])
 print(ec.path, len(ec), int(ec.src_ids.sum()), flush=True)
@@ -68,7 +69,7 @@ print(ec.path, len(ec), int(ec.src_ids.sum()), flush=True)
 
 
 def test_racing_processes_build_one_cache(sp_path, data_root, tmp_path):
-    key = D._encoded_key(D.corpus("multi30k"), data_root, data_root, sp_path, 64, 4000, None)
+    key = E._encoded_key(D.corpus("multi30k"), data_root, data_root, sp_path, 64, 4000, None)
     with open(tmp_path / f"{key}.lock", "a") as lock:  # hold the lock so that both queue on it
         fcntl.flock(lock, fcntl.LOCK_EX)
         procs = [subprocess.Popen([sys.executable, "-c", RACER, str(sp_path), str(data_root), str(tmp_path)],
@@ -97,7 +98,7 @@ class WideVocab:
 
 
 def test_id_width(sp_path, data_root, tmp_path):
-    assert D._id_dtype(1000) == D._id_dtype(65536) == np.uint16 and D._id_dtype(65537) == np.uint32
+    assert E._id_dtype(1000) == E._id_dtype(65536) == np.uint16 and E._id_dtype(65537) == np.uint32
     ec = D.encoded_corpus("multi30k", sp_path, data_root, max_len=200, max_pairs=500, tgt_vocab=WideVocab(),
                           cache_dir=tmp_path)
     assert ec.src_ids.dtype == np.uint16 and ec.tgt_ids.dtype == np.uint32
@@ -133,7 +134,7 @@ def test_misaligned_user_files(sp_path, tmp_path):
 
 
 def test_leftovers_of_a_killed_builder_are_cleared(sp_path, data_root, tmp_path):
-    key = D._encoded_key(D.corpus("multi30k"), data_root, data_root, sp_path, 64, 1000, None)
+    key = E._encoded_key(D.corpus("multi30k"), data_root, data_root, sp_path, 64, 1000, None)
     for junk in (tmp_path / key, tmp_path / f".{key}.x1.part"):  # no meta.json: never finished
         junk.mkdir()
         (junk / "src.ids").write_bytes(b"\0" * 10)

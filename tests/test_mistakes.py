@@ -16,7 +16,7 @@ from zoo.cli import main
 from zoo.spec import MAX_TRIALS, resolve, variant_names
 
 REPO = Path(__file__).resolve().parents[1]
-REFERENCE = REPO / "reports" / "reference" / "ablation-cpu2" / "zoo.db"
+REFERENCE = REPO / "results" / "ablation-cpu2" / "zoo.db"
 
 
 def run(*argv, capsys):

@@ -114,3 +114,14 @@ def test_bf16_autocast_on_cpu_keeps_masks_and_matches_fp32():
     assert (bf16 - fp32).abs().max() < 0.05 * fp32.abs().max()
     assert torch.equal(bf16[:, :4], bf16_later[:, :4])  # causal: positions before 4 never see 4 and 5
     assert torch.allclose(padded, bf16[:1], atol=0.05 * fp32.abs().max().item())
+
+
+def test_build_model_makes_the_word_pointer_model():
+    """zoo.build_model builds a `model.word_pointer` model that runs before its vocabularies are known
+    (stand-in tables) and takes theirs when given."""
+    m = TINY.model_copy(update={"word_pointer": True})
+    model = build_model(m, 40, 30).eval()
+    src, tgt = torch.randint(4, 40, (2, 7)), torch.randint(4, 30, (2, 5))
+    assert model(src, tgt).shape == (2, 5, 30)
+    real = build_model(m, 40, 30, word_pointer=([i % 2 == 0 for i in range(40)], [i < 10 for i in range(30)]))
+    assert real.word_start.sum() == 20 and real.preterminal.sum() == 10

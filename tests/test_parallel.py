@@ -12,7 +12,7 @@ import torch.multiprocessing as mp
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from zoo import data as zdata
-from zoo import train as ztrain
+from zoo import recipe, train as ztrain
 from zoo.model import build_model
 from zoo.spec import Config, ModelSpec
 
@@ -237,8 +237,8 @@ def test_chunked_loss_equals_the_whole_one(monkeypatch, dtype):
     target[0, 4:] = 0
     ref, ref_nll = _old_smoothed_loss(logits, target, 0.1)
     g_ref, = torch.autograd.grad(ref, logits)
-    monkeypatch.setattr(ztrain, "LOSS_CHUNK", 50 * 4)  # 4 rows a chunk: 21 rows in 6 chunks
-    assert len(ztrain._chunks(21, 50)) == 6
+    monkeypatch.setattr(recipe, "LOSS_CHUNK", 50 * 4)  # 4 rows a chunk: 21 rows in 6 chunks
+    assert len(recipe._chunks(21, 50)) == 6
     loss, nll = ztrain.smoothed_loss(logits, target, 0.1)
     assert loss.item() == pytest.approx(ref.item(), rel=1e-6) and nll.item() == pytest.approx(ref_nll.item(), rel=1e-6)
     g, = torch.autograd.grad(loss, logits)

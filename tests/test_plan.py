@@ -4,6 +4,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from zoo.spec import builtin_specs
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -106,3 +110,17 @@ def test_a_logger_that_is_not_installed_is_a_clear_error_before_anything_runs(tm
         r = zoo("run", "table3_A", "--profile", "smoke", "--logger", name, cwd=tmp_path)
         assert r.returncode == 2 and f"pip install {name}" in r.stderr and "Traceback" not in r.stderr
         assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("spec", builtin_specs())
+def test_every_builtin_spec_plans(spec, capsys):
+    from zoo.cli import main
+    assert main(["run", spec, "--plan", "--no-measure", "--profile", "smoke"]) == 0, capsys.readouterr().err
+    assert "trials" in capsys.readouterr().out
+
+
+def test_the_parsing_spec_measures_its_word_pointer_model(tmp_path):
+    # the plan's measured steps build the model as zoo.build_model does: with the word pointer
+    r = zoo("run", "table4_wsj", "--profile", "smoke", "--plan", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)[0]["est_seconds"] > 0

@@ -6,7 +6,7 @@ import pytest
 from zoo.cli import main
 from zoo.reports import power
 
-REFERENCE = Path(__file__).resolve().parents[1] / "reports/reference/ablation-cpu2/zoo.db"
+REFERENCE = Path(__file__).resolve().parents[1] / "results/ablation-cpu2/zoo.db"
 
 
 def test_power_is_the_paired_t_tests():

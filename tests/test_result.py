@@ -35,7 +35,7 @@ def test_a_parsing_split_has_its_score():
     assert s.score == ("f1", 61.0)
 
 
-@pytest.mark.parametrize("db", sorted(REPO.glob("reports/reference/*/zoo.db")), ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("db", sorted(REPO.glob("results/*/zoo.db")), ids=lambda p: p.parent.name)
 def test_the_committed_reference_stores_load(db):
     from zoo.runner.store import Store
     done = [t for t in Store(db, readonly=True).trials() if t["status"] == "finished"]

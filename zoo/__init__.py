@@ -40,7 +40,12 @@ def __getattr__(name: str):
     if name not in _API:
         raise AttributeError(f"module 'zoo' has no attribute {name!r}")
     module, attr = _API[name]
-    return getattr(importlib.import_module(module), attr)
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except ModuleNotFoundError as e:  # a plain checkout: reports/ is zoo.reports only once installed
+        if e.name not in ("zoo.reports", "zoo.runner"):
+            raise
+        raise ImportError(f"zoo.{name} needs zoo installed: run `pip install -e .` in the repository") from None
 
 
 def __dir__():

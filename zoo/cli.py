@@ -189,7 +189,11 @@ def _terminated(signum, frame):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except UserError as e:  # zoo.commands.NotInstalled: one line, not a ModuleNotFoundError
+        print(f"zoo: error: {e}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     if not getattr(args, "fn", None):
         parser.print_help()

@@ -57,8 +57,23 @@ def register(sub) -> None:
     s.add_argument("--params", help="EVALB parameter file (default: COLLINS.prm rules)")
     s.set_defaults(fn=cmd_evalb)
     register_train(sub)
-    __import__("zoo.reports.cli", fromlist=["register"]).register(sub)  # zoo report, in reports/cli.py
-    __import__("zoo.runner.cli", fromlist=["register"]).register(sub)  # zoo run / status, in runner/cli.py
+    try:  # runner/ and reports/ exist as zoo.runner and zoo.reports only once installed (pyproject's package-dir)
+        from zoo.reports import cli as reports_cli  # zoo report, in reports/cli.py
+        from zoo.runner import cli as runner_cli  # zoo run / status, in runner/cli.py
+    except ModuleNotFoundError as e:
+        if e.name not in ("zoo.reports", "zoo.runner"):
+            raise
+        raise NotInstalled() from None
+    reports_cli.register(sub)
+    runner_cli.register(sub)
+
+
+class NotInstalled(UserError):
+    """zoo run from a plain checkout: the folders runner/ and reports/ are not yet zoo.runner, zoo.reports."""
+
+    def __init__(self):
+        super().__init__("zoo is not installed: run `pip install -e .` in the repository (runner/ and reports/ "
+                         "become zoo.runner and zoo.reports when installed), then run zoo again")
 
 
 # -- training and translation -----------------------------------------------------------------

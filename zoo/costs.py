@@ -16,7 +16,7 @@ This module needs no torch: it is arithmetic on the spec.
 from __future__ import annotations
 
 from zoo import paper
-from zoo.spec import Config, ModelSpec
+from zoo.config import Config, ModelSpec
 
 SEQ_LEN = 25
 

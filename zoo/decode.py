@@ -19,7 +19,7 @@ import functools
 
 import torch
 
-from zoo.data import BOS, EOS, PAD, UNK  # the token ids have one home: the BPE that defines them
+from zoo.bpe import BOS, EOS, PAD, UNK  # the token ids have one home: the BPE that defines them
 NEG_INF = float("-inf")
 
 

@@ -13,7 +13,7 @@ import re
 import torch
 import torch.nn.functional as F
 
-from zoo.data import PAD  # the token ids have one home: the BPE that defines them
+from zoo.bpe import PAD  # the token ids have one home: the BPE that defines them
 
 
 def _check(hyps: list[str], refs: list[str]) -> None:

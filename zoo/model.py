@@ -19,9 +19,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zoo.spec import ModelSpec
+from zoo.config import ModelSpec
 
-from zoo.data import PAD  # the token ids have one home: the BPE that defines them
+from zoo.bpe import PAD  # the token ids have one home: the BPE that defines them
 
 
 class MultiHeadAttention(nn.Module):
@@ -182,6 +182,9 @@ class Transformer(nn.Module):
         self.decoder = nn.ModuleList(DecoderLayer(m) for _ in range(m.N))
         # word pointer (ours, parsing): W_p maps the state of the word being covered into the decoder
         self.w_pointer = nn.Linear(d, d, bias=False) if m.word_pointer else None
+        if m.word_pointer:  # stand-in tables until the vocabularies give theirs (set_word_pointer): every
+            # source piece a word, no preterminal; the model runs, with the real model's shapes and cost
+            self.set_word_pointer(torch.ones(vocab_size, dtype=torch.bool), torch.zeros(V_tgt, dtype=torch.bool))
         self._init()
 
     def set_word_pointer(self, word_start: torch.Tensor, preterminal: torch.Tensor) -> None:
@@ -288,9 +291,15 @@ def encoder_attention(model: Transformer, src: torch.Tensor, layer: int = -1) ->
     return scores.masked_fill(~mask, float("-inf")).softmax(-1)
 
 
-def build_model(m: ModelSpec, vocab_size: int, tgt_vocab_size: int | None = None) -> Transformer:
-    """vocab_size: the shared (or source) vocabulary; tgt_vocab_size: a separate target one."""
-    return Transformer(m, vocab_size, tgt_vocab_size=tgt_vocab_size)
+def build_model(m: ModelSpec, vocab_size: int, tgt_vocab_size: int | None = None,
+                word_pointer: tuple | None = None) -> Transformer:
+    """vocab_size: the shared (or source) vocabulary; tgt_vocab_size: a separate target one.
+    word_pointer: (word_start, preterminal), the vocabularies' tables of a `model.word_pointer` model
+    (zoo.trees.word_pointer_tables); without them such a model runs on stand-ins (see Transformer)."""
+    model = Transformer(m, vocab_size, tgt_vocab_size=tgt_vocab_size)
+    if word_pointer is not None:
+        model.set_word_pointer(*word_pointer)
+    return model
 
 
 def count_params(model: nn.Module) -> int:

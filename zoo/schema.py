@@ -1,6 +1,6 @@
 """JSON Schemas of the files a user writes: spec files and profiles (`zoo schema`).
 
-Derived from the pydantic section models in zoo/spec.py, so the schema and the validator never
+Derived from the pydantic section models in zoo/config.py, so the schema and the validator never
 disagree on a field, type, bound or description. A spec file gives partial sections (defaults fill
 the rest), so nothing inside a section is required. An editor's YAML language server uses the
 schema for completion and hover help; `zoo validate` stays the authority (it also checks what a

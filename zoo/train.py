@@ -9,123 +9,42 @@ One process trains one trial. `report` receives a dict of metrics at every log p
 runner passes Ray's report function; `zoo train` prints a progress line). With torch.distributed
 initialised (the runner's data-parallel workers), each worker takes its shards of every step and
 the gradients are summed across workers, so the update equals the single-worker one.
+
+This module holds the data preparation, the loop and the evaluation; the recipe's pieces live in
+zoo.recipe, the checkpoint files in zoo.checkpoints, the device, dtype and memory in zoo.device. Their
+public names are re-exported here (`zoo.train.noam_lr`, `zoo.train.checkpoints`, ...).
 """
 from __future__ import annotations
 
-import ctypes
-import errno
 import json
 import math
 import os
-import platform
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 
 from zoo import compiled_loss, data as zdata
-from zoo.errors import UserError, disk_full
-from zoo.data import BOS, EOS, PAD
+from zoo.bpe import EOS
+from zoo.checkpoints import _atomic_save, _writing, average_checkpoints, checkpoints, load_checkpoint
+from zoo.config import Config
+from zoo.device import _device, _world, autocast, autocast_dtype, check_memory, gpu_share, keep_freed_memory
+from zoo.errors import UserError
 from zoo.model import Transformer, build_model, count_params
 from zoo.paths import atomic_write_text, inside
+from zoo import recipe
+from zoo.recipe import make_optimizer, noam_lr, smoothed_loss
 from zoo.result import Attention, Hardware, LogPoint, RunResult, SplitScore
-from zoo.spec import Config
+
+# re-exported: the public names of the training modules (see the module docstring)
+from zoo.device import NoGPU, available_memory, cpu_has_bf16, cuda_seen  # noqa: F401,E402
 
 Report = Callable[[dict], None]
-
-
-# -- the recipe's pieces ------------------------------------------------------------------------
-
-def noam_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
-    """Equation (3): linear warmup for `warmup` steps, then inverse square root decay."""
-    step = max(step, 1)
-    return scale * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
-
-
-def smoothed_loss(logits: torch.Tensor, target: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Summed label-smoothed cross-entropy and summed NLL over non-pad targets.
-
-    The true token gets 1 - eps; eps is spread evenly over the other tokens except padding,
-    which never appears as a target (Szegedy et al. 2016, section 7). The NLL sum carries no
-    gradient (it is for logging)."""
-    V = logits.size(-1)
-    return _SmoothedLoss.apply(logits.reshape(-1, V), target.reshape(-1), float(eps))
-
-
-LOSS_CHUNK = 2 ** 24  # logits per chunk of the loss (64 MB in fp32): no fp32 copy of the whole (tokens x V)
-
-
-class _SmoothedLoss(torch.autograd.Function):
-    """smoothed_loss with its gradient written out: d loss / d logits = softmax - q per non-pad row,
-    q the smoothed target distribution (1 - eps on the target, eps / (V - 2) on every token but the
-    target and padding). Autograd's own graph for the formula fills and scatters several (tokens x V)
-    tensors; this one keeps the logits for the backward pass and writes one gradient tensor.
-
-    Rows go in chunks of about LOSS_CHUNK logits, each upcast to fp32 on its own: under bf16 autocast
-    the whole fp32 copy and log-probabilities (2 x 4 bytes x 12500 x 37000 = 3.7 GB for the paper's
-    base batch) are never built, only a chunk's. The softmax is recomputed in the backward pass by
-    torch.softmax, not as exp(log p): torch.exp takes a slow path below -87 (logits of std 40: 12x
-    slower), the softmax kernel does not."""
-
-    @staticmethod
-    def forward(ctx, logits, target, eps):
-        N, V = logits.shape
-        loss, nll = logits.new_empty(N, dtype=torch.float32), logits.new_empty(N, dtype=torch.float32)
-        for r in _chunks(N, V):
-            logp = F.log_softmax(logits[r].float(), dim=-1)  # (rows, V): this chunk only
-            nll[r] = -logp.gather(1, target[r, None]).squeeze(1)
-            if eps:
-                others = -(logp.sum(1) - logp[:, PAD]) - nll[r]  # -log p over tokens neither target nor pad
-                loss[r] = (1 - eps) * nll[r] + eps / (V - 2) * others
-        loss = loss if eps else nll
-        keep = target != PAD
-        ctx.save_for_backward(logits, target, keep)
-        ctx.eps = eps
-        nll = torch.where(keep, nll, 0.0).sum()
-        ctx.mark_non_differentiable(nll)
-        return torch.where(keep, loss, 0.0).sum(), nll
-
-    @staticmethod
-    def backward(ctx, grad_loss, grad_nll):
-        logits, target, keep = ctx.saved_tensors
-        eps, (N, V) = ctx.eps, logits.shape
-        other = eps / (V - 2) if eps else 0.0  # q on every token but the target and padding
-        scale = grad_loss * keep  # (N,): 0 on padding rows
-        # fp32 logits (a CPU run): the softmax is the gradient tensor itself, written in place
-        grad = None if logits.dtype == torch.float32 else torch.empty_like(logits)
-        for r in _chunks(N, V) if grad is not None else [slice(0, N)]:
-            g = torch.softmax(logits[r], -1, dtype=torch.float32)
-            if other:
-                g.sub_(other)
-                g[:, PAD] += other
-            g.scatter_add_(1, target[r, None], g.new_full((g.size(0), 1), other - (1 - eps)))
-            g.mul_(scale[r, None])
-            if grad is None:
-                return g, None, None
-            grad[r] = g
-        return grad, None, None
-
-
-def _chunks(N: int, V: int) -> list[slice]:
-    rows = max(1, LOSS_CHUNK // V)
-    return [slice(a, min(a + rows, N)) for a in range(0, N, rows)]
-
-
-def make_optimizer(model: torch.nn.Module, lr: float = 0.0, betas: tuple = (0.9, 0.98),
-                   eps: float = 1e-9) -> torch.optim.Optimizer:
-    """Adam (section 5.3); the learning rate is set every step by the schedule. torch's fused
-    kernel where the parameters allow it (CPU or CUDA floats): one pass per tensor (a cpu-profile
-    step's update: 13 -> 5 ms on one thread), the same update to float rounding."""
-    params = list(model.parameters())
-    fused = all(p.device.type in ("cpu", "cuda") and p.dtype.is_floating_point for p in params)
-    return torch.optim.Adam(params, lr=lr, betas=betas, eps=eps, fused=fused or None)
 
 
 # -- data ---------------------------------------------------------------------------------------
@@ -189,159 +108,10 @@ def build(cfg: Config, sp, tgt_vocab=None) -> Transformer:
     return model
 
 
-# -- checkpoints --------------------------------------------------------------------------------
-
-@contextmanager
-def _writing(path: Path, tmp: Path | None = None):
-    """A full disk is a clear error naming the file (a half-written temporary file goes)."""
-    try:
-        yield
-    except OSError as e:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
-        if e.errno == errno.ENOSPC:
-            raise disk_full(path, e) from None
-        raise
-
-
-def _atomic_save(obj, path: Path) -> None:
-    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
-    with _writing(path, tmp):
-        torch.save(obj, tmp)
-        os.replace(tmp, path)
-
-
-def load_checkpoint(path: Path, map_location="cpu") -> dict:
-    """A checkpoint's contents. weights_only: tensors and plain Python values only, so a checkpoint
-    from someone else cannot run code when loaded (pickled objects are refused)."""
-    return torch.load(path, map_location=map_location, weights_only=True)
-
-
-def checkpoints(out: Path) -> list[Path]:
-    return sorted((out / "checkpoints").glob("step_*.pt"))
-
-
-def average_checkpoints(paths: list[Path]) -> dict:
-    """Element-wise mean of the models' parameters (section 6.1: the last 5 or 20 checkpoints)."""
-    avg = None
-    for p in paths:
-        sd = load_checkpoint(p)["model"]
-        if avg is None:
-            avg = {k: v.clone().double() for k, v in sd.items()}
-        else:
-            for k, v in sd.items():
-                avg[k] += v.double()
-    return {k: (v / len(paths)).to(torch.float32) for k, v in avg.items()}
-
-
 # -- the loop -----------------------------------------------------------------------------------
-
-def _world() -> tuple[int, int]:
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
-
-
-class NoGPU(UserError):
-    """A spec asks for a GPU where torch sees none (and does not opt into the CPU fallback)."""
-
-
-def cuda_seen() -> str:
-    """What torch sees of CUDA here, for messages."""
-    build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
-    return (f"torch {torch.__version__} ({build}) sees {torch.cuda.device_count()} CUDA devices, "
-            f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}")
-
-
-def _device(cfg: Config) -> torch.device:
-    """The device this process trains on. A GPU request without CUDA stops here, before anything is
-    built, unless the spec opts into the CPU (resources.allow_cpu_fallback): a run that asked for a GPU
-    and silently took hours on a CPU is a worse outcome than an error."""
-    r = cfg.resources
-    if r.gpus <= 0:
-        return torch.device("cpu")
-    if not torch.cuda.is_available():
-        if r.allow_cpu_fallback:
-            print(f"zoo: resources.gpus {r.gpus:g} but {cuda_seen()}: training on the CPU "
-                  "(resources.allow_cpu_fallback)", file=sys.stderr)
-            return torch.device("cpu")
-        raise NoGPU(f"variant {cfg.variant}: resources.gpus is {r.gpus:g}, but {cuda_seen()}. Install a CUDA "
-                    "build of torch or run where a GPU is visible; or set resources.gpus=0 to train on the CPU, "
-                    "or resources.allow_cpu_fallback=true to accept the CPU when no GPU is there")
-    device = torch.device("cuda", torch.cuda.current_device())
-    if r.gpus < 1:  # a share: the caching allocator stops at it, so a neighbour's trial keeps its own
-        torch.cuda.set_per_process_memory_fraction(r.gpus, device)
-    # TF32 for whatever fp32 matmuls stay outside bf16 autocast (Ampere and newer)
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
-    # cuDNN's attention builds an execution plan per exact shape, and token-budget batches bring a new
-    # shape almost every step; flash and memory-efficient attention need no plan (and are as fast here)
-    torch.backends.cuda.enable_cudnn_sdp(False)
-    return device
-
-
-def gpu_share(cfg: Config, device) -> tuple[int, str]:
-    """Bytes of the GPU this trial may use (its resources.gpus share) and how to say so."""
-    total = torch.cuda.get_device_properties(device).total_memory
-    g = min(cfg.resources.gpus, 1.0)
-    if g >= 1:
-        return total, f"GPU {device} holds"
-    return int(total * g), (f"its share of GPU {device} (resources.gpus {g:g}: {g:.0%} of "
-                            f"{total / 2**30:.1f} GiB, the rest for up to {math.floor(1 / g) - 1} other trials) is")
-
-
-def cpu_has_bf16() -> bool:
-    """Whether this CPU multiplies bf16 natively (AVX512-BF16 or AMX), through oneDNN. Elsewhere
-    torch emulates bf16 matmuls, slower than fp32 ones."""
-    try:
-        return torch.backends.mkldnn.is_available() and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
-
-
-def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
-    """The dtype training's matmuls autocast to on `device`; None: fp32 throughout.
-
-    bf16 autocast keeps the weights, their gradients, Adam's moments and the loss in fp32 (mixed
-    precision, as on a GPU). On this project's 2-core CPU (AVX512-BF16) a bf16 matmul runs at ~4x
-    the fp32 one and a cpu-profile step takes ~0.4x the time (attention stays fp32 there, see
-    zoo.model.MultiHeadAttention)."""
-    if precision == "fp32" or (precision == "auto" and device.type != "cuda"):
-        return None
-    if device.type == "cuda" or cpu_has_bf16():
-        return torch.bfloat16
-    print("zoo: train.precision bf16: this CPU has no bf16 instructions (AVX512-BF16 or AMX), where bf16 "
-          "matmuls are slower than fp32 ones; training in fp32 (the run records it)", file=sys.stderr)
-    return None
-
-
-def autocast(device: torch.device, amp: torch.dtype | None):
-    """The context a training forward pass runs in: autocast to `amp` (from autocast_dtype), or off."""
-    return torch.autocast(device.type, dtype=amp or torch.bfloat16, enabled=amp is not None)
-
 
 class GPUOutOfMemoryError(UserError):
     """The GPU ran out of memory: the trial fails with the figures that set its size."""
-
-
-def keep_freed_memory() -> bool:
-    """Have glibc's malloc keep the memory a training step frees, for the next step to reuse.
-
-    By default glibc serves every allocation over 32 MB (the logits, their gradient and the
-    log-probabilities of a step: tokens x vocabulary floats, 134 MB at 4200 x 8000) with a fresh
-    mmap and unmaps it on free, so every step page-faults those buffers in again (kernel time,
-    zeroed pages): a fifth of the CPU time of a cpu-profile step. No mmap for allocations and no
-    trimming of the heap's top keep them in the process once the first steps have grown it.
-    The process then holds its peak memory (it would again on the next step). Returns whether the
-    setting took (False off glibc)."""
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
-        return False
-    try:
-        mallopt = ctypes.CDLL("libc.so.6").mallopt
-    except (OSError, AttributeError):
-        return False
-    M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
-    return bool(mallopt(M_MMAP_MAX, 0)) and bool(mallopt(M_TRIM_THRESHOLD, -1))  # -1: never trim
-
 
 class NonFiniteLoss(UserError):
     """The run diverged (a learning rate too high for the model): a spec problem, exit 2 in `zoo train`."""
@@ -374,38 +144,6 @@ def _resume(out: Path, model, opt, device, rank: int, report: Report) -> tuple[P
             report({"event": "bad_checkpoint", "path": str(path), "moved_to": str(bad),
                     "error": f"{type(e).__name__}: {why}"})
     return None
-
-
-def check_memory(cfg: Config, world: int, device) -> None:
-    """Refuse a model this machine (or GPU) cannot train before allocating anything."""
-    from zoo.costs import gib, memory_text, train_memory
-    est = train_memory(cfg, world)
-    if device.type == "cuda":
-        have, what = gpu_share(cfg, device)
-    else:
-        have, what = available_memory(), "this machine has available"
-    if have and est["total"] > have:
-        raise UserError(f"variant {cfg.variant}: training needs about {memory_text(est)}, but {what} "
-                        f"{gib(have)}; lower model.d_model, model.d_ff or model.N, set "
-                        "train.max_tokens_per_device (gradient accumulation keeps the step's batch) or "
-                        "lower data.max_len, or use a machine with more memory")
-
-
-def available_memory() -> int | None:
-    """Bytes this process can still allocate: MemAvailable, capped by a cgroup (container) limit."""
-    try:
-        info = dict(l.split(":", 1) for l in Path("/proc/meminfo").read_text().splitlines() if ":" in l)
-        have = int(info["MemAvailable"].split()[0]) * 1024
-    except (OSError, KeyError, ValueError):
-        return None
-    try:
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        used = int(Path("/sys/fs/cgroup/memory.current").read_text())
-        if limit.isdigit():
-            have = min(have, int(limit) - used)
-    except (OSError, ValueError):
-        pass
-    return have
 
 
 @dataclass
@@ -662,7 +400,7 @@ def _step(cfg: Config, fwd: torch.nn.Module, opt, device, work: _Work, stats: to
         with nullcontext() if sync else fwd.no_sync():
             with autocast(device, amp):
                 logits = fwd(b.src, b.tgt_in)
-            loss, nll = (compiled_loss.smoothed_loss(logits, b.tgt_out, cfg.train.label_smoothing, LOSS_CHUNK)
+            loss, nll = (compiled_loss.smoothed_loss(logits, b.tgt_out, cfg.train.label_smoothing, recipe.LOSS_CHUNK)
                          if cfg.train.compile == "on" else smoothed_loss(logits, b.tgt_out, cfg.train.label_smoothing))
             (loss * (weight * scale)).backward()
         stats += torch.stack([loss.detach(), nll]).double() * weight

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The committed reference report: every Table 3 row plus Table 2's EN-DE base and big and Table 4's
+# WSJ row, profile
+# `quick`, on one 2-core CPU (no GPU). Run from the repository root after README's set-up:
+#   bash results/quick-cpu2/commands.sh
+# Two chains of `zoo run` share one loopback-only Ray head with 2 CPUs, so single-variant specs
+# (base, E, big, Table 2) pair up instead of leaving a core idle; each trial takes 1 CPU (1 thread).
+set -uo pipefail
+cd "$(git rev-parse --show-toplevel)"
+export ZOO_DATA_DIR="${ZOO_DATA_DIR:-../shared/data}"
+export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0  # bind 127.0.0.1 only
+export RAY_AUTH_MODE=disabled               # allowed only because nothing outside this machine can reach it
+STORE=runs-reference
+OUT=results/quick-cpu2
+PORT=6390
+
+before=$(ps -eo pid= | sort)
+.venv/bin/ray start --head --node-ip-address=127.0.0.1 --port=$PORT --num-cpus=2 \
+  --include-dashboard=false --disable-usage-stats >/dev/null
+# the head's processes, by process id (never by name): new since the line above, and Ray's
+ray_pids=$(comm -13 <(echo "$before") <(ps -eo pid= | sort) | while read -r p; do
+  grep -qa -e 'site-packages/ray' -e 'ray::' /proc/$p/cmdline 2>/dev/null && echo "$p"; done)
+trap 'kill $ray_pids 2>/dev/null; sleep 3; kill -9 $ray_pids 2>/dev/null' EXIT
+
+# a `zoo run` holds its --storage for itself: each chain has its own, joined by `zoo merge`
+chain() { local store=$1; shift; for s in "$@"; do
+  .venv/bin/zoo run "specs/$s.yaml" --profile quick --address 127.0.0.1:$PORT --storage $store; done; }
+chain $STORE table3_C table3_B base big table2_en_de_big > $STORE.chain1.log 2>&1 &
+chain $STORE-b table3_A table3_D table3_E table2_en_de_base table4_wsj > $STORE-b.chain2.log 2>&1 &
+wait
+.venv/bin/zoo merge $STORE/zoo.db $STORE-b/zoo.db
+.venv/bin/zoo status --runs $STORE/zoo.db
+.venv/bin/zoo report --runs $STORE/zoo.db --out $OUT --profile quick

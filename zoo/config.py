@@ -1,0 +1,272 @@
+"""The typed config: pydantic models of one fully resolved variant, section by section (`model`,
+`data`, `train`, `eval`, `resources`), with the paper's base model as defaults. A `Config` is what a trial
+trains; `zoo.spec` makes them from spec files. This module imports neither torch nor ray.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, field_validator, model_validator
+
+from zoo.paths import name_problem
+
+
+# ----------------------------------------------------------------------------------------------
+# The typed config. Defaults are the paper's base model (section 3, 5 and Table 3 row "base").
+
+
+class _Strict(BaseModel):
+    # strict: `N: true` or `N: "6"` is a mistake, not 1 or 6 (an int still fills a float field);
+    # finite floats only: `lr_scale: .inf` is a mistake, not a run that diverges at step 1
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True, allow_inf_nan=False)
+
+
+# Upper bounds that keep every int a sane size for loops and SQLite (int64), far above any real run.
+MAX_STEPS = 100_000_000  # the paper's longest run is 300k steps
+MAX_TOKENS = 100_000_000  # tokens per step or per micro-batch (the paper: 25k)
+
+
+class CrossFieldError(ValueError):
+    """A rule between fields (a Config validator's): `fields` are the dotted fields that could change,
+    the likeliest first; the error is reported at the one the user set last (see _blame)."""
+
+    def __init__(self, fields: tuple[str, ...], message: str):
+        super().__init__(message)
+        self.fields = fields
+
+
+def _safe(value: str) -> str:
+    problem = name_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+class ModelSpec(_Strict):
+    N: int = Field(6, ge=1, le=64, description="layers in each of encoder and decoder")
+    d_model: int = Field(512, ge=2, le=16384)
+    d_ff: int = Field(2048, ge=1, le=65536)
+    h: int = Field(8, ge=1, le=256, description="attention heads")
+    d_k: int = Field(64, ge=1, le=4096, description="query/key size per head")
+    d_v: int = Field(64, ge=1, le=4096, description="value size per head")
+    dropout: float = Field(0.1, ge=0.0, lt=1.0, description="P_drop")
+    # tensor2tensor's parsing setup also drops attention weights and the FFN's hidden units; off
+    # (0) in the paper specs, which state only P_drop
+    attention_dropout: float = Field(0.0, ge=0.0, lt=1.0, description="dropout on attention weights")
+    ff_dropout: float = Field(0.0, ge=0.0, lt=1.0, description="dropout after the FFN's ReLU")
+    positional_encoding: Literal["sinusoidal", "learned"] = "sinusoidal"
+    max_len: int = Field(1024, ge=8, le=100000, description="longest position the model embeds")
+    share_embeddings: bool = Field(True, description="one matrix for source, target and pre-softmax")
+    # ours, not the paper's (parsing only): tells the decoder which word it is at
+    word_pointer: bool = Field(False, description="parsing: add to each decoder input the encoder's state "
+                               "of the word the next preterminal covers (target symbols only)")
+
+    @model_validator(mode="after")
+    def _even_for_sinusoid(self):
+        if self.positional_encoding == "sinusoidal" and self.d_model % 2:
+            raise ValueError(f"d_model must be even for sinusoidal positions (got {self.d_model})")
+        return self
+
+
+class DataSpec(_Strict):
+    dataset: str = Field("wmt14_en_de", description="corpus name from `zoo data list`")
+    vocab_size: int = Field(37000, ge=16, le=1_000_000, description="shared source/target BPE size")
+    max_len: int = Field(256, ge=4, le=100000, description="drop training pairs longer than this (word-pieces)")
+    max_train_pairs: int | None = Field(None, ge=1, le=10**12, description="use only the first K pairs")
+    target_vocab: Literal["shared", "symbols"] = Field(
+        "shared", description="shared: one BPE for both sides (translation, the paper); symbols: the "
+        "tree side has its own whole-symbol vocabulary and vocab_size is the source-only BPE (parsing)")
+
+    @field_validator("dataset")
+    @classmethod
+    def _dataset_is_a_name(cls, v):  # it names cache folders (checked against the registry in resolve)
+        return _safe(v)
+
+
+class OptimizerSpec(_Strict):
+    name: Literal["adam"] = "adam"
+    betas: tuple[StrictFloat, StrictFloat] = Field((0.9, 0.98), strict=False)  # a YAML list is fine
+    eps: float = Field(1e-9, gt=0, le=1)
+
+    @model_validator(mode="after")
+    def _betas_range(self):
+        if not all(0 <= b < 1 for b in self.betas):
+            raise ValueError(f"betas must lie in [0, 1) (got {list(self.betas)})")
+        return self
+
+
+class ScheduleSpec(_Strict):
+    # lr = lr_scale * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5)   (eq. 3)
+    name: Literal["noam"] = "noam"
+    warmup_steps: int = Field(4000, ge=1, le=MAX_STEPS)
+    lr_scale: float = Field(1.0, gt=0, le=1000, description="multiplies the paper's formula (1.0 = paper)")
+
+
+class TrainSpec(_Strict):
+    steps: int = Field(100_000, ge=1, le=MAX_STEPS)
+    batch_tokens: int = Field(25_000, ge=1, le=MAX_TOKENS, description="source and target tokens per optimizer step")
+    max_tokens_per_device: int | None = Field(
+        None, ge=1, le=MAX_TOKENS, description="memory cap per micro-batch; gradient accumulation is derived from it")
+    label_smoothing: float = Field(0.1, ge=0.0, lt=1.0, description="eps_ls")
+    optimizer: OptimizerSpec = OptimizerSpec()
+    schedule: ScheduleSpec = ScheduleSpec()
+    checkpoint_every: int = Field(1000, ge=1, le=MAX_STEPS, description="steps between checkpoints")
+    keep_checkpoints: int = Field(5, ge=1, le=1000, description="keep the last k checkpoints")
+    eval_every: int = Field(1000, ge=1, le=MAX_STEPS, description="steps between dev-perplexity evaluations")
+    log_every: int = Field(10, ge=1, le=MAX_STEPS, description="steps between training-metric reports")
+    time_limit_minutes: float | None = Field(
+        None, gt=0, le=10**7, description="stop early after this wall time (the run records the steps done)")
+    seed: int = Field(1, ge=0, le=2**32 - 1)
+    precision: Literal["auto", "fp32", "bf16"] = Field(
+        "auto", description="training's matmuls: bf16 autocast (weights, Adam and the loss stay fp32) or fp32; "
+        "auto: bf16 on a GPU, fp32 on a CPU; bf16 on a CPU needs its bf16 instructions (AVX512-BF16 or AMX), "
+        "else training runs in fp32 and says so")
+    compile: Literal["off", "on"] = Field(
+        "off", description="torch.compile the model (dynamic shapes: one graph for every batch shape); "
+        "the same arithmetic, so it is not part of the config hash")
+
+
+class EvalSpec(_Strict):
+    split: str = Field("dev", max_length=64, description="dev (Table 3) or test (Table 2)")
+    beam_size: int = Field(4, ge=1, le=256)
+    length_penalty: float = Field(0.6, ge=0.0, le=100, description="GNMT alpha")
+    max_len_offset: int = Field(50, ge=0, le=100000, description="max output length = input length + offset")
+    average_checkpoints: int = Field(0, ge=0, le=1000, description="average the last k checkpoints (0 = off)")
+    max_sentences: int | None = Field(None, ge=1, le=10**9, description="score only the first K sentences")
+    metric: Literal["bleu", "f1"] = "bleu"
+    extra_splits: list[str] = Field(default_factory=list, max_length=16, description="also score these splits (e.g. test)")
+    min_len: int = Field(1, ge=0, le=100000, description="no eos before this many output tokens (1: never an "
+                         "empty output for a non-empty source, as fairseq; an under-trained model's p(eos|bos) "
+                         "is tiny, but at alpha 0.6 the empty hypothesis can outscore real ones)")
+    min_len_per_word: float = Field(0.0, ge=0.0, le=100, description="no eos before this many tokens per source word")
+    tree_constraint: bool = Field(False, description="parsing: beam search only emits well-formed trees, "
+                                  "one preterminal per word (needs data.target_vocab: symbols)")
+
+    @field_validator("split")
+    @classmethod
+    def _split_is_a_name(cls, v):  # it names the hyps.<split>.txt file
+        return _safe(v)
+
+    @field_validator("extra_splits")
+    @classmethod
+    def _splits_are_names(cls, v):
+        return [_safe(x) for x in v]
+
+
+class ResourcesSpec(_Strict):
+    gpus: float = Field(0, ge=0, le=1024, description=(
+        "GPUs per worker: 1, or a share of one (0.25: four trials on one GPU); several GPUs are several workers"))
+    cpus: float = Field(1, gt=0, le=4096, description="CPUs per worker")
+    workers: int = Field(1, ge=1, le=4096, description="data-parallel workers per trial")
+    max_retries: int = Field(0, ge=0, le=100, description="re-runs of a failed trial")
+    allow_cpu_fallback: bool = Field(False, description=(
+        "train on the CPU when gpus > 0 but torch sees no CUDA device (else the trial stops before training)"))
+
+    @model_validator(mode="after")
+    def _one_device_per_worker(self):
+        # zoo.train drives one device per process: more GPUs are more workers, and a share of a GPU
+        # cannot be split across processes that all-reduce every step
+        if self.gpus > 1:
+            raise ValueError(f"gpus is per worker and at most 1 (got {self.gpus:g}); for {self.gpus:g} GPUs "
+                             f"set workers: {math.ceil(self.gpus)} and gpus: 1")
+        if 0 < self.gpus < 1 and self.workers > 1:
+            raise ValueError(f"a share of a GPU (gpus: {self.gpus:g}) is for one-worker trials; with workers: "
+                             f"{self.workers} set gpus: 1 (a whole GPU per worker)")
+        return self
+
+
+class PaperRef(_Strict):
+    table: int | None = Field(None, ge=2, le=4)
+    group: str | None = Field(None, max_length=200)
+    row: str | None = Field(None, max_length=200)
+
+
+class Config(_Strict):
+    """One fully resolved variant: what a trial trains."""
+    variant: str
+    trial: str = Field("", description="the trial's unique name: the variant, plus -seedN on a seeds axis")
+    spec: str = ""
+    profile: str = "paper"
+    profile_description: str = Field("", max_length=10_000, description="what the profile meant when this ran")
+    overrides: dict[str, Any] = Field(default_factory=dict, description=(
+        "what this trial changes from its spec: the variant's fields as the spec writes them (before a "
+        "profile scales them) and the seed, as dotted names (a label: not hashed)"))
+    description: str = Field("", max_length=10_000)
+    paper: PaperRef = PaperRef()
+    model: ModelSpec = ModelSpec()
+    data: DataSpec = DataSpec()
+    train: TrainSpec = TrainSpec()
+    eval: EvalSpec = EvalSpec()
+    resources: ResourcesSpec = ResourcesSpec()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _trial_defaults_to_variant(cls, data):
+        if isinstance(data, dict) and not data.get("trial"):
+            data = {**data, "trial": data.get("variant")}
+        return data
+
+    @field_validator("variant", "trial", "profile")
+    @classmethod
+    def _path_safe(cls, v):  # STORAGE/<spec stem>/<trial>-<profile>/ is a folder
+        return _safe(v)
+
+    @model_validator(mode="after")
+    def _averaging_needs_checkpoints(self):
+        if self.eval.average_checkpoints > self.train.keep_checkpoints:
+            raise CrossFieldError(("eval.average_checkpoints", "train.keep_checkpoints"),
+                                  f"averaging the last {self.eval.average_checkpoints} checkpoints needs "
+                                  f"train.keep_checkpoints >= {self.eval.average_checkpoints} (got "
+                                  f"{self.train.keep_checkpoints}); lower eval.average_checkpoints or raise "
+                                  "train.keep_checkpoints")
+        return self
+
+    @model_validator(mode="after")
+    def _constraint_needs_symbols(self):
+        if self.eval.tree_constraint and self.data.target_vocab != "symbols":
+            raise CrossFieldError(("eval.tree_constraint", "data.target_vocab"),
+                                  "eval.tree_constraint needs data.target_vocab: symbols (the search must "
+                                  "know which token opens, closes or stands for a word)")
+        return self
+
+    @model_validator(mode="after")
+    def _pointer_needs_symbols(self):
+        if self.model.word_pointer and self.data.target_vocab != "symbols":
+            raise CrossFieldError(("model.word_pointer", "data.target_vocab"),
+                                  "model.word_pointer needs data.target_vocab: symbols (it counts the "
+                                  "preterminals of a tree target to know which word comes next)")
+        return self
+
+    @model_validator(mode="after")
+    def _positions_hold_the_data(self):
+        need = self.data.max_len + 2  # a training sentence of data.max_len word-pieces plus bos/eos
+        if self.model.max_len < need:
+            raise CrossFieldError(("model.max_len", "data.max_len"),
+                                  f"model.max_len ({self.model.max_len}) must be at least data.max_len + 2 "
+                                  f"= {need}: the model embeds one position per token, and training "
+                                  f"sentences of up to {self.data.max_len} word-pieces get bos and eos; raise "
+                                  "model.max_len or lower data.max_len")
+        return self
+
+    @model_validator(mode="after")
+    def _min_len_reachable(self):
+        # an output holds at most min(source length + max_len_offset, model.max_len) tokens, eos included:
+        # min_len tokens and then eos must fit in model.max_len, or no output of any source can end
+        e = self.eval
+        if e.min_len >= self.model.max_len:
+            raise CrossFieldError(("eval.min_len", "model.max_len"),
+                                  f"eval.min_len ({e.min_len}) can never be reached: no output holds more than "
+                                  f"model.max_len = {self.model.max_len} tokens, eos included; use min_len <= "
+                                  f"{self.model.max_len - 1}")
+        return self
+
+    def config_hash(self) -> str:
+        """Hash of everything that changes the result (not where it runs, not its labels)."""
+        body = self.model_dump(mode="json", include={"model", "data", "train", "eval"},
+                               exclude={"train": {"compile"}})  # how it runs, like resources
+        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+
+

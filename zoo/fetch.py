@@ -1,0 +1,456 @@
+"""A corpus's files: read (`load_pairs`), downloaded (`fetch`, also on first use; it builds WMT14
+EN-DE's training split from the public archives) and checked (`verify`, `list_corpora`).
+"""
+from __future__ import annotations
+
+import fcntl
+import functools
+import gzip
+import hashlib
+import itertools
+import json
+import logging
+import os
+import sys
+import tarfile
+import tempfile
+import urllib.parse
+import urllib.request
+import zipfile
+from pathlib import Path
+from typing import Iterator
+
+from zoo.corpora import ARCHIVE_SHA256, Archive, CORPORA, Corpus, DataError, _where, corpus, data_dir
+
+
+log = logging.getLogger(__name__)
+
+
+# --------------------------------------------------------------------------- reading
+# A public corpus missing from the data directory is fetched the first time a run needs it (as
+# torchvision's download=True), with the sha256 checks of `zoo data fetch`, unless the user
+# forbids downloads. A mirror of the data folder (an intranet copy; the tests' loopback server)
+# replaces the public origins.
+DOWNLOAD_ENV = "ZOO_DOWNLOAD"   # "0" (or no/false/off): never download; a missing corpus is an error
+MIRROR_ENV = "ZOO_DATA_MIRROR"  # base URL of a mirror of the data folder, as `zoo data fetch --base-url`
+
+
+def downloads_allowed() -> bool:
+    return os.environ.get(DOWNLOAD_ENV, "1").strip().lower() not in ("0", "no", "false", "off")
+
+
+def fetch_on_first_use(c: Corpus, base: Path, missing: list[str], explicit) -> None:
+    """Fetch corpus `c` into `base` when a file a run needs is missing and the registry can fetch it.
+    Several trials may ask at once: a lock per corpus lets one download while the others wait."""
+    built = _built_paths(c)
+    registered = {f.path for f in c.files if f.url or f.member or os.environ.get(MIRROR_ENV)} | built
+    if not downloads_allowed() or not any(m in registered or m.removesuffix(".gz") in registered
+                                          or m + ".gz" in registered for m in missing):
+        return
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        lock_path = base / f".zoo-fetch-{c.name}.lock"
+        lock = open(lock_path, "a")
+    except OSError as e:
+        raise DataError(f"Corpus '{c.name}' is missing {', '.join(missing)} in the data directory {base} "
+                        f"({_where(explicit)}), and it cannot be fetched there: {e}. Point $ZOO_DATA_DIR / "
+                        f"--data-dir at a writable folder, or at one that already holds the corpus.") from None
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if we crash
+        log.warning("corpus %s is not in %s: fetching it on first use (set %s=0 to forbid downloads)",
+                    c.name, base, DOWNLOAD_ENV)
+        fetch(c.name, base, base_url=os.environ.get(MIRROR_ENV) or None,
+              build=any(m in built for m in missing))  # the GB archives only when a run needs them
+
+
+def split_present(name: str, split: str, root: str | Path | None = None) -> bool:
+    """Whether a split's files are all in the data directory (nothing downloaded, no hash checked)."""
+    c = CORPORA.get(name)
+    if c is None or split not in c.splits:
+        return False
+    return all(_find(data_dir(root), rel) for rel in (*c.splits[split][0], *c.splits[split][1]))
+
+
+WORD_PIECES_PER_WORD = 1.3  # what a 16k-37k shared BPE makes of news/caption text (the cache's exact counts differ by a few %)
+
+
+@functools.lru_cache(maxsize=None)
+def train_size(name: str, root: str | Path | None = None) -> tuple[int, int] | None:
+    """(pairs, about how many source + target word-pieces one pass holds) of a corpus's training split
+    in the data directory, counted from its words (None when absent or not a text corpus). What a
+    profile's budget is in epochs (`zoo show`)."""
+    c = CORPORA.get(name)
+    if c is None or "train" not in c.splits or not split_present(name, "train", root):
+        return None
+    base = data_dir(root)
+    pairs = words = 0
+    for rel in c.splits["train"][0] + c.splits["train"][1]:
+        for line in _lines(_find(base, rel)):
+            words += len(line.split())
+            pairs += 1
+    pairs //= 2
+    return pairs, round(words * WORD_PIECES_PER_WORD) + 2 * pairs  # each side gets an eos
+
+
+def _find(root: Path, rel: str) -> Path | None:
+    """The file for `rel` under root; a path without .gz may also exist gzipped."""
+    for cand in (rel,) if rel.endswith(".gz") else (rel, rel + ".gz"):
+        if (root / cand).is_file():
+            return root / cand
+    return None
+
+
+def _lines(path: Path) -> Iterator[str]:
+    """Lines without their trailing newline. Only "\\n" ends a line: the corpora contain NBSPs,
+    thin spaces and a TAB inside sentences, which str.split()/strip() would mangle."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", newline="\n") as f:
+        for line in f:
+            yield line[:-1] if line.endswith("\n") else line
+
+
+def _missing_error(c: Corpus, split: str, root: Path, missing: list[str], explicit) -> DataError:
+    manual = [m for m in missing if m not in {f.path for f in c.files} | _built_paths(c)]
+    origin = ("from its public origin, checking sha256" if not c.built.get(split) else
+              "it downloads the training archives from " + ", ".join(a.url for a in c.built[split])
+              + ", checks their published sha256 and builds the split from them")
+    how = (c.manual if manual else
+           f"Download it with `zoo data fetch {c.name}` ({origin}), "
+           f"or point $ZOO_DATA_DIR / --data-dir at a folder that already holds it."
+           + ("" if downloads_allowed() else f" (It was not fetched on first use: {DOWNLOAD_ENV}=0.)"))
+    return DataError(f"Corpus '{c.name}' split '{split}' is not available: missing "
+                     f"{', '.join(missing)} in the data directory {root} ({_where(explicit)}). {how}")
+
+
+def _split_files(c: Corpus, split: str, root: Path, explicit) -> tuple[list[Path], list[Path]]:
+    if split not in c.split_choices():
+        raise DataError(f"Corpus '{c.name}' has no split '{split}'; choose one of: "
+                        f"{', '.join(c.split_choices())}.")
+    srcs, tgts = c.splits[split]
+    missing = [rel for rel in (*srcs, *tgts) if _find(root, rel) is None]
+    if missing:
+        fetch_on_first_use(c, root, missing, explicit)
+    found = {rel: _find(root, rel) for rel in (*srcs, *tgts)}
+    missing = [rel for rel, p in found.items() if p is None]
+    if missing:
+        raise _missing_error(c, split, root, missing, explicit)
+    return [found[r] for r in srcs], [found[r] for r in tgts]
+
+
+def load_pairs(name: str, split: str, root: str | Path | None = None) -> list[tuple[str, str]]:
+    """(source, target) sentence pairs of one split, raw text, in file order."""
+    c = corpus(name)
+    base = data_dir(root)
+    if name == "wsj_sample":
+        if split not in c.split_choices():
+            raise DataError(f"Corpus 'wsj_sample' has no split '{split}'; choose one of: "
+                            f"{', '.join(c.split_choices())}.")
+        need = [f.path for f in c.files if not f.optional and not (base / f.path).is_file()]
+        if need:
+            fetch_on_first_use(c, base, need, root)
+            need = [f.path for f in c.files if not f.optional and not (base / f.path).is_file()]
+        if need:
+            raise _missing_error(c, split, base, need, root)
+        from zoo import trees  # lazy: parsing lives in its own module
+
+        return trees.load_pairs(base, split)
+    srcs, tgts = _split_files(c, split, base, root)
+    pairs: list[tuple[str, str]] = []
+    for s, t in zip(srcs, tgts):
+        a, b = list(_lines(s)), list(_lines(t))
+        if len(a) != len(b):
+            raise DataError(f"Corpus '{name}' split '{split}': {s} has {len(a)} lines but {t} has "
+                            f"{len(b)}; the two sides must be line-aligned. Run `zoo data verify "
+                            f"{name}` or re-fetch the files.")
+        pairs.extend(zip(a, b))
+    return pairs
+
+
+# --------------------------------------------------------------------------- fetch and verify
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _atomic_write(dest: Path, chunks: Iterator[bytes], sha256: str, source: str) -> None:
+    """Write to a temp file next to dest, check the hash, then os.replace: readers (and other
+    processes) never see a partial or corrupt file under the final name."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    try:
+        h = hashlib.sha256()
+        with os.fdopen(fd, "wb") as out:
+            for chunk in chunks:
+                h.update(chunk)
+                out.write(chunk)
+        if h.hexdigest() != sha256:
+            raise DataError(f"Checksum mismatch for {dest.name} from {source}: expected sha256 "
+                            f"{sha256}, got {h.hexdigest()}. The file was not kept; the source may "
+                            f"have changed or the download was corrupted; try again or use another "
+                            f"mirror (--base-url).")
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _http_chunks(url: str) -> Iterator[bytes]:
+    with urllib.request.urlopen(url, timeout=60) as r:
+        total, done, shown = int(r.headers.get("Content-Length") or 0), 0, -1
+        name = url.rsplit("/", 1)[-1]
+        while chunk := r.read(1 << 20):
+            done += len(chunk)
+            shown = _progress(name, done, total, shown)
+            yield chunk
+        if shown >= 0 and sys.stderr.isatty():
+            sys.stderr.write("\n")
+
+
+def _progress(name: str, done: int, total: int, shown: int) -> int:
+    """A progress bar on a terminal (redrawn in place), a log line per quarter otherwise (Ray logs)."""
+    pct = int(100 * done / total) if total else -1
+    if sys.stderr.isatty():
+        bar = "#" * (pct // 5) if pct >= 0 else ""
+        sys.stderr.write(f"\r  {name}: [{bar:<20}] {done / 1e6:.1f}/{total / 1e6:.1f} MB" if total else
+                         f"\r  {name}: {done / 1e6:.1f} MB")
+        sys.stderr.flush()
+        return max(pct, 0)
+    if total and pct // 25 > shown // 25 and pct // 25 > 0:
+        log.info("%s: %d%% of %.1f MB", name, pct, total / 1e6)
+        return pct
+    return shown
+
+
+def _zip_member(path: Path, member: str) -> Iterator[bytes]:
+    with zipfile.ZipFile(path) as z:
+        yield z.read(member)
+
+
+# Built splits (the WMT14 EN-DE training data): the archives are downloaded and sha256-checked like
+# any file, then their members are streamed, line-aligned, into the split's files (never a whole
+# corpus in memory). Overlap rule: a training pair is dropped when its source side equals a source
+# sentence, or its target side a target sentence, of the corpus's dev or test split (newstest2013,
+# newstest2014), compared after collapsing whitespace: no test or dev sentence is ever trained on.
+# Pairs with an empty side are dropped too (Europarl has blank lines for untranslated turns).
+BUILD_STAMP = "build.json"  # next to a built split's files: archive hashes, counts, output sha256s
+
+
+def _built_paths(c: Corpus) -> set[str]:
+    return {rel for split in c.built for rel in (*c.splits[split][0], *c.splits[split][1])}
+
+
+def _norm(line: str) -> str:
+    return " ".join(line.split())
+
+
+def _download_archive(a: Archive, base: Path, base_url: str | None, name: str, explicit) -> Path:
+    dest, sha = base / a.path, ARCHIVE_SHA256[Path(a.path).name]
+    if dest.is_file() and _sha256(dest) == sha:
+        log.info("%s: present, sha256 ok", a.path)
+        return dest
+    src = base_url.rstrip("/") + "/" + urllib.parse.quote(a.path) if base_url else a.url
+    log.warning("%s: downloading %s (checked against its published sha256)", a.path, src)
+    try:
+        _atomic_write(dest, _http_chunks(src), sha, src)
+    except OSError as e:
+        raise DataError(f"Could not fetch {a.path} of corpus '{name}' from {src} into {base} "
+                        f"({_where(explicit)}): {e}. Check the network, or fetch from a mirror with "
+                        f"--base-url, or set $ZOO_DATA_DIR / --data-dir to a writable folder.") from None
+    return dest
+
+
+def _extract_members(path: Path, members: tuple[str, str], into: Path) -> list[Path]:
+    """Copy the two members out of a .tgz in one streaming pass (reading two members of a gzip
+    stream side by side would decompress it again and again)."""
+    out = [into / "src", into / "tgt"]
+    found = [False, False]
+    with tarfile.open(path, "r|gz") as tar:
+        for m in tar:
+            name = m.name.removeprefix("./")
+            if name in members and m.isfile():
+                i = members.index(name)
+                with tar.extractfile(m) as f, open(out[i], "wb") as o:
+                    while chunk := f.read(1 << 20):
+                        o.write(chunk)
+                found[i] = True
+    if not all(found):
+        raise DataError(f"The archive {path} has no member {members[found.index(False)]}; it may be a "
+                        f"different release than the registry expects. Delete it and run the fetch again.")
+    return out
+
+
+def _archive_pairs(path: Path, members: tuple[str, str], into: Path) -> Iterator[tuple[str, str]]:
+    src, tgt = _extract_members(path, members, into)
+    opened = [open(p, encoding="utf-8", errors="replace", newline="\n") for p in (src, tgt)]
+    try:
+        for n, (s, t) in enumerate(itertools.zip_longest(*opened), 1):
+            if s is None or t is None:
+                raise DataError(f"The archive {path}: {members[0]} and {members[1]} differ in length "
+                                f"(one ends at line {n}); they must be line-aligned.")
+            yield s.removesuffix("\n"), t.removesuffix("\n")
+    finally:
+        for f in opened:
+            f.close()
+        src.unlink(missing_ok=True)
+        tgt.unlink(missing_ok=True)
+
+
+def _build_split(c: Corpus, split: str, base: Path, base_url: str | None, explicit) -> list[Path]:
+    """Build one split from its archives (skipped when its files are present). Returns its files."""
+    (src_rel,), (tgt_rel,) = c.splits[split]
+    if _find(base, src_rel) and _find(base, tgt_rel):
+        log.info("%s %s: present", c.name, split)
+        return [_find(base, src_rel), _find(base, tgt_rel)]
+    archives = [_download_archive(a, base, base_url, c.name, explicit) for a in c.built[split]]
+    held_out: tuple[set[str], set[str]] = (set(), set())  # dev and test sentences, per side
+    for other in ("dev", "test"):  # fetched above with the corpus's files
+        for side, rels in zip(held_out, c.splits[other]):
+            for rel in rels:
+                if (p := _find(base, rel)) is None:
+                    raise DataError(f"Cannot build {c.name} {split} without {rel} (its overlap is removed): "
+                                    f"it is missing from {base} ({_where(explicit)}).")
+                side.update(_norm(line) for line in _lines(p))
+    dest_src, dest_tgt = base / src_rel, base / tgt_rel
+    dest_src.parent.mkdir(parents=True, exist_ok=True)
+    stamp = {"rule": "dropped: a side equal (whitespace collapsed) to a dev/test sentence of that "
+                     "side, or an empty side", "archives": []}
+    with tempfile.TemporaryDirectory(dir=dest_src.parent, prefix=".build-") as tmp:
+        out_paths = [Path(tmp) / "out.src", Path(tmp) / "out.tgt"]
+        with open(out_paths[0], "w", encoding="utf-8", newline="\n") as out_s, \
+                open(out_paths[1], "w", encoding="utf-8", newline="\n") as out_t:
+            for a, path in zip(c.built[split], archives):
+                n = {"pairs": 0, "kept": 0, "overlap": 0, "empty": 0}
+                for s, t in _archive_pairs(path, a.members, Path(tmp)):
+                    n["pairs"] += 1
+                    if not s.strip() or not t.strip():
+                        n["empty"] += 1
+                    elif _norm(s) in held_out[0] or _norm(t) in held_out[1]:
+                        n["overlap"] += 1
+                    else:
+                        out_s.write(s + "\n")
+                        out_t.write(t + "\n")
+                        n["kept"] += 1
+                log.warning("%s %s: %s: %d pairs, kept %d (%d overlap dev/test, %d empty)", c.name,
+                            split, Path(a.path).name, n["pairs"], n["kept"], n["overlap"], n["empty"])
+                stamp["archives"].append({"path": a.path, "sha256": ARCHIVE_SHA256[Path(a.path).name],
+                                          "members": list(a.members), **n})
+        stamp["files"] = {rel: _sha256(p) for rel, p in zip((src_rel, tgt_rel), out_paths)}
+        # the stamp first, the source side last: a split counts as present only with both sides
+        stamp_path = dest_src.parent / BUILD_STAMP
+        _atomic_write(stamp_path, iter([json.dumps(stamp, indent=1).encode()]),
+                      hashlib.sha256(json.dumps(stamp, indent=1).encode()).hexdigest(), "build")
+        os.replace(out_paths[1], dest_tgt)
+        os.replace(out_paths[0], dest_src)
+    return [dest_src, dest_tgt]
+
+
+def fetch(name: str, root: str | Path | None = None, base_url: str | None = None,
+          build: bool = True) -> list[Path]:
+    """Download the corpus files into the data directory and verify their sha256; with `build`,
+    also build the splits made from public archives (the WMT14 EN-DE training data: GBs).
+
+    From each file's public origin, or from `base_url` + relative path (a mirror of the data
+    folder). Files already present with the right hash are skipped. Returns the files present."""
+    c = corpus(name)
+    base = data_dir(root)
+    done: list[Path] = []
+    last_zip: Path | None = None
+    for f in c.files:
+        dest = base / f.path
+        if dest.is_file() and _sha256(dest) == f.sha256:
+            log.info("%s: present, sha256 ok", f.path)
+        else:
+            if base_url:
+                src = base_url.rstrip("/") + "/" + urllib.parse.quote(f.path)
+                chunks = _http_chunks(src)
+            elif f.url:
+                src, chunks = f.url, _http_chunks(f.url)
+            elif f.member and last_zip:
+                src = f"{last_zip.name}:{f.member}"
+                chunks = _zip_member(last_zip, f.member)
+            else:
+                log.warning("%s: not available from the origin (optional mirror-only copy)", f.path)
+                continue
+            log.info("%s: downloading %s", f.path, src)
+            try:
+                _atomic_write(dest, chunks, f.sha256, src)
+            except (OSError, zipfile.BadZipFile, KeyError) as e:  # network, HTTP, disk errors
+                if f.optional:
+                    log.warning("%s: optional copy not fetched from %s: %s", f.path, src, e)
+                    continue
+                raise DataError(f"Could not fetch {f.path} of corpus '{name}' from {src} into "
+                                f"{base} ({_where(root)}): {e}. Check the network, or fetch "
+                                f"from a mirror with --base-url, or set $ZOO_DATA_DIR / "
+                                f"--data-dir to a writable folder.") from None
+        if dest.suffix == ".zip":
+            last_zip = dest
+        done.append(dest)
+    if build:
+        for split in c.built:
+            done += _build_split(c, split, base, base_url, root)
+    missing_manual = [r for s in c.splits.values() for r in (*s[0], *s[1])
+                      if r not in {f.path for f in c.files} | _built_paths(c) and _find(base, r) is None]
+    if missing_manual:
+        log.warning("%s: %s", name, c.manual)
+    return done
+
+
+def verify(name: str, root: str | Path | None = None) -> list[tuple[str, bool, str]]:
+    """(relative path, ok, message) for every file of the corpus; user-supplied training files
+    have no checksum and are only checked for presence."""
+    c = corpus(name)
+    base = data_dir(root)
+    out: list[tuple[str, bool, str]] = []
+    for f in c.files:
+        p = base / f.path
+        if not p.is_file():
+            out.append((f.path, f.optional, "absent (optional mirror-only copy)" if f.optional
+                        else f"missing: run `zoo data fetch {name}`"))
+        elif (got := _sha256(p)) != f.sha256:
+            out.append((f.path, False, f"sha256 mismatch: expected {f.sha256}, got {got}"))
+        else:
+            out.append((f.path, True, "ok"))
+    for a in (a for archives in c.built.values() for a in archives if (base / a.path).is_file()):
+        sha = ARCHIVE_SHA256[Path(a.path).name]  # kept after a build; only needed to rebuild
+        got = _sha256(base / a.path)
+        out.append((a.path, got == sha, "ok" if got == sha else f"sha256 mismatch: expected {sha}, got {got}"))
+    told = False
+    built = _built_paths(c)
+    for rel in dict.fromkeys(r for s in c.splits.values() for r in (*s[0], *s[1])):
+        if rel not in {f.path for f in c.files}:
+            p = _find(base, rel)
+            stamp = base / Path(rel).parent / BUILD_STAMP
+            recorded = json.loads(stamp.read_text())["files"].get(rel) if p and stamp.is_file() else None
+            if recorded:  # built by fetch: the output's hash was recorded then
+                got = _sha256(p)
+                out.append((rel, got == recorded, f"ok (built by `zoo data fetch {name}`, see {stamp.name})"
+                            if got == recorded else f"sha256 mismatch with {stamp.name}: expected "
+                            f"{recorded}, got {got}; delete it and run `zoo data fetch {name}`"))
+                continue
+            why = ("present (user-supplied, no checksum)" if p else
+                   f"missing: run `zoo data fetch {name}`" if rel in built else
+                   "missing (user-supplied; see above)" if told else "missing: " + c.manual)
+            told = told or (p is None and rel not in built)
+            out.append((rel, p is not None, why))
+    return out
+
+
+def list_corpora(root: str | Path | None = None) -> list[dict]:
+    """One dict per corpus: name, languages, splits, status (present/partial/missing), path,
+    missing files, description, terms. Checks presence only; `verify` checks hashes."""
+    base = data_dir(root)
+    rows = []
+    for c in CORPORA.values():
+        needed = [f.path for f in c.files if not f.optional]
+        needed += [r for s in c.splits.values() for r in (*s[0], *s[1]) if r not in needed]
+        missing = [r for r in dict.fromkeys(needed) if _find(base, r) is None]
+        status = "present" if not missing else "missing" if len(missing) == len(set(needed)) \
+            else "partial"
+        rows.append({"name": c.name, "languages": f"{c.src}-{c.tgt}", "splits": c.split_choices(),
+                     "status": status, "path": str(base), "missing": missing,
+                     "description": c.description, "terms": c.terms})
+    return rows
+

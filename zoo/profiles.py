@@ -1,0 +1,201 @@
+"""Profiles: overlays that scale a paper spec to a budget (`--profile smoke|cpu|gpu|paper|auto|FILE`).
+
+A profile may `scale:` widths, depth and steps together (h x d_k = d_model keeps holding), `set:`
+fields outright, map the spec's corpus to the one this budget uses (`datasets:`, with `prefer:` when a
+larger corpus is present) and give a `seeds:` axis. `paper` runs the spec exactly as written.
+"""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+from zoo.paths import name_problem, shorten
+from zoo.config import DataSpec, MAX_STEPS, ModelSpec, TrainSpec
+from zoo.specfile import Doc, SECTIONS, SpecError, _did_you_mean, _kind, _unknown, deep_merge, read_yaml, specs_dir
+
+
+PROFILE_KEYS = {"description", "scale", "set", "datasets", "seeds"}
+SCALE_KEYS = {"width", "depth", "steps"}
+WIDTHS = {"d_model": True, "d_ff": False, "d_k": False, "d_v": False}  # what `scale.width` scales; True: kept even
+
+
+def profiles_dir() -> Path:
+    return specs_dir() / "profiles"
+
+
+def profile_name(name: str | None) -> str:
+    """The name a profile gives runs (a folder-name part): `cpu`, or a profile file's stem."""
+    if name in ("paper", "", None):
+        return "paper"
+    return Path(name).stem if name.endswith((".yaml", ".yml")) else name
+
+
+def find_profile(name: str, spec_path: Path | None = None) -> Path | None:
+    if name in ("paper", "", None):
+        return None
+    problem = name_problem(profile_name(name))
+    if problem:
+        what = "the profile file's name (without .yaml)" if name.endswith((".yaml", ".yml")) else "the profile name"
+        raise SpecError("--profile", "", f"{what} {problem}")
+    if name.endswith((".yaml", ".yml")):
+        return Path(name)
+    dirs = []
+    if spec_path is not None:
+        dirs += [p / "profiles" for p in Path(spec_path).resolve().parents][:3]
+    dirs.append(profiles_dir())
+    for d in dirs:
+        if (d / f"{name}.yaml").exists():
+            return d / f"{name}.yaml"
+    known = sorted({p.stem for d in dirs if d.is_dir() for p in d.glob("*.yaml")} | {"paper"})
+    raise SpecError("--profile", "", f"unknown profile '{name}'{_did_you_mean(name, known)}")
+
+
+def auto_profile(profile: str, gpus: float | None = None) -> str:
+    """`auto`: the gpu profile where there are GPUs, else cpu. `gpus`: what a cluster offers; None =
+    this machine's own (torch is imported only then). Any other name is returned as it is."""
+    if profile != "auto":
+        return profile
+    if gpus is None:
+        import torch
+        gpus = torch.cuda.device_count()
+    return "gpu" if gpus else "cpu"
+
+
+def apply_profile(doc: Doc, profile_path: Path | None, data_dir: str | Path | None = None,
+                  notes: list[str] | None = None) -> Doc:
+    """The profile overlaid on a spec. A `datasets:` entry's `prefer:` settings replace the others when
+    their corpus's training split is present in `data_dir` (default $ZOO_DATA_DIR); the choice is
+    appended to `notes` (the run's profile description records it)."""
+    if profile_path is None:
+        return doc
+    prof = read_yaml(profile_path)
+    for k in prof.data:
+        if k not in PROFILE_KEYS:
+            raise SpecError(prof.where((str(k),)), shorten(k), _unknown("profile key", k, PROFILE_KEYS))
+    scale = prof.data.get("scale") or {}
+    if not isinstance(scale, dict):
+        raise SpecError(prof.where(("scale",)), "scale", "must be a mapping like {width: 0.5, depth: 0.5, steps: 0.01}")
+    for k, v in scale.items():
+        if k not in SCALE_KEYS:
+            raise SpecError(prof.where(("scale", str(k))), f"scale.{shorten(k)}", _unknown("scale", k, SCALE_KEYS))
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 < v <= 1000:  # NaN fails too
+            raise SpecError(prof.where(("scale", k)), f"scale.{k}", f"must be a number in (0, 1000] (got {shorten(repr(v))})")
+    data = copy.deepcopy(doc.data)
+    m, t = data.setdefault("model", {}), data.setdefault("train", {})
+    m, t = (x if isinstance(x, dict) else {} for x in (m, t))  # not a mapping: validation says so
+    base_m, base_t = ModelSpec(), TrainSpec()
+    w, d, s = scale.get("width", 1), scale.get("depth", 1), scale.get("steps", 1)
+
+    def sc(value, f, even=False):
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_STEPS:
+            return value  # not a valid size: left for validation to report where it was set
+        x = max(1, round(value * f))
+        return x + (x % 2) if even else x
+
+    # Widths scale together so h*d_k = d_model keeps holding where the paper kept it (rows A, C4, C5);
+    # h stays, so each row's head count is still the paper's.
+    for k, even in WIDTHS.items():
+        if w != 1:
+            m[k] = sc(m.get(k, getattr(base_m, k)), w, even)
+    if d != 1:
+        m["N"] = sc(m.get("N", base_m.N), d)
+    if s != 1:  # the checkpoint cadence keeps its share of the run, so averaging the last k spans the
+        # same late part of training as in the paper (10-minute checkpoints of a 12-hour or 3.5-day run)
+        t["steps"] = sc(t.get("steps", base_t.steps), s)
+        t["checkpoint_every"] = sc(t.get("checkpoint_every", base_t.checkpoint_every), s)
+    out = Doc(data, doc.locs, doc.origin)
+    sets = prof.data.get("set") or {}
+    if not isinstance(sets, dict):
+        raise SpecError(prof.where(("set",)), "set", "must be a mapping of sections")
+    set_locs = {p[1:]: loc for p, loc in prof.locs.items() if p[0] == "set" and len(p) > 1}
+    for k in sets:
+        if k not in SECTIONS:
+            raise SpecError(prof.where(("set", str(k))), f"set.{shorten(k)}", _unknown("section", k, SECTIONS))
+        if not isinstance(sets[k], dict):
+            raise SpecError(prof.where(("set", k)), f"set.{k}", f"must be a mapping of fields, not {_kind(sets[k])}")
+    out = deep_merge(out, sets, set_locs)
+    # `datasets:` maps the spec's corpus to the one this budget uses, with its data settings
+    # (e.g. wmt14_en_de -> multi30k), so a translation profile never rewrites a parsing spec.
+    maps = prof.data.get("datasets") or {}
+    if not isinstance(maps, dict) or not all(isinstance(v, dict) for v in maps.values()):
+        raise SpecError(prof.where(("datasets",)), "datasets",
+                        "must map a corpus name to data settings, e.g. {wmt14_en_de: {dataset: multi30k}}")
+    data_sec = out.data.get("data")
+    name = data_sec.get("dataset", DataSpec().dataset) if isinstance(data_sec, dict) else None
+    if isinstance(name, str) and name in maps:
+        # an entry's optional `set:` overrides other sections for that corpus only (a parsing recipe, a
+        # budget in epochs); with `prefer:`, the preferred corpus may carry its own `set:` instead
+        entry = dict(maps[name])
+        m_locs = {("data",) + p[2:]: loc for p, loc in prof.locs.items()
+                  if p[:2] == ("datasets", name) and len(p) > 2 and p[2] != "set"}
+        set_at = ("datasets", name, "set")
+        if "prefer" in entry:
+            preferred = isinstance(entry["prefer"], dict) and "set" in entry["prefer"]
+            entry = _prefer(prof, name, entry, m_locs, data_dir, notes)
+            if preferred and entry.get("dataset") == maps[name]["prefer"].get("dataset"):
+                set_at = ("datasets", name, "prefer", "set")
+            for p in [p for p in m_locs if len(p) > 1 and p[1] == "set"]:
+                del m_locs[p]
+        extra = entry.pop("set", None) or {}
+        if not isinstance(extra, dict) or not set(extra) <= set(SECTIONS):
+            raise SpecError(prof.where(set_at), ".".join(set_at),
+                            f"must be a mapping of sections ({', '.join(SECTIONS)})")
+        out = deep_merge(out, {"data": entry}, m_locs)
+        s_locs = {p[len(set_at):]: loc for p, loc in prof.locs.items() if p[:len(set_at)] == set_at and len(p) > len(set_at)}
+        out = deep_merge(out, extra, s_locs)
+    return _keep_checkpoint_share(out, t, base_t)
+
+
+def _keep_checkpoint_share(doc: Doc, before: dict, base_t: "TrainSpec") -> Doc:
+    """A profile that sets `train.steps` outright (one budget for every row) and not the checkpoint
+    cadence: the cadence keeps its share of the run, as `scale.steps` does, so the averaged window
+    stays the paper's late part of training (base: last 5 of 10-minute checkpoints in 12 hours)."""
+    t = doc.data.get("train")
+    if not isinstance(t, dict):
+        return doc
+    old_steps, old_every = before.get("steps", base_t.steps), before.get("checkpoint_every", base_t.checkpoint_every)
+    new_steps, new_every = t.get("steps", base_t.steps), t.get("checkpoint_every", base_t.checkpoint_every)
+    ints = all(isinstance(x, int) and not isinstance(x, bool) and x >= 1
+               for x in (old_steps, old_every, new_steps, new_every))
+    if ints and new_steps != old_steps and new_every == old_every:  # cadence untouched by the profile
+        t["checkpoint_every"] = max(1, round(old_every * new_steps / old_steps))
+    return doc
+
+
+def _prefer(prof: Doc, name: str, entry: dict, m_locs: dict, data_dir, notes: list[str] | None) -> dict:
+    """`datasets: {X: {prefer: {dataset: P, ...}, dataset: F, ...}}`: P's settings when P's training
+    split is in the data directory (`zoo data fetch P` put it there), else F's. Never downloads."""
+    from zoo.corpora import data_dir as resolve_dir  # no torch there
+    from zoo.fetch import split_present
+    pref = entry.pop("prefer")
+    if not isinstance(pref, dict) or not isinstance(pref.get("dataset"), str):
+        raise SpecError(prof.where(("datasets", name, "prefer")), f"datasets.{shorten(name)}.prefer",
+                        "must be data settings naming a corpus, e.g. {dataset: wmt14_en_de, vocab_size: 37000}")
+    root = resolve_dir(data_dir)
+    if split_present(pref["dataset"], "train", root):
+        pref = dict(pref)
+        own_set = pref.pop("set", None)  # the preferred corpus's own recipe replaces the fallback's `set:`
+        chosen, why = {**{k: v for k, v in entry.items() if k != "set"}, **pref}, f"its training data is present in {root}"
+        if own_set is not None:
+            chosen["set"] = own_set
+        m_locs.update({("data",) + p[3:]: loc for p, loc in prof.locs.items()
+                       if p[:3] == ("datasets", name, "prefer") and len(p) > 3})
+    else:
+        chosen = entry
+        why = (f"{pref['dataset']}'s training data is not in {root}; `zoo data fetch {pref['dataset']}` "
+               f"builds it there")
+    if notes is not None:
+        notes.append(f"Training data: {chosen.get('dataset', name)} ({why}).")
+    return chosen
+
+
+def profile_description(name: str, spec_path: Path | None = None) -> str:
+    return f"{profile_name(name)}: {_description(find_profile(name, spec_path))}"
+
+
+def _description(profile_path: Path | None) -> str:
+    if profile_path is None:
+        return "the spec exactly as written"
+    return str(read_yaml(profile_path).data.get("description") or "").strip()[:10_000]
+
+
