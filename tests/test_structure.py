@@ -13,7 +13,7 @@ STAGES = [
     {"zoo.errors", "zoo.paths", "zoo.paper", "zoo.result", "zoo.yaml12", "zoo.spec", "zoo.schema", "zoo.data", "zoo.trees"},
     {"zoo.evalb", "zoo.model", "zoo.costs", "zoo.metrics", "zoo.decode", "zoo.stats", "zoo.claims"},  # model, scores
     {"zoo.train"},                                                                        # a trial's work
-    {"zoo.runner.store"},                                                                 # the store
+    {"zoo.runner.store", "zoo.runner.text"},                                              # the store, terminal text
     {"zoo.runner.local", "zoo.runner.trial", "zoo.runner.progress", "zoo.runner.sweep",
      "zoo.runner.plan"},                                                                   # trials on Ray
     {"zoo.reports.peaks", "zoo.reports.runs", "zoo.reports.tables", "zoo.reports.plots",
