@@ -20,6 +20,7 @@ from matplotlib.lines import Line2D
 
 from zoo.reports.runs import TABLE3_SPECS, paper_configs
 from zoo.reports.tables import Table
+from zoo.result import Point, Trial
 from zoo import costs, paper
 
 _SI = mticker.FuncFormatter(lambda x, _: f"{x / 1e6:.3g}M" if x >= 1e6 else f"{x / 1e3:.3g}k")
@@ -46,9 +47,9 @@ def _styled(fn):
     return wrapper
 
 
-def slug(t: dict) -> str:
-    """A file-name-safe name for one trial: spec stem, variant, profile."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{Path(t['spec']).stem}_{t['variant']}_{t['profile']}")
+def slug(t: Trial) -> str:
+    """A file-name-safe name for one trial: spec stem, trial name, profile."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{Path(t.spec).stem}_{t.trial}_{t.profile}")
 
 
 def _save(fig, path: Path) -> str:
@@ -60,7 +61,7 @@ def _save(fig, path: Path) -> str:
 _CODE = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
 
-def _cached(img: Path, kind: str, t: dict, payload, draw) -> str:
+def _cached(img: Path, kind: str, t: Trial, payload, draw) -> str:
     """Draw only when the figure's inputs (or this module) changed: a finished trial's figures are
     drawn once, so regenerating a report stays a matter of seconds. Older versions are removed."""
     key = hashlib.sha256((_CODE + json.dumps(payload, sort_keys=True, default=str)).encode()).hexdigest()[:10]
@@ -173,10 +174,10 @@ def claims(t3: Table, img: Path) -> list[tuple[str, str]]:
 
 
 @_styled
-def curves(t: dict, points: list[dict], img: Path) -> str | None:
+def curves(t: Trial, points: list[Point], img: Path) -> str | None:
     """Training loss and dev perplexity against step; None when the trial logged nothing."""
-    loss = [(p["step"], p["loss"]) for p in points if p.get("loss") is not None]
-    ppl = [(p["step"], p["dev_ppl"]) for p in points if p.get("dev_ppl") is not None]
+    loss = [(p.step, p.loss) for p in points if p.loss is not None]
+    ppl = [(p.step, p.dev_ppl) for p in points if p.dev_ppl is not None]
     if not loss and not ppl:
         return None
     return _cached(img, "curves", t, [loss, ppl], lambda: _draw_curves(loss, ppl))
@@ -199,15 +200,15 @@ def _draw_curves(loss: list, ppl: list):
 
 
 @_styled
-def attention(t: dict, img: Path) -> str | None:
+def attention(t: Trial, img: Path) -> str | None:
     """Each head of the stored layer on one sentence, with its word-pieces; None without a map."""
-    a = t.get("attention")  # a zoo.result.Attention
+    a = t.attention
     if a is None or not a.weights:
         return None
     return _cached(img, "attention", t, a.model_dump(), lambda: _draw_attention(t, a))
 
 
-def _draw_attention(t: dict, a: "Attention"):
+def _draw_attention(t: Trial, a: "Attention"):
     # All heads tiled into one image on one axes: dozens of small subplots cost seconds to lay out.
     heads, tokens = np.asarray(a.weights, dtype=float), list(a.tokens)
     h, n = heads.shape[0], heads.shape[-1]
@@ -237,7 +238,7 @@ def _draw_attention(t: dict, a: "Attention"):
     for side in ax.spines.values():
         side.set_visible(False)
     fig.colorbar(im, ax=ax, fraction=0.025, pad=0.02)
-    ax.set_title(f"{t['variant']} ({t['profile']}): {a.layer} self-attention, "
+    ax.set_title(f"{t.trial} ({t.profile}): {a.layer} self-attention, "
                  f"{h} head{'s' * (h != 1)}, one eval sentence; rows are queries, columns keys", fontsize=8, pad=14)
     return fig
 

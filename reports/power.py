@@ -71,7 +71,7 @@ def plan(runs: Runs, claims: list[C.Claim] | None = None) -> Plan:
     hours = {}
     for row in rows:
         t = runs.pick(3, row)
-        secs = [x["metrics"].total_seconds or x["metrics"].train_seconds for x in runs.seeds(t)]
+        secs = [x.result.total_seconds or x.result.train_seconds for x in runs.seeds(t)]
         hours[row] = sum(secs) / len(secs) / 3600 if secs else 0.0
     resamplers: dict[int, S.Resampler] = {}
     resampler = lambda n: resamplers.setdefault(n, S.Resampler(n, 2000, S.BOOTSTRAP_SEED))

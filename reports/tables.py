@@ -18,7 +18,7 @@ from zoo.reports import peaks
 from zoo.reports.runs import (TABLE2_SPECS, TABLE3_SPECS, TABLE4_SPECS, Runs, config_of, paper_configs)
 from zoo import costs, paper
 from zoo.errors import UserError
-from zoo.result import RunResult, SplitScore
+from zoo.result import RunResult, SplitScore, Trial, TrialStatus
 from zoo.spec import Config, profile_description
 
 
@@ -37,7 +37,7 @@ class Table:
     intro: str
     sections: list[Section]
     notes: list[str]
-    trials: list[tuple[str, dict]]  # (row label, trial) shown on the page, for curves and attention
+    trials: list[tuple[str, Trial]]  # (row label, trial) shown on the page, for curves and attention
     counts: dict                    # state -> number of paper rows in it, for the index
 
 
@@ -57,48 +57,48 @@ class State(str):
 CITED = State("cited", "cited, not re-run")
 
 
-def state(t: dict | None) -> State:
+def state(t: Trial | None) -> State:
     if t is None:
         return State("not-run", "not run")
-    s = t["status"]
-    if s == "running":
-        return State("running", f"running: step {t.get('step') or 0} of {t.get('steps') or '?'}")
-    if s == "failed":
-        reason = (t.get("error") or "no reason recorded").strip().splitlines()
+    s = t.status
+    if s is TrialStatus.running:
+        return State("running", f"running: step {t.step or 0} of {t.steps or '?'}")
+    if s is TrialStatus.failed:
+        reason = (t.error or "no reason recorded").strip().splitlines()
         reason = reason[-1] if reason else "no reason recorded"  # a traceback's last line is the error
         return State("failed", "failed: " + (reason if len(reason) <= 120 else reason[:117] + "..."))
-    if s == "finished":
+    if s is TrialStatus.finished:
         if truncated(t):  # a wall-clock cap cut it short: shown, but kept out of every comparison
-            done, planned = t["metrics"].steps_done, t["steps"]
-            limit = ((t.get("config") or {}).get("train") or {}).get("time_limit_minutes")
+            done, planned = t.result.steps_done, t.steps
+            limit = t.config and t.config.train.time_limit_minutes
             return State("truncated", f"truncated: step {done} of {planned}" + (f", {limit:g}-minute limit" if limit else ""))
         return State("done")
-    if s == "stopped":  # ended early by a sweep's scheduler (ASHA): its figures are not final
-        return State("stopped", f"stopped early at step {t.get('step') or 0} of {t.get('steps') or '?'}")
-    return State(s)  # pending
+    if s is TrialStatus.stopped:  # ended early by a sweep's scheduler (ASHA): its figures are not final
+        return State("stopped", f"stopped early at step {t.step or 0} of {t.steps or '?'}")
+    return State(s.value)  # pending
 
 
-def truncated(t: dict | None) -> bool:
+def truncated(t: Trial | None) -> bool:
     """A finished run that stopped before its planned steps (a time limit): not comparable to its group."""
-    if not t or t["status"] != "finished":
+    if not t or not t.finished:
         return False
-    done, planned = t["metrics"] and t["metrics"].steps_done, t.get("steps")
+    done, planned = t.result and t.result.steps_done, t.steps
     return bool(done and planned and done < planned)
 
 
-def _metrics(t: dict | None) -> RunResult | None:
+def _metrics(t: Trial | None) -> RunResult | None:
     """A finished trial's result; None for the others (a running trial's figures are not final)."""
-    return t.get("metrics") if t and t["status"] == "finished" else None
+    return t.result if t and t.finished else None
 
 
-def _vocab(t: dict | None, cfg: Config) -> int:
+def _vocab(t: Trial | None, cfg: Config) -> int:
     m = _metrics(t)
     return (m and m.vocab_size_actual) or cfg.data.vocab_size
 
 
-def over_seeds(trials: list[dict], key: str) -> tuple[float | None, float | None, int]:
+def over_seeds(trials: list[Trial], key: str) -> tuple[float | None, float | None, int]:
     """Mean, sample standard deviation (None for one seed) and count of a finished figure over seeds."""
-    vals = [v for x in trials if x.get("metrics") and (v := x["metrics"].figure(key)) is not None]
+    vals = [v for x in trials if x.result and (v := x.result.figure(key)) is not None]
     if not vals:
         return None, None, 0
     mean = sum(vals) / len(vals)
@@ -106,17 +106,17 @@ def over_seeds(trials: list[dict], key: str) -> tuple[float | None, float | None
     return mean, sd, len(vals)
 
 
-def flops_done(t: dict | None, cfg: Config | None) -> float | None:
+def flops_done(t: Trial | None, cfg: Config | None) -> float | None:
     """Analytic training FLOPs of the steps actually done (per step x steps done, so far if running)."""
     if t is None or cfg is None:
         return None
-    steps = t["metrics"].steps_done if t["status"] == "finished" and t.get("metrics") else t.get("step")
+    steps = t.result.steps_done if t.finished and t.result else t.step
     if not steps:
         return None
     return costs.train_flops_per_step(cfg, vocab_size=_vocab(t, cfg)) * steps
 
 
-def data_split(t: dict | None, cfg: Config | None) -> str | None:
+def data_split(t: Trial | None, cfg: Config | None) -> str | None:
     """'dataset / eval split' the trial used (from its metrics once finished, else its config)."""
     if t is None or cfg is None:
         return None
@@ -137,11 +137,11 @@ def _count(labels: list[State]) -> dict:
     return out
 
 
-def _profile_notes(trials: list[dict]) -> list[str]:
+def _profile_notes(trials: list[Trial]) -> list[str]:
     """Say what each profile in use means, and its schedule (warmup, peak learning rate)."""
     notes = []
-    for prof in sorted({t["profile"] for t in trials if t}):
-        cfg = next((c for t in trials if t and t["profile"] == prof and (c := config_of(t))), None)
+    for prof in sorted({t.profile for t in trials if t}):
+        cfg = next((t.config for t in trials if t and t.profile == prof and t.config), None)
         if cfg is not None and cfg.profile_description:  # what the profile said when the run started
             text = f"{prof}: {cfg.profile_description}"
         else:  # a run from before descriptions were kept: today's profile file, if it is still there
@@ -151,6 +151,8 @@ def _profile_notes(trials: list[dict]) -> list[str]:
                 text = f"{prof}: (profile description not found)"
         if cfg is not None:
             s = cfg.train.schedule
+            # zoo.train.noam_lr at step = warmup (its peak), written out until noam_lr lives in a module
+            # without torch: the report never imports torch (tests/test_report.py)
             lr = s.lr_scale * cfg.model.d_model ** -0.5 * s.warmup_steps ** -0.5
             text += (f" Schedule: linear warmup over {s.warmup_steps} steps, then inverse square root decay; "
                      f"lr_scale {s.lr_scale:g}, peak learning rate {lr:.2g} at d_model {cfg.model.d_model}.")
@@ -162,11 +164,11 @@ def _profile_notes(trials: list[dict]) -> list[str]:
     return notes
 
 
-def _decoding_note(shown: list[tuple[str, dict]]) -> str:
+def _decoding_note(shown: list[tuple[str, Trial]]) -> str:
     """How the finished rows decoded (the paper: beam 4, alpha 0.6, input + 50); profiles may differ."""
     ways: dict[str, list[str]] = {}
     for label, t in shown:
-        if (cfg := config_of(t)) and t["status"] == "finished":
+        if (cfg := t.config) and t.finished:
             e = cfg.eval
             way = (f"beam {e.beam_size}, alpha {e.length_penalty:g}, max length input + {e.max_len_offset}"
                    + (f", first {e.max_sentences} sentences" if e.max_sentences else ""))
@@ -183,7 +185,7 @@ COUNTING = (f"Counting rules. Parameters: numel of the compiled model, each tens
             f"target tokens per step, times the number of steps (done, unless a column says planned).")
 
 
-def paper_metric(seeds: list[dict], m: RunResult | None):
+def paper_metric(seeds: list[Trial], m: RunResult | None):
     """The paper's own BLEU (zoo.metrics.paper_bleu), mean over seeds; 'n/a (older store)' for a
     finished run from before it was kept."""
     if m is None or m.primary is None or m.primary.bleu is None:
@@ -235,7 +237,7 @@ def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None 
         rows.append(spec + [
             ppl, bleu, params_m, 100 * (spec_params - params_m) / params_m if spec_params and params_m else None,
             our_ppl, our_bleu, bleu_sd, our_paper_bleu, n_seeds or None, ours_params,
-            flops_done(t, cfg), st, t and t["profile"], data_split(t, cfg)])
+            flops_done(t, cfg), st, t and t.profile, data_split(t, cfg)])
         index.append((paper.TABLE3_GROUPS[group], row))
         states.append(st)
         if t:
@@ -243,7 +245,7 @@ def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None 
         if (our_bleu is not None or our_ppl is not None) and not truncated(t):
             measured.append((group, bleu, our_bleu, ppl, our_ppl))
             for key, ref, out in (("bleu", bleu, per_seed["bleu"]), ("dev_ppl", ppl, per_seed["dev_ppl"])):
-                vals = [v for x in seeds if (v := x["metrics"].figure(key)) is not None]
+                vals = [v for x in seeds if (v := x.result.figure(key)) is not None]
                 if vals:
                     out.append((ref, vals))
     frame = _frame(rows, index, T3_COLUMNS)
@@ -365,18 +367,18 @@ def claim_rows(runs: Runs) -> dict[str, list]:
     out = {}
     for row, *_ in paper.TABLE3:
         t = runs.pick(3, row)
-        if not t or t["status"] != "finished" or truncated(t):
+        if not t or not t.finished or truncated(t):
             continue
         got = []
         for x in runs.seeds(t):
-            m = x["metrics"]
+            m = x.result
             points = runs.points(x)
-            curve = tuple(p["dev_ppl"] for p in points if p.get("dev_ppl"))
-            losses = [p["loss"] for p in points if p.get("loss") is not None]
+            curve = tuple(p.dev_ppl for p in points if p.dev_ppl)
+            losses = [p.loss for p in points if p.loss is not None]
             tail = losses[-max(1, len(losses) // 10):]
             stats = m.primary.bleu_stats if m.primary else None
             got.append(C.RowRun(
-                seed=(x["config"].get("train") or {}).get("seed") or 0, steps=m.steps_done, dev_ppl=m.dev_ppl,
+                seed=x.seed or 0, steps=m.steps_done, dev_ppl=m.dev_ppl,
                 bleu_paper=m.primary.bleu_paper if m.primary else None,
                 dev_ppl_curve=curve, train_loss_tail=sum(tail) / len(tail) if tail else None,
                 bleu_stats=np.asarray(stats, float) if stats else None,
@@ -388,11 +390,11 @@ def claim_rows(runs: Runs) -> dict[str, list]:
 def _comparison(runs: Runs, rows: dict, c, resampler):
     from zoo import claims as C
     picked = [runs.pick(3, row) for row in c.rows]
-    if not all(t and t["status"] == "finished" for t in picked):
+    if not all(t and t.finished for t in picked):
         return C.Comparison(c, missing="not run")
     if any(truncated(t) for t in picked):
         return C.Comparison(c, missing="excluded: truncated")
-    if picked[0]["profile"] != picked[1]["profile"]:
+    if picked[0].profile != picked[1].profile:
         return C.Comparison(c, missing="rows ran under different profiles")
     return C.compare(c, rows, resampler)
 
@@ -460,13 +462,13 @@ def table2(runs: Runs) -> Table:
             m = _metrics(t)
             test = (m and m.split("test")) or SplitScore(eval_split="test")
             spent = flops_done(t, cfg)
-            pk = peaks.peak(t.get("placement"), m.hardware) if m else None
+            pk = peaks.peak(t.placement, m.hardware) if m else None
             secs = m and m.train_seconds
             util = spent / (secs * pk[0]) if spent and secs and pk else None
             if pk:
                 peak_notes.add(pk[1])
             elif m:
-                peak_notes.add(f"{group} {row}: no peak known for '{t.get('hardware') or m.hardware.device}' "
+                peak_notes.add(f"{group} {row}: no peak known for '{t.hardware or m.hardware.device}' "
                                "(the store does not name the device model or its threads), so no utilization")
             st = state(t)
             rows.append([
@@ -476,7 +478,7 @@ def table2(runs: Runs) -> Table:
                 paper.paper_cost_flops(row),
                 costs.train_flops_total(cfg, vocab_size=_vocab(t, cfg)) if cfg else None,
                 spent, secs, pk[0] if pk else None, util,
-                st, t.get("hardware") if t else None, t and t["profile"], data_split(t, cfg)])
+                st, t.hardware if t else None, t and t.profile, data_split(t, cfg)])
             index.append((group, row))
             states.append(st)
             if t:
@@ -549,7 +551,7 @@ def _needs_data(cfg: Config | None) -> str | None:
     return zdata.corpus(cfg.data.dataset).manual or f"run `zoo data fetch {cfg.data.dataset}`"
 
 
-def parsing_data(t: dict | None, cfg: Config | None) -> str | None:
+def parsing_data(t: Trial | None, cfg: Config | None) -> str | None:
     """What a Table 4 figure was measured on, in words: the NLTK sample is not section 23."""
     if cfg is None:
         return None
@@ -577,7 +579,7 @@ def table4(runs: Runs) -> Table:
         x = (m and m.primary) or SplitScore(eval_split="")
         flat, right = x.f1_flat, x.f1_right_branching
         malformed = None if x.malformed is None else f"{x.malformed} of {x.eval_sentences}"
-        rows.append([f1, x.f1, flat, right, malformed, st, t and t["profile"], parsing_data(t, cfg)])
+        rows.append([f1, x.f1, flat, right, malformed, st, t and t.profile, parsing_data(t, cfg)])
         index.append((training, parser))
         if t:
             shown.append((ours, t))

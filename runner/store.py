@@ -169,10 +169,10 @@ class Store:
                                       "created_at": now, "status": "pending", "config_hash": "",
                                       "config": "{}", **fields})
 
-    def add_points(self, spec: str, trial: str, profile: str, points: list[Point]) -> None:
+    def add_points(self, spec: str, trial: str, profile: str, points: list[Point | dict]) -> None:
         cols = [c for c in Point.model_fields if c != "step"]
         with self._conn() as c:
-            for pt in points:
+            for pt in map(Point.model_validate, points):
                 old = c.execute("SELECT * FROM points WHERE spec=? AND trial=? AND profile=? AND step=?",
                                 (spec, trial, profile, pt.step)).fetchone()
                 merged = {k: (getattr(pt, k) if getattr(pt, k) is not None else (old[k] if old else None))

@@ -38,8 +38,8 @@ def test_a_parsing_split_has_its_score():
 @pytest.mark.parametrize("db", sorted(REPO.glob("reports/reference/*/zoo.db")), ids=lambda p: p.parent.name)
 def test_the_committed_reference_stores_load(db):
     from zoo.runner.store import Store
-    done = [t for t in Store(db, readonly=True).trials() if t["status"] == "finished"]
-    assert done and all(isinstance(t["metrics"], RunResult) and t["metrics"].primary for t in done)
+    done = [t for t in Store(db, readonly=True).trials() if t.status == "finished"]
+    assert done and all(isinstance(t.result, RunResult) and t.result.primary for t in done)
 
 
 def test_no_summary_field_is_read_by_string_outside_the_result_module():
