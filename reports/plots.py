@@ -61,13 +61,13 @@ def _save(fig, path: Path) -> str:
 _CODE = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
 
-def _cached(img: Path, kind: str, t: Trial, payload, draw) -> str:
+def _cached(img: Path, kind: str, stem: str, payload, draw) -> str:
     """Draw only when the figure's inputs (or this module) changed: a finished trial's figures are
     drawn once, so regenerating a report stays a matter of seconds. Older versions are removed."""
     key = hashlib.sha256((_CODE + json.dumps(payload, sort_keys=True, default=str)).encode()).hexdigest()[:10]
-    name = f"{kind}_{slug(t)}_{key}.png"
+    name = f"{kind}_{stem}_{key}.png"
     if not (img / name).exists():
-        for old in img.glob(f"{kind}_{slug(t)}_*.png"):
+        for old in img.glob(f"{kind}_{stem}_*.png"):
             old.unlink()
         _save(draw(), img / name)
     return name
@@ -180,7 +180,7 @@ def curves(t: Trial, points: list[Point], img: Path) -> str | None:
     ppl = [(p.step, p.dev_ppl) for p in points if p.dev_ppl is not None]
     if not loss and not ppl:
         return None
-    return _cached(img, "curves", t, [loss, ppl], lambda: _draw_curves(loss, ppl))
+    return _cached(img, "curves", slug(t), [loss, ppl], lambda: _draw_curves(loss, ppl))
 
 
 def _draw_curves(loss: list, ppl: list):
@@ -205,7 +205,7 @@ def attention(t: Trial, img: Path) -> str | None:
     a = t.attention
     if a is None or not a.weights:
         return None
-    return _cached(img, "attention", t, a.model_dump(), lambda: _draw_attention(t, a))
+    return _cached(img, "attention", slug(t), a.model_dump(), lambda: _draw_attention(t, a))
 
 
 def _draw_attention(t: Trial, a: "Attention"):
@@ -267,7 +267,7 @@ def sweep(t: Table, img: Path) -> list[tuple[str, str]]:
                 ax.set_xticks(range(len(set(xs))), sorted(set(xs)))
             ax.set(xlabel=f, ylabel=f"{label} (mean over seeds)", title=f"{t.title}: {label} against {f}")
             return fig
-        name = _cached(img, "sweep", {"spec": t.name, "variant": f, "profile": ""}, payload, draw)
+        name = _cached(img, "sweep", re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{t.name}_{f}_"), payload, draw)
         out.append((f"{label} against {f}", name))
     return out
 

@@ -462,7 +462,7 @@ def table2(runs: Runs) -> Table:
             m = _metrics(t)
             test = (m and m.split("test")) or SplitScore(eval_split="test")
             spent = flops_done(t, cfg)
-            pk = peaks.peak(t.placement, m.hardware) if m else None
+            pk = peaks.peak(t.placement, m.hardware, m.provenance) if m else None
             secs = m and m.train_seconds
             util = spent / (secs * pk[0]) if spent and secs and pk else None
             if pk:

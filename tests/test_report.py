@@ -262,19 +262,30 @@ def test_report_never_imports_ray(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
-@pytest.mark.parametrize("placement, device, flops", [
-    ({"threads": 1, "workers": 1, "gpu_ids": []}, "cpu", 90e9),  # what the runner records
-    ({"threads": 2, "workers": 3, "gpu_ids": []}, "cpu", 6 * 90e9),
-    ({"threads": 1, "workers": 2, "gpu_ids": ["0", "1"]}, "NVIDIA H100 80GB HBM3", 2 * 989e12),
-    ({"threads": 8, "workers": 1, "gpu_ids": ["0"]}, "cuda", None),  # GPU model unknown: no peak to divide by
-    (None, "cpu", None),  # an old row without a placement: threads unknown, nothing guessed from text
+@pytest.mark.parametrize("placement, device, dtype, flops", [
+    ({"threads": 1, "workers": 1, "gpu_ids": []}, "cpu", "fp32", 2.8e9 * 32),  # what the runner records
+    ({"threads": 2, "workers": 3, "gpu_ids": []}, "cpu", "fp32", 6 * 2.8e9 * 32),
+    ({"threads": 2, "workers": 1, "gpu_ids": []}, "cpu", "bf16", 2 * 2.8e9 * 128),  # bf16: 4x the fp32 peak
+    ({"threads": 1, "workers": 2, "gpu_ids": ["0", "1"]}, "NVIDIA H100 80GB HBM3", "bf16", 2 * 989e12),
+    ({"threads": 1, "workers": 1, "gpu_ids": ["0"]}, "NVIDIA H100 80GB HBM3", "fp32", 67e12),  # no tensor cores
+    ({"threads": 1, "workers": 1, "gpu_ids": ["0"]}, "Tesla P100", "bf16", None),  # no bf16 peak known
+    ({"threads": 8, "workers": 1, "gpu_ids": ["0"]}, "cuda", "bf16", None),  # GPU model unknown: no peak
+    (None, "cpu", "fp32", None),  # an old row without a placement: threads unknown, nothing guessed from text
 ])
-def test_device_peak_from_the_placement(placement, device, flops):
+def test_device_peak_from_the_placement_at_the_compute_dtype(placement, device, dtype, flops):
     from zoo.reports.peaks import peak
     from zoo.result import Hardware, Placement
-    hw = Hardware(device="cpu" if device == "cpu" else "cuda:0", device_name=device)
+    hw = Hardware(device="cpu" if device == "cpu" else "cuda:0", device_name=device, compute_dtype=dtype)
     got = peak(Placement.model_validate(placement) if placement else None, hw)
-    assert (got and got[0]) == flops
+    assert (got and got[0]) == (flops and pytest.approx(flops))
+
+
+def test_a_bf16_cpu_run_with_amx_is_judged_against_the_amx_peak():
+    from zoo.reports.peaks import peak
+    from zoo.result import Hardware, Placement, Provenance
+    hw, p = Hardware(compute_dtype="bf16"), Placement(threads=2)
+    amx = peak(p, hw, Provenance(cpu_flags=["avx2", "avx512_bf16", "amx_bf16", "amx_tile"]))[0]
+    assert amx == pytest.approx(8 * peak(p, hw, Provenance(cpu_flags=["avx512_bf16"]))[0])
 
 
 # -- hostile strings (issue 10): everything from specs, the store and the environment is escaped ---------
