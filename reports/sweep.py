@@ -37,7 +37,8 @@ def sweep_table(runs: Runs, spec: str) -> Table:
         summary = State("done") if done == len(trials) else \
             State(st[0].key, f"{done} of {len(trials)} seeds done; {', '.join(sorted({s for s in st if s.key != 'done'}))}")
         rows.append([values.get(f) for f in fields] + [mean, sd, ppl, n or None, summary, profile])
-        index.append(variant if len(trials) > 1 else trials[0].trial)
+        # a grid point's name is its trial's without the seed (the variant is the spec's, for every point)
+        index.append(trials[0].trial.rsplit("-seed", 1)[0] if len(trials) > 1 else trials[0].trial)
         states.append(summary)
         shown += [(t.trial, t) for t in trials]
     cols = [("swept", f) for f in fields] + [("measured", label), ("measured", f"{label} sd"),

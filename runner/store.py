@@ -149,7 +149,11 @@ class Store:
 
     def upsert(self, spec: str, trial: str, profile: str, **fields) -> None:
         """Insert or update one trial's row; JSON columns take Python objects or zoo.result models.
-        A new row's variant is `variant=` when given, else the trial's name."""
+        The variant is `variant=` when given, else the config's, else (a new row) the trial's name."""
+        cfg = fields.get("config")
+        if "variant" not in fields and (v := getattr(cfg, "variant", None) or (cfg or {}).get("variant")
+                                        if isinstance(cfg, (dict, BaseModel)) else None):
+            fields["variant"] = v
         fields = {k: (json.dumps(v.model_dump(mode="json") if isinstance(v, BaseModel) else v, default=str)
                       if k in JSON_COLS and v is not None else v)
                   for k, v in fields.items()}
