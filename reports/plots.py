@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from zoo.reports.runs import TABLE3_SPECS, paper_configs
-from zoo.reports.tables import Table
+from zoo.reports.cells import Table
 from zoo.result import Point, Trial
 from zoo import costs, paper
 

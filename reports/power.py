@@ -18,7 +18,7 @@ from scipy import stats as st
 from zoo import claims as C
 from zoo import stats as S
 from zoo.reports.runs import Runs
-from zoo.reports.tables import _comparison, claim_rows
+from zoo.reports.verdicts import _comparison, claim_rows
 
 POWER = 0.8
 MAX_SEEDS = 100

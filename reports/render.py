@@ -15,7 +15,7 @@ import jinja2
 import markupsafe
 import pandas as pd
 
-from zoo.reports.tables import Table, state
+from zoo.reports.cells import Table, state
 from zoo.paths import atomic_write_text
 from zoo.result import Trial
 from zoo.runner.text import duration

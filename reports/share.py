@@ -11,7 +11,7 @@ import yaml
 
 from zoo import paper
 from zoo.reports.runs import Runs
-from zoo.reports.tables import over_seeds, truncated
+from zoo.reports.cells import over_seeds, truncated
 from zoo.result import Trial
 
 PAPER = "https://arxiv.org/abs/1706.03762"

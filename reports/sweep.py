@@ -11,7 +11,7 @@ from pathlib import Path
 from zoo.errors import UserError
 from zoo.reports.runs import Runs
 from zoo.result import Trial
-from zoo.reports.tables import Section, State, Table, _frame, _metrics, _profile_notes, over_seeds, state
+from zoo.reports.cells import Section, State, Table, _frame, _metrics, _profile_notes, over_seeds, state
 
 
 def sweep_table(runs: Runs, spec: str) -> Table:

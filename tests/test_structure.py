@@ -16,7 +16,7 @@ STAGES = [
     {"zoo.runner.store", "zoo.runner.text"},                                              # the store, terminal text
     {"zoo.runner.local", "zoo.runner.trial", "zoo.runner.progress", "zoo.runner.sweep",
      "zoo.runner.plan"},                                                                   # trials on Ray
-    {"zoo.reports.peaks", "zoo.reports.runs", "zoo.reports.tables", "zoo.reports.plots",
+    {"zoo.reports.peaks", "zoo.reports.runs", "zoo.reports.cells", "zoo.reports.verdicts", "zoo.reports.tables", "zoo.reports.plots",
      "zoo.reports.render", "zoo.reports.sweep", "zoo.reports.power", "zoo.reports.share"},  # the report
 ]
 CLI = {"zoo", "zoo.cli", "zoo.commands", "zoo.runner.cli", "zoo.reports.cli", "zoo.runner", "zoo.reports"}
