@@ -12,7 +12,7 @@ import pandas as pd
 
 from zoo import costs
 from zoo.errors import UserError
-from zoo.result import RunResult, Trial, TrialStatus
+from zoo.result import RunResult, Trial, TrialStatus, differs
 from zoo.spec import Config, profile_description
 
 
@@ -193,3 +193,19 @@ PAPER_METRIC_NOTE = ("BLEU, paper's metric: tokenized BLEU with the compound spl
                      "get_ende_bleu.sh (Moses tokenizer, ##AT##-##AT## compounds, multi-bleu), the metric of the "
                      "paper's figures; it reads higher than sacreBLEU (the paper's 25.8 / 28.4 are in it). "
                      "n/a (older store): a run from before it was kept (the store keeps no hypotheses to score again).")
+
+
+def provenance_flags(trials: list[Trial | None]) -> tuple[list[str | None], str]:
+    """Per row, what of its provenance (machine, dtype, zoo version) differs from the most common one
+    among the finished rows compared (None: the same, or not recorded), and a note saying what differs
+    ("" when every row agrees). A comparison across machines or versions is flagged, not refused."""
+    provs = [t.provenance if t and t.finished else None for t in trials]
+    known = [p.compared() for p in provs if p]
+    if not differs(provs):
+        return [None] * len(trials), ""
+    usual = {k: max({c[k] for c in known}, key=[c[k] for c in known].count) for k in known[0]}
+    flags = [", ".join(f"{k} {v}" for k, v in p.compared().items() if v != usual[k]) or None if p else None
+             for p in provs]
+    return flags, ("Provenance: the rows compared here did not all run alike (" + "; ".join(differs(provs))
+                   + "); the provenance column names what differs from the most common. Differences "
+                   "between such rows may come from the machine, the dtype or the code, not the row.")

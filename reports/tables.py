@@ -8,7 +8,7 @@ from zoo import costs, paper
 from zoo.reports import peaks
 from zoo.reports.cells import (CITED, COUNTING, OLDER, PAPER_METRIC_NOTE, Section, State, Table, _count,
                                _decoding_note, _frame, _metrics, _profile_notes, _vocab, data_split, flops_done,
-                               over_seeds, paper_metric, state, truncated)
+                               over_seeds, paper_metric, provenance_flags, state, truncated)
 from zoo.reports.runs import TABLE2_SPECS, TABLE3_SPECS, TABLE4_SPECS, Runs, config_of, paper_configs
 from zoo.reports.verdicts import _kendall_notes, claims_section, spearman_frame
 from zoo.result import SplitScore, Trial
@@ -23,7 +23,7 @@ T3_COLUMNS = [("spec", c) for c in ("N", "d_model", "d_ff", "h", "d_k", "d_v", "
     ("measured", "seeds"),
     ("measured", "params (M)"),
     ("cost", "train FLOPs"),
-    ("run", "state"), ("run", "profile"), ("run", "data / split")]
+    ("run", "state"), ("run", "profile"), ("run", "data / split"), ("run", "provenance differs")]
 
 
 def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None = None) -> Table:
@@ -31,8 +31,10 @@ def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None 
     rows, index, shown, states, measured = [], [], [], [], []
     per_seed = {"bleu": [], "dev_ppl": []}  # (paper figure, our figure per seed) per row, for Kendall tau
     deltas = []  # (Δ params in %, row) where the paper prints a count
+    picked = []  # each row's trial (None: not run), for the provenance column
     for row, group, ppl, bleu, params_m in paper.TABLE3:
         t = runs.pick(3, row)
+        picked.append(t)
         cfg = config_of(t) or specs.get(row)
         m = _metrics(t)
         seeds = runs.seeds(t)  # with a seeds axis: mean and spread over the seeds that finished
@@ -66,6 +68,9 @@ def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None 
                 vals = [v for x in seeds if (v := x.result.figure(key)) is not None]
                 if vals:
                     out.append((ref, vals))
+    flags, differ_note = provenance_flags(picked)
+    for r, flag in zip(rows, flags):
+        r.append(flag)
     frame = _frame(rows, index, T3_COLUMNS)
     sigs = sorted({s for _, t in shown if (m := _metrics(t)) and m.primary and (s := m.primary.bleu_signature)})
     notes = [
@@ -88,6 +93,8 @@ def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None 
     ]
     if runs.note:
         notes.insert(0, runs.note + ".")
+    if differ_note:
+        notes.insert(0, differ_note)
     claims = claims_section(runs, resamples, bootstrap_seed)
     rank = Section("Rank agreement (Spearman) between measured and paper", spearman_frame(measured), [
         "Spearman's rho between our values and the paper's, across the rows that ran to their planned "
@@ -115,9 +122,11 @@ def table2(runs: Runs) -> Table:
     paper_bleu = {(ours, "EN-DE"): de for _, de, _, _, _, ours in paper.TABLE2 if ours} | \
                  {(ours, "EN-FR"): fr for _, _, fr, _, _, ours in paper.TABLE2 if ours}
     rows, index, shown, states, peak_notes = [], [], [], [], set()
+    picked = []  # each row's trial (None: not run), for the provenance column
     for group in ("EN-DE", "EN-FR"):
         for row in ("base", "big"):
             t = runs.pick(2, row, group)
+            picked.append(t)
             cfg = config_of(t) or specs.get((group, row))
             m = _metrics(t)
             test = (m and m.split("test")) or SplitScore(eval_split="test")
@@ -148,7 +157,11 @@ def table2(runs: Runs) -> Table:
             ("measured", "BLEU, final weights"),
             ("cost", "paper hardware-time estimate"), ("cost", "analytic FLOPs as specified"),
             ("cost", "FLOPs spent"), ("cost", "wall time"), ("cost", "device peak FLOP/s"),
-            ("cost", "utilization"), ("run", "state"), ("run", "hardware"), ("run", "profile"), ("run", "data / split")]
+            ("cost", "utilization"), ("run", "state"), ("run", "hardware"), ("run", "profile"), ("run", "data / split"),
+            ("run", "provenance differs")]
+    flags, differ_note = provenance_flags(picked)
+    for r, flag in zip(rows, flags):
+        r.append(flag)
     ours = _frame(rows, index, cols, names=("pair", "row"))
 
     # The paper's own cost: its hardware-time estimate against the analytic FLOPs of its spec.
@@ -181,6 +194,8 @@ def table2(runs: Runs) -> Table:
     ]
     if runs.note:
         notes.insert(0, runs.note + ".")
+    if differ_note:
+        notes.insert(0, differ_note)
     sections = [
         Section("Our base and big rows", ours),
         Section("The paper's rows as published", published),

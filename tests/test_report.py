@@ -485,3 +485,25 @@ def test_model_index_lists_the_measured_rows_with_their_trials(tmp_path):
     assert base["Results"][0]["Metrics"]["sacreBLEU"] == pytest.approx(17.31)
     assert base["Results"][0]["Dataset"].endswith("test") and base["Metadata"]["Trials"]
     assert "results.csv" in {p.name for p in (tmp_path / "out").iterdir()}
+
+
+def test_rows_that_ran_on_different_machines_or_dtypes_are_flagged(tmp_path):
+    from zoo.result import Provenance
+    store = synthetic_store(tmp_path / "zoo.db")
+    st = Store(store)
+    by = {t.trial: t for t in st.trials()}
+    same = dict(zoo_version="0.1.0", zoo_commit="abc", cpu="AMD EPYC", compute_dtype="fp32")
+    for row in ("A1", "A2"):  # two alike: no flag
+        t = by[row]
+        st.upsert(*t.key, metrics=t.result.model_copy(update={"provenance": Provenance(**same)}))
+    md = tmp_path / "out" / "table3.md"
+    assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
+    assert "Provenance:" not in md.read_text()
+    t = by["A3"]  # a third on another machine, in bf16
+    other = Provenance(**same | {"cpu": "Intel Xeon", "compute_dtype": "bf16"})
+    st.upsert(*t.key, metrics=t.result.model_copy(update={"provenance": other}))
+    assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
+    text = md.read_text()
+    assert "Provenance: the rows compared here did not all run alike (machine: AMD EPYC, Intel Xeon; dtype: bf16, fp32)" in text
+    rows = {r[0]: r for r in table_rows(text)}
+    assert "machine Intel Xeon, dtype bf16" in rows["A3"] and not any("Intel" in c for c in rows["A1"])
