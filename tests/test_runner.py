@@ -85,6 +85,10 @@ def test_run_smoke_sweep_status_and_cached_rerun(tmp_path, data_root):
         m = RunResult.model_validate(r["metrics"])  # `zoo status --json` prints the stored RunResult
         assert m.steps_done == 40 and m.dev_ppl > 1 and m.primary.bleu is not None and m.hardware.threads == 1
         assert r["config_hash"] == m.config_hash and r["placement"]["pid"] > 0
+        p = m.provenance  # collected in the trial's own process
+        assert p and p.zoo_version and len(p.zoo_commit) == 40 and isinstance(p.zoo_dirty, bool), p
+        assert p.torch and p.ray and p.sacrebleu and p.sentencepiece and p.python and p.cpu, p
+        assert p.compute_dtype == m.hardware.compute_dtype and p.gpu_count == 0 and not p.gpu_name, p
         # TensorBoard event files in the trial's folder, read by tensorboard's own reader (issue 15)
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
         ea = EventAccumulator(str(storage / "table3_A" / f"{r['variant']}-smoke" / "tensorboard")).Reload()
@@ -97,7 +101,7 @@ def test_run_smoke_sweep_status_and_cached_rerun(tmp_path, data_root):
     again = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and "nothing to run" in again.stdout, again.stdout + again.stderr
     assert time.time() - t0 < 15
-    assert {v: r.finished_at for v, r in rows(storage).items()} == {r.trial: r.finished_at for r in st}
+    assert {v: r.finished_at for v, r in rows(storage).items()} == {r["trial"]: r["finished_at"] for r in st}
 
 
 def test_user_mistakes_exit_2_without_traceback(tmp_path, data_root):
