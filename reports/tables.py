@@ -23,7 +23,7 @@ T3_COLUMNS = [("spec", c) for c in ("N", "d_model", "d_ff", "h", "d_k", "d_v", "
     ("measured", "seeds"),
     ("measured", "params (M)"),
     ("cost", "train FLOPs"),
-    ("run", "state"), ("run", "profile"), ("run", "data / split"), ("run", "provenance differs")]
+    ("run", "provenance differs"), ("run", "state"), ("run", "profile"), ("run", "data / split")]
 
 
 def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None = None) -> Table:
@@ -70,7 +70,7 @@ def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None 
                     out.append((ref, vals))
     flags, differ_note = provenance_flags(picked)
     for r, flag in zip(rows, flags):
-        r.append(flag)
+        r.insert(len(r) - 3, flag)  # before the run's state, profile and data
     frame = _frame(rows, index, T3_COLUMNS)
     sigs = sorted({s for _, t in shown if (m := _metrics(t)) and m.primary and (s := m.primary.bleu_signature)})
     notes = [
@@ -157,11 +157,11 @@ def table2(runs: Runs) -> Table:
             ("measured", "BLEU, final weights"),
             ("cost", "paper hardware-time estimate"), ("cost", "analytic FLOPs as specified"),
             ("cost", "FLOPs spent"), ("cost", "wall time"), ("cost", "device peak FLOP/s"),
-            ("cost", "utilization"), ("run", "state"), ("run", "hardware"), ("run", "profile"), ("run", "data / split"),
-            ("run", "provenance differs")]
+            ("cost", "utilization"), ("run", "provenance differs"), ("run", "state"), ("run", "hardware"),
+            ("run", "profile"), ("run", "data / split")]
     flags, differ_note = provenance_flags(picked)
     for r, flag in zip(rows, flags):
-        r.append(flag)
+        r.insert(len(r) - 4, flag)  # before the run's state, hardware, profile and data
     ours = _frame(rows, index, cols, names=("pair", "row"))
 
     # The paper's own cost: its hardware-time estimate against the analytic FLOPs of its spec.

@@ -149,7 +149,7 @@ def cmd_status(args) -> int:
         m = t.result
         sc = m.primary.score if m and m.primary else None
         score = f"{sc[0]} {sc[1]:.2f}" if sc else "-"
-        ppl = (m and m.dev_ppl) or t.best.get("dev_ppl")
+        ppl = (m and m.dev_ppl) or t.best.dev_ppl
         state = f"{t.status.value} ({note[t.key]})" if t.key in note else t.status.value
         table.append((Path(t.spec).stem, t.trial, t.profile, state, f"{t.step or 0}/{t.steps or '?'}",
                       f"{ppl:.2f}" if ppl else "-", score,

@@ -8,7 +8,6 @@ to whatever `Live` the current `zoo run` installed.
 """
 from __future__ import annotations
 
-import math
 import re
 import sys
 import time
@@ -16,7 +15,7 @@ from dataclasses import dataclass
 
 from ray import tune
 
-from zoo.result import (BadCheckpoint, Done, LogPoint, NoOptimizerState, Placement, Point, Resumed, RunResult,
+from zoo.result import (BadCheckpoint, Best, Done, LogPoint, NoOptimizerState, Placement, Point, Resumed, RunResult,
                         Started, event)
 from zoo.runner.text import duration, text_table
 
@@ -71,7 +70,7 @@ class Live:
         self.store, self.spec, self.profile, self.experiment = store, spec, profile, experiment
         self.run_dirs = run_dirs
         self.rows = {v: Row(v) for v in run_dirs}
-        self.best = {v: dict(t.best) if (t := store.get(spec, v, profile)) else {} for v in run_dirs}  # kept on resume
+        self.best = {v: t.best if (t := store.get(spec, v, profile)) else Best() for v in run_dirs}  # kept on resume
         self.on_tick, self.stream, self.tty = on_tick, stream, stream.isatty()
         self.drawn, self.last_draw, self.last_tick = 0, 0.0, 0.0
         self.scheduled = False  # a scheduler (ASHA) may end trials early: `completed` records them as stopped
@@ -111,10 +110,9 @@ class Live:
             for k in ("step", "steps", "loss", "dev_ppl", "tokens_per_s", "elapsed_s"):
                 if (x := getattr(e, k)) is not None:
                     setattr(row, k, x)
-            best = self.best.setdefault(v, {})
+            best = self.best.setdefault(v, Best())
             for k in ("loss", "dev_ppl"):
-                if (x := getattr(e, k)) is not None and x < best.get(k, math.inf):
-                    best[k], best[f"{k}_step"] = x, e.step
+                best.update(k, getattr(e, k), e.step)
             self.store.add_points(self.spec, v, self.profile, [Point.model_validate(e.model_dump())])
             self._save(v, step=e.step, steps=e.steps, tokens_seen=e.tokens_seen, train_seconds=e.elapsed_s, best=best)
             if e.dev_ppl is not None:
@@ -124,11 +122,10 @@ class Live:
     def _done(self, v: str, r: RunResult) -> None:
         row = self.rows[v]
         row.state, row.step, row.dev_ppl = "finished", r.steps_done, r.dev_ppl
-        best = self.best.get(v) or {}
-        if r.dev_ppl is not None and r.dev_ppl < best.get("dev_ppl", math.inf):
-            best |= {"dev_ppl": r.dev_ppl, "dev_ppl_step": r.steps_done}
+        best = self.best.setdefault(v, Best())
+        best.update("dev_ppl", r.dev_ppl, r.steps_done)
         ckpt = f"{self.run_dirs[v]}/checkpoints/step_{r.steps_done:08d}.pt"  # zoo.train saves the last step
-        self._save(v, status="finished", metrics=r.stored(), attention=r.attention, best=best or None,
+        self._save(v, status="finished", metrics=r.stored(), attention=r.attention, best=best,
                    step=r.steps_done, tokens_seen=r.tokens_seen, train_seconds=r.train_seconds,
                    checkpoint=ckpt, finished_at=time.time(), error=None)
         score = f"{r.primary.score[0]} {r.primary.score[1]:.2f}" if r.primary and r.primary.score else ""
@@ -204,7 +201,8 @@ def _ours(trial) -> bool:
 
 
 def trial_name(trial) -> str:
-    """The trial's name, from the config runner.sweep gave Tune (Tune's config is a plain dict)."""
+    """The trial's name, from the runner.trial.Setup that runner.sweep gave Tune (which keeps it as a
+    plain dict: read by key, not parsed whole, on every event)."""
     return trial.config["trial"]["variant"]
 
 

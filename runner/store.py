@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from zoo.result import Point, Trial, TrialStatus
+from zoo.spec import Config
 
 STATES = tuple(s.value for s in TrialStatus)
 
@@ -131,13 +132,13 @@ class Store:
         with other._conn() as src:
             pkey = _points_key(src)
             for r in src.execute("SELECT * FROM trials").fetchall():
-                row = _current(dict(r))
-                key = (row["spec"], row["trial"], row["profile"])
-                if key in mine and mine[key] >= (row["updated_at"] or 0):
+                t = _decode(r)  # the row as this schema's, typed: a schema 1 source is read as it is
+                if t.key in mine and mine[t.key] >= (t.updated_at or 0):
                     kept += 1
                     continue
+                key = t.key
                 pts = src.execute(f"SELECT * FROM points WHERE spec=? AND {pkey}=? AND profile=?", key).fetchall()
-                row = {k: v for k, v in row.items() if k in columns}
+                row = {k: v for k, v in _current(dict(r)).items() if k in columns}  # copied as stored
                 with self._conn() as c:  # one transaction per trial: its row and its curve together
                     c.execute("DELETE FROM trials WHERE spec=? AND trial=? AND profile=?", key)
                     c.execute("DELETE FROM points WHERE spec=? AND trial=? AND profile=?", key)
@@ -147,18 +148,22 @@ class Store:
                 copied += 1
         return copied, kept
 
-    def upsert(self, spec: str, trial: str, profile: str, **fields) -> None:
+    def upsert(self, spec: str, trial: str, profile: str, *, status: TrialStatus | str | None = None,
+               config: Config | dict | None = None, variant: str | None = None, **fields) -> None:
         """Insert or update one trial's row; JSON columns take Python objects or zoo.result models.
         The variant is `variant=` when given, else the config's, else (a new row) the trial's name."""
-        cfg = fields.get("config")
-        if "variant" not in fields and (v := getattr(cfg, "variant", None) or (cfg or {}).get("variant")
-                                        if isinstance(cfg, (dict, BaseModel)) else None):
-            fields["variant"] = v
+        if config:
+            config = config if isinstance(config, Config) else Config.model_validate(config)
+            fields["config"], variant = config, variant or config.variant
+        elif config is not None:
+            fields["config"] = config  # {}: not known yet
+        if variant:
+            fields["variant"] = variant
+        if status is not None:
+            fields["status"] = TrialStatus(status).value  # ValueError for anything else
         fields = {k: (json.dumps(v.model_dump(mode="json") if isinstance(v, BaseModel) else v, default=str)
                       if k in JSON_COLS and v is not None else v)
                   for k, v in fields.items()}
-        if "status" in fields:
-            fields["status"] = TrialStatus(fields["status"]).value  # ValueError for anything else
         now = time.time()
         fields["updated_at"] = now
         with self._conn() as c:
@@ -225,9 +230,9 @@ def _points_key(c) -> str:
 def _current(row: dict) -> dict:
     """A trials row in this schema: a schema 1 row kept the trial's name in `variant` and the variant
     only inside its config."""
-    if row.get("trial") is None:
-        config = json.loads(row["config"]) if row.get("config") else {}
-        row = row | {"trial": row["variant"], "variant": config.get("variant") or row["variant"]}
+    if row.get("trial") is None:  # the columns of a schema 1 row, read by name
+        name, config = row["variant"], json.loads(row["config"] or "{}")
+        row = row | {"trial": name, "variant": config.get("variant") or name}
     return row
 
 
@@ -290,14 +295,9 @@ def identify(path: Path) -> str:
 
 
 def _decode(row: sqlite3.Row) -> Trial:
-    """A stored row as its record (JSON columns parsed; `metrics` is the Trial's `result`)."""
-    d = _current(dict(row))
-    for k in JSON_COLS:
-        d[k] = json.loads(d[k]) if d.get(k) else None
-    d["config"] = d["config"] or None  # "{}": a row written before its config was known
-    if d["metrics"]:  # the row names the variant and profile where an older summary did not
-        d["metrics"] = {"variant": d["variant"], "profile": d["profile"], **d["metrics"]}
-    return Trial.model_validate(d | {"result": d.pop("metrics"), "best": d.get("best") or {}})
+    """A stored row as its record (JSON columns parsed; Trial reads `metrics` as its `result`)."""
+    return Trial.model_validate({k: json.loads(v) if k in JSON_COLS and v else v
+                                 for k, v in _current(dict(row)).items()})
 
 
 def open_store(path: str | Path, write: bool = False) -> Store:

@@ -258,10 +258,10 @@ def _tuner(sw: Sweep, todo: list, profile: str, name: str, exp_path: str, run_di
             print(f"cannot restore {exp_path} ({type(e).__name__}: {e}); starting it afresh", file=sw.stream)
     if not st.uri and Path(exp_path).exists():
         shutil.rmtree(inside(st.local, "tune", name))  # a finished or --rerun experiment: Tune bookkeeping only
-    trials = [{"variant": c.trial, "config": c.model_dump(mode="json"), "data_dir": sw.data_dir,
-               "out_dir": st.scratch_dir(stem, c.trial, profile),
-               "mirror": run_dirs[c.trial] if st.uri else None,
-               "train_storage": f"{st.root}/tune/{name}-train"} for c in todo]
+    # Tune's param_space takes plain values: each trial's Setup as a dict (runner.trial reads it back)
+    trials = [trial.Setup(variant=c.trial, config=c.model_dump(mode="json"), data_dir=sw.data_dir,
+                    out_dir=st.scratch_dir(stem, c.trial, profile), mirror=run_dirs[c.trial] if st.uri else None,
+                    train_storage=f"{st.root}/tune/{name}-train").model_dump(mode="json") for c in todo]
     return tune.Tuner(
         trainable, param_space={"trial": tune.grid_search(trials)},
         tune_config=tune.TuneConfig(max_concurrent_trials=sw.max_concurrent, scheduler=_scheduler(sw, todo),
@@ -371,7 +371,7 @@ def _summary(live, store, spec_key, profile, st: Storage, stream) -> int:
     print(f"\n{len(done)} finished, {len(failed)} failed, {len(unfinished)} not finished{early} "
           f"(of {len(states)} run now)", file=stream)
     for v in failed:
-        print(f"  {v} failed: {rows[v]['error']}", file=stream)
+        print(f"  {v} failed: {rows[v].error}", file=stream)
     runs = "" if st.store_path == default_path().resolve() else f" --runs {st.store_path}"
     print(f"results: {st.store_path} (trial folders under {st.root}/)\n"
           f"see them: zoo status{runs}   tables: zoo report{runs}", file=stream)

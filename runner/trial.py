@@ -21,18 +21,34 @@ from pathlib import Path
 import ray
 from ray import tune
 
+from pydantic import BaseModel
+
 from zoo.result import Done, Hardware, LogPoint, Provenance, Started, event, wire
+from zoo.spec import Config
+
+
+class Setup(BaseModel):
+    """What one trial is given, under Tune's config key "trial" (as a plain dict: Tune's contract)."""
+    variant: str  # the trial's name (the key Tune's grid and the driver's callbacks know it by)
+    config: Config
+    out_dir: str  # the trial's stable working folder: zoo.train's checkpoints resume it
+    data_dir: str | None = None
+    mirror: str | None = None  # a storage URI the trial's files are copied to and from
+    train_storage: str  # Ray Train's folder for a data-parallel trial
+
+
+def _setup(config: dict) -> Setup:
+    return Setup.model_validate(config["trial"])  # Tune hands the param_space back as a plain dict
 
 
 def trainable(config: dict) -> None:
-    setup = config["trial"]
-    from zoo.spec import Config
-    cfg = Config.model_validate(setup["config"])
+    setup = _setup(config)
+    cfg = setup.config
     n = data_parallel_workers(cfg)
     if n > 1:
         return _fit_data_parallel(setup, cfg, n)
     _threads(cfg.resources.cpus)
-    mirror = Mirror(setup.get("mirror"), Path(setup["out_dir"]))
+    mirror = Mirror(setup.mirror, Path(setup.out_dir))
     mirror.pull()
     tune.report({"zoo": wire(Started(placement=placement() | {"workers": 1}))})
     _train(cfg, setup, lambda m: (tune.report(_for_tune(m)), mirror.push()), done=lambda: mirror.push(final=True))
@@ -55,19 +71,18 @@ def data_parallel_workers(cfg) -> int:
 def resources(config: dict):
     """The trial's reservation: one bundle for a one-process trial; for a data-parallel trial the
     TorchTrainer reserves its workers itself, so the trial's own driver function takes no CPU."""
-    from zoo.spec import Config
-    cfg = Config.model_validate(config["trial"]["config"])
+    cfg = _setup(config).config
     if data_parallel_workers(cfg) > 1:
         return tune.PlacementGroupFactory([{"memory": 2**20}])  # a token amount: CPUs go to the workers
     return tune.PlacementGroupFactory([{"CPU": cfg.resources.cpus, "GPU": cfg.resources.gpus}])
 
 
-def _train(cfg, setup: dict, report, rank: int = 0, done=lambda: None) -> None:
+def _train(cfg, setup: Setup, report, rank: int = 0, done=lambda: None) -> None:
     """zoo.train with the trial's report function. Its "done" event is held back until `done()` has
     run (the mirror's final push), then sent with the run's provenance; a train() that returns early
     (a finished run found on disk) sends none, so its returned result goes instead."""
     from zoo.train import train
-    tb = TensorBoard(Path(setup["out_dir"]) if rank == 0 else None)  # one writer per trial, not per worker
+    tb = TensorBoard(Path(setup.out_dir) if rank == 0 else None)  # one writer per trial, not per worker
     held: list[Done] = []
 
     def rep(m: dict) -> None:
@@ -80,7 +95,7 @@ def _train(cfg, setup: dict, report, rank: int = 0, done=lambda: None) -> None:
         report(_plain(m))
 
     try:
-        result = train(cfg, Path(setup["out_dir"]), setup.get("data_dir"), report=rep)
+        result = train(cfg, Path(setup.out_dir), setup.data_dir, report=rep)
         tb.result(result)
     finally:
         tb.close()
@@ -191,30 +206,30 @@ def provenance(hw: Hardware) -> Provenance:
 
 # -- data parallel through Ray Train ------------------------------------------------------------
 
-def _fit_data_parallel(setup: dict, cfg, n: int) -> None:
+def _fit_data_parallel(setup: Setup, cfg, n: int) -> None:
     from ray.train import RunConfig, ScalingConfig
     from ray.train.torch import TorchConfig, TorchTrainer
     from ray.tune.integration.ray_train import TuneReportCallback
     gpu = cfg.resources.gpus > 0
     per_worker = {"CPU": cfg.resources.cpus} | ({"GPU": cfg.resources.gpus} if gpu else {})  # 1: the spec says so
     trainer = TorchTrainer(
-        _worker_loop, train_loop_config=setup,
+        _worker_loop, train_loop_config=setup.model_dump(mode="json"),  # Ray Train sends plain values
         scaling_config=ScalingConfig(num_workers=n, use_gpu=gpu, resources_per_worker=per_worker),
         torch_config=TorchConfig(backend="nccl" if gpu else "gloo"),
         run_config=RunConfig(name=f"{cfg.trial}-{tune.get_context().get_trial_id()}-{int(time.time())}",
-                             storage_path=setup["train_storage"], callbacks=[TuneReportCallback()]))
+                             storage_path=setup.train_storage, callbacks=[TuneReportCallback()]))
     trainer.fit()  # raises when a worker fails: Tune records the trial as errored
 
 
-def _worker_loop(setup: dict) -> None:
+def _worker_loop(plain: dict) -> None:
     """One data-parallel worker. Ray Train's report is collective: every rank reports every point."""
     import torch.distributed as dist
     from ray import train as rt
-    from zoo.spec import Config
-    cfg = Config.model_validate(setup["config"])
+    setup = Setup.model_validate(plain)
+    cfg = setup.config
     _threads(cfg.resources.cpus)
     rank = rt.get_context().get_world_rank()
-    mirror = Mirror(setup.get("mirror") if rank == 0 else None, Path(setup["out_dir"]))
+    mirror = Mirror(setup.mirror if rank == 0 else None, Path(setup.out_dir))
     mirror.pull()
     where = [None] * dist.get_world_size()
     dist.all_gather_object(where, placement())

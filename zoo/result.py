@@ -279,6 +279,20 @@ class TrialStatus(str, enum.Enum):
     stopped = "stopped"  # ended early by a sweep's scheduler (ASHA)
 
 
+class Best(_Record):
+    """The lowest training loss and dev perplexity a trial has logged, and their steps."""
+    loss: float | None = None
+    loss_step: int | None = None
+    dev_ppl: float | None = None
+    dev_ppl_step: int | None = None
+
+    def update(self, name: str, value: float | None, step: int) -> None:
+        """Keep `value` of the figure `name` ("loss" or "dev_ppl") if it is the lowest yet."""
+        if value is not None and (getattr(self, name) is None or value < getattr(self, name)):
+            setattr(self, name, value)
+            setattr(self, f"{name}_step", step)
+
+
 class Trial(_Record):
     """One trial's row of the results store: what it is, how far it got, and its result once finished."""
     spec: str                       # the spec path as given
@@ -294,7 +308,7 @@ class Trial(_Record):
     step: int | None = 0
     steps: int | None = None
     result: RunResult | None = None  # None until it finished
-    best: dict[str, float] = Field(default_factory=dict)  # lowest loss / dev_ppl seen, and their steps
+    best: Best = Field(default_factory=Best)
     attention: Attention | None = None
     tokens_seen: int | None = None
     train_seconds: float | None = None
@@ -310,6 +324,19 @@ class Trial(_Record):
     started_at: float | None = None
     finished_at: float | None = None
     updated_at: float | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_row(cls, d):
+        """A store row: its `metrics` column is the result, which names the trial's variant and profile
+        where an older summary did not; "{}" a config not yet known; NULL best an empty one."""
+        if not isinstance(d, dict) or "metrics" not in d:
+            return d
+        d = dict(d)
+        m = d.pop("metrics")
+        d["result"] = m and {"variant": d.get("variant"), "profile": d.get("profile"), **m}
+        d["config"], d["best"] = d.get("config") or None, d.get("best") or {}
+        return d
 
     @property
     def seed(self) -> int | None:
