@@ -296,10 +296,10 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(tmp_path, data_root):
     out = proc.communicate(timeout=120)[0]
     assert proc.returncode == 130 and "run the same command again to resume" in out, out
     assert "Traceback" not in out
-    assert rows(storage)["A3"]["status"] == "pending" and not local.read_pidfile(storage)
+    assert rows(storage)["A3"].status == "pending" and not local.read_pidfile(storage)
     again = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=240)
     assert again.returncode == 0 and "A3: resumed from its checkpoint at step" in again.stdout, again.stdout
-    assert rows(storage)["A3"]["status"] == "finished"
+    assert rows(storage)["A3"].status == "finished"
 
 
 def test_mirror_round_trip_through_a_storage_uri(tmp_path):
