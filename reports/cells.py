@@ -21,7 +21,29 @@ class Section:
     heading: str
     frame: pd.DataFrame
     notes: list[str] = field(default_factory=list)
-    data: list = field(default_factory=list)  # typed rows behind the frame, for figures
+    data: list = field(default_factory=list)  # typed rows behind the frame (the claims' verdicts)
+
+
+@dataclass
+class ScatterRow:
+    """One Table 3 row as its scatters draw it, from the same values as its table row (None: nothing)."""
+    row: str
+    group: str
+    printed: bool                # the paper prints its parameter count (else ours of the paper spec)
+    paper_params: float | None
+    paper_flops: float | None
+    paper_bleu: float | None
+    params: float | None
+    flops: float | None
+    bleu: float | None
+
+
+@dataclass
+class SweepPoint:
+    """One point of a sweep as its figures draw it: the swept values, the metric's mean and sd over seeds."""
+    values: dict
+    mean: float | None
+    sd: float | None
 
 
 @dataclass
@@ -33,6 +55,10 @@ class Table:
     notes: list[str]
     trials: list[tuple[str, Trial]]  # (row label, trial) shown on the page, for curves and attention
     counts: dict                    # state -> number of paper rows in it, for the index
+    # the typed rows its figures read (never the rendered frame): Table 3's scatters and claims, a sweep
+    scatter: list[ScatterRow] = field(default_factory=list)
+    verdicts: list = field(default_factory=list)  # zoo.claims verdicts
+    sweep: tuple[list[str], str, list[SweepPoint]] | None = None  # swept fields, metric label, points
 
 
 # -- shared cell helpers --------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from pathlib import Path
 from zoo.errors import UserError
 from zoo.reports.runs import Runs
 from zoo.result import Trial
-from zoo.reports.cells import Section, State, Table, _frame, _metrics, _profile_notes, over_seeds, state
+from zoo.reports.cells import Section, State, SweepPoint, Table, _frame, _metrics, _profile_notes, over_seeds, state
 
 
 def sweep_table(runs: Runs, spec: str) -> Table:
@@ -27,7 +27,7 @@ def sweep_table(runs: Runs, spec: str) -> Table:
     fields = sorted({k for _, _, s in points for k in json.loads(s)})
     metric = "f1" if any((m := _metrics(t)) and m.primary and m.primary.f1 is not None for t in mine) else "bleu"
     label = {"bleu": "BLEU", "f1": "F1"}[metric]
-    rows, index, states, shown = [], [], [], []
+    rows, index, states, shown, figure = [], [], [], [], []
     for (profile, variant, swept), trials in sorted(points.items()):
         values = json.loads(swept)
         mean, sd, n = over_seeds(trials, metric)
@@ -37,6 +37,7 @@ def sweep_table(runs: Runs, spec: str) -> Table:
         summary = State("done") if done == len(trials) else \
             State(st[0].key, f"{done} of {len(trials)} seeds done; {', '.join(sorted({s for s in st if s.key != 'done'}))}")
         rows.append([values.get(f) for f in fields] + [mean, sd, ppl, n or None, summary, profile])
+        figure.append(SweepPoint(values, mean, sd))
         # a grid point's name is its trial's without the seed (the variant is the spec's, for every point)
         index.append(trials[0].trial.rsplit("-seed", 1)[0] if len(trials) > 1 else trials[0].trial)
         states.append(summary)
@@ -52,4 +53,4 @@ def sweep_table(runs: Runs, spec: str) -> Table:
     for s in states:
         counts[s.key] = counts.get(s.key, 0) + 1
     return Table(f"sweep-{stem}", f"Sweep: {stem}", f"{len(mine)} trials of {spec}: {len(points)} points "
-                 f"x their seeds.", [Section("", frame, data=[(fields, label)])], notes, shown, counts)
+                 f"x their seeds.", [Section("", frame)], notes, shown, counts, sweep=(fields, label, figure))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from zoo import costs, paper
 from zoo.reports import peaks
-from zoo.reports.cells import (CITED, COUNTING, OLDER, PAPER_METRIC_NOTE, Section, State, Table, _count,
+from zoo.reports.cells import (CITED, COUNTING, OLDER, PAPER_METRIC_NOTE, ScatterRow, Section, State, Table, _count,
                                _decoding_note, _frame, _metrics, _profile_notes, _vocab, data_split, flops_done,
                                over_seeds, paper_metric, provenance_flags, state, truncated)
 from zoo.reports.runs import TABLE2_SPECS, TABLE3_SPECS, TABLE4_SPECS, Runs, config_of, paper_configs
@@ -31,6 +31,7 @@ def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None 
     rows, index, shown, states, measured = [], [], [], [], []
     per_seed = {"bleu": [], "dev_ppl": []}  # (paper figure, our figure per seed) per row, for Kendall tau
     deltas = []  # (Δ params in %, row) where the paper prints a count
+    scatter = []  # the same rows, typed, for the figures
     picked = []  # each row's trial (None: not run), for the provenance column
     for row, group, ppl, bleu, params_m in paper.TABLE3:
         t = runs.pick(3, row)
@@ -54,10 +55,16 @@ def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None 
         d_params = 100 * (spec_params - params_m) / params_m if spec_params and params_m else None
         if d_params is not None:
             deltas.append((d_params, row))
+        flops = flops_done(t, cfg)
         rows.append(spec + [
             ppl, bleu, params_m, d_params,
             our_ppl, our_bleu, bleu_sd, our_paper_bleu, n_seeds or None, ours_params,
-            flops_done(t, cfg), st, t and t.profile, data_split(t, cfg)])
+            flops, st, t and t.profile, data_split(t, cfg)])
+        scatter.append(ScatterRow(
+            row, group, printed=params_m is not None,
+            paper_params=params_m * 1e6 if params_m else ps and costs.params_analytic(ps.model, 37000),
+            paper_flops=ps and costs.train_flops_total(ps), paper_bleu=bleu,
+            params=ours_params and ours_params * 1e6, flops=flops, bleu=our_bleu))
         index.append((paper.TABLE3_GROUPS[group], row))
         states.append(st)
         if t:
@@ -104,7 +111,8 @@ def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None 
         *_kendall_notes(per_seed)])
     return Table("table3", "Table 3: variations on the Transformer architecture",
                  "Each row of the paper's ablation table: the paper's figures beside ours, what it cost, "
-                 "and where the run stands.", [Section("", frame), claims, rank], notes, shown, _count(states))
+                 "and where the run stands.", [Section("", frame), claims, rank], notes, shown, _count(states),
+                 scatter=scatter, verdicts=claims.data)
 
 
 # -- Table 2 --------------------------------------------------------------------------------------

@@ -281,10 +281,10 @@ DISK_FULL_DRIVER = """
 import sqlite3, sys
 from zoo.runner import store
 upsert = store.Store.upsert
-def full(self, spec, variant, profile, **fields):  # the store's disk fills once a trial is under way
+def full(self, spec, trial, profile, **fields):  # the store's disk fills once a trial is under way
     if fields.get("step") or fields.get("placement"):
         raise sqlite3.OperationalError("database or disk is full")
-    return upsert(self, spec, variant, profile, **fields)
+    return upsert(self, spec, trial, profile, **fields)
 store.Store.upsert = full
 from zoo.cli import main
 sys.exit(main(sys.argv[1:]))
