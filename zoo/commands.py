@@ -87,7 +87,9 @@ class Progress:
             self._point(e)
 
     def _point(self, pt) -> None:
+        import math
         import time
+        from zoo.runner.text import duration
         now, step, steps = time.time(), pt.step, pt.steps or pt.step
         if self.t0 is None:
             self.t0, self.s0 = now, step - 1
@@ -98,7 +100,7 @@ class Progress:
             parts += [f"loss {pt.loss:.3f}", f"lr {pt.lr:.2e}", f"{pt.tokens_per_s:.0f} tok/s"]
         if pt.dev_ppl is not None:
             parts.append(f"dev ppl {pt.dev_ppl:.2f}")
-        parts.append(f"ETA {eta / 60:.1f} min")
+        parts.append(f"ETA {duration(eta) if math.isfinite(eta) else '-'}")
         text = "  ".join(parts)
         if self.tty:
             print("\r" + text.ljust(100), end="", file=self.stream, flush=True)
@@ -133,8 +135,9 @@ def cmd_train(args) -> int:
 
 def _summary_text(r) -> str:
     """What `zoo train` prints at the end, from its zoo.result.RunResult."""
+    from zoo.runner.text import duration
     lines = [f"variant {r.variant} ({r.profile}): {r.steps_done} steps, {r.tokens_seen} target tokens in "
-             f"{r.train_seconds / 60:.1f} min ({r.tokens_per_s:.0f} tok/s) on {r.hardware.device}"
+             f"{duration(r.train_seconds)} ({r.tokens_per_s:.0f} tok/s) on {r.hardware.device}"
              f"{' (bf16 autocast)' if r.hardware.compute_dtype == 'bf16' else ''}",
              f"dev perplexity (per word-piece): {r.dev_ppl:.2f}" if r.dev_ppl else ""]
     for x in r.splits.values():
