@@ -33,7 +33,7 @@ def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], pro
         cards = []
         for label, trial in t.trials:
             files = {"curves": plots.curves(trial, runs.points(trial), img)}
-            if trial["status"] == "finished":
+            if trial.finished:
                 files["attention"] = plots.attention(trial, img)
             cards.append(render.trial_view(label, trial, files))
             written += [img / f for f in files.values() if f]

@@ -18,9 +18,9 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from zoo.reports.runs import TABLE3_SPECS, paper_configs
-from zoo.reports.tables import Table
-from zoo import costs, paper
+from zoo.reports.cells import Table
+from zoo.result import Attention, Point, Trial
+from zoo import paper
 
 _SI = mticker.FuncFormatter(lambda x, _: f"{x / 1e6:.3g}M" if x >= 1e6 else f"{x / 1e3:.3g}k")
 
@@ -46,9 +46,9 @@ def _styled(fn):
     return wrapper
 
 
-def slug(t: dict) -> str:
-    """A file-name-safe name for one trial: spec stem, variant, profile."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{Path(t['spec']).stem}_{t['variant']}_{t['profile']}")
+def slug(t: Trial) -> str:
+    """A file-name-safe name for one trial: spec stem, trial name, profile."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{Path(t.spec).stem}_{t.trial}_{t.profile}")
 
 
 def _save(fig, path: Path) -> str:
@@ -60,13 +60,13 @@ def _save(fig, path: Path) -> str:
 _CODE = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
 
-def _cached(img: Path, kind: str, t: dict, payload, draw) -> str:
+def _cached(img: Path, kind: str, stem: str, payload, draw) -> str:
     """Draw only when the figure's inputs (or this module) changed: a finished trial's figures are
     drawn once, so regenerating a report stays a matter of seconds. Older versions are removed."""
     key = hashlib.sha256((_CODE + json.dumps(payload, sort_keys=True, default=str)).encode()).hexdigest()[:10]
-    name = f"{kind}_{slug(t)}_{key}.png"
+    name = f"{kind}_{stem}_{key}.png"
     if not (img / name).exists():
-        for old in img.glob(f"{kind}_{slug(t)}_*.png"):
+        for old in img.glob(f"{kind}_{stem}_*.png"):
             old.unlink()
         _save(draw(), img / name)
     return name
@@ -75,17 +75,7 @@ def _cached(img: Path, kind: str, t: dict, payload, draw) -> str:
 @_styled
 def table3_scatters(t3: Table, img: Path) -> list[tuple[str, str]]:
     """BLEU against parameters and against training FLOPs: paper (left) and measured (right)."""
-    frame = t3.sections[0].frame
-    specs = {row: c for (_, row), c in paper_configs(TABLE3_SPECS).items()}
-    group_of = {row: g for row, g, *_ in paper.TABLE3}
-    pts = []
-    for (_, row), r in frame.iterrows():
-        spec, printed, ours = specs.get(row), r[("paper", "params (M)")], r[("measured", "params (M)")]
-        pts.append({
-            "row": row, "group": group_of[row], "printed": printed is not None,
-            "paper_params": printed * 1e6 if printed else spec and costs.params_analytic(spec.model, 37000),
-            "paper_flops": spec and costs.train_flops_total(spec), "paper_bleu": r[("paper", "BLEU")],
-            "params": ours and ours * 1e6, "flops": r[("cost", "train FLOPs")], "bleu": r[("measured", "BLEU")]})
+    pts = t3.scatter
     out = []
     for name, xlabel, note in (
             ("params", "parameters", "Paper panel: printed counts (filled), our count of the paper spec "
@@ -96,18 +86,19 @@ def table3_scatters(t3: Table, img: Path) -> list[tuple[str, str]]:
         axes = fig.subplots(1, 2)
         for ax, side, title in zip(axes, ("paper", "ours"), ("paper (Table 3)", "measured (this store)")):
             xk, yk = (f"paper_{name}", "paper_bleu") if side == "paper" else (name, "bleu")
-            shown = sorted((p for p in pts if p[xk] and p[yk] is not None), key=lambda p: (p[xk], p[yk]))
-            for i, p in enumerate(shown):
-                c = GROUP_COLORS[p["group"]]
-                hollow = side == "paper" and name == "params" and not p["printed"]
-                ax.scatter(p[xk], p[yk], s=28, color=c, facecolors="none" if hollow else c, zorder=3)
+            xy = [(x, y, p) for p in pts if (x := getattr(p, xk)) and (y := getattr(p, yk)) is not None]
+            shown = sorted(xy, key=lambda q: q[:2])
+            for i, (x, y, p) in enumerate(shown):
+                c = GROUP_COLORS[p.group]
+                hollow = side == "paper" and name == "params" and not p.printed
+                ax.scatter(x, y, s=28, color=c, facecolors="none" if hollow else c, zorder=3)
                 # rows sharing a parameter count stack up: put every other label on the left
-                left = i and abs(p[xk] / shown[i - 1][xk] - 1) < 0.02 and i % 2
-                ax.annotate(p["row"], (p[xk], p[yk]), fontsize=7, xytext=(-4 if left else 4, 2),
+                left = i and abs(x / shown[i - 1][0] - 1) < 0.02 and i % 2
+                ax.annotate(p.row, (x, y), fontsize=7, xytext=(-4 if left else 4, 2),
                             textcoords="offset points", ha="right" if left else "left")
             if shown:
                 ax.set_xscale("log")
-                xs = [p[xk] for p in shown]
+                xs = [x for x, _, _ in shown]
                 if max(xs) / min(xs) < 1.5:  # one point (or a tight cluster): a readable span around it
                     ax.set_xlim(min(xs) / 2, max(xs) * 2)
                 lo, hi = ax.get_xlim()
@@ -140,10 +131,7 @@ VERDICT_COLORS = {"held": "#1f8a3d", "equivalent": "#1f8a3d", "within noise": "#
 def claims(t3: Table, img: Path) -> list[tuple[str, str]]:
     """A forest plot: one line per claim (our difference with its 95% interval, coloured by verdict,
     the paper's difference marked), BLEU and PPL in their own panels, since their units differ."""
-    section = next((s for s in t3.sections if s.heading == "Claims"), None)
-    if section is None:
-        return []
-    measured = [v for v in section.data if v.estimate is not None]
+    measured = [v for v in t3.verdicts if v.estimate is not None]
     panels = [(m, [v for v in measured if v.claim.metric == m]) for m in ("bleu", "ppl")]
     panels = [(m, vs) for m, vs in panels if vs] or [("bleu", [])]
     heights = [max(len(vs), 1) + 1.5 for _, vs in panels]
@@ -173,13 +161,13 @@ def claims(t3: Table, img: Path) -> list[tuple[str, str]]:
 
 
 @_styled
-def curves(t: dict, points: list[dict], img: Path) -> str | None:
+def curves(t: Trial, points: list[Point], img: Path) -> str | None:
     """Training loss and dev perplexity against step; None when the trial logged nothing."""
-    loss = [(p["step"], p["loss"]) for p in points if p.get("loss") is not None]
-    ppl = [(p["step"], p["dev_ppl"]) for p in points if p.get("dev_ppl") is not None]
+    loss = [(p.step, p.loss) for p in points if p.loss is not None]
+    ppl = [(p.step, p.dev_ppl) for p in points if p.dev_ppl is not None]
     if not loss and not ppl:
         return None
-    return _cached(img, "curves", t, [loss, ppl], lambda: _draw_curves(loss, ppl))
+    return _cached(img, "curves", slug(t), [loss, ppl], lambda: _draw_curves(loss, ppl))
 
 
 def _draw_curves(loss: list, ppl: list):
@@ -199,15 +187,15 @@ def _draw_curves(loss: list, ppl: list):
 
 
 @_styled
-def attention(t: dict, img: Path) -> str | None:
+def attention(t: Trial, img: Path) -> str | None:
     """Each head of the stored layer on one sentence, with its word-pieces; None without a map."""
-    a = t.get("attention")  # a zoo.result.Attention
+    a = t.attention
     if a is None or not a.weights:
         return None
-    return _cached(img, "attention", t, a.model_dump(), lambda: _draw_attention(t, a))
+    return _cached(img, "attention", slug(t), a.model_dump(), lambda: _draw_attention(t, a))
 
 
-def _draw_attention(t: dict, a: "Attention"):
+def _draw_attention(t: Trial, a: "Attention"):
     # All heads tiled into one image on one axes: dozens of small subplots cost seconds to lay out.
     heads, tokens = np.asarray(a.weights, dtype=float), list(a.tokens)
     h, n = heads.shape[0], heads.shape[-1]
@@ -237,7 +225,7 @@ def _draw_attention(t: dict, a: "Attention"):
     for side in ax.spines.values():
         side.set_visible(False)
     fig.colorbar(im, ax=ax, fraction=0.025, pad=0.02)
-    ax.set_title(f"{t['variant']} ({t['profile']}): {a.layer} self-attention, "
+    ax.set_title(f"{t.trial} ({t.profile}): {a.layer} self-attention, "
                  f"{h} head{'s' * (h != 1)}, one eval sentence; rows are queries, columns keys", fontsize=8, pad=14)
     return fig
 
@@ -245,15 +233,13 @@ def _draw_attention(t: dict, a: "Attention"):
 @_styled
 def sweep(t: Table, img: Path) -> list[tuple[str, str]]:
     """The measured metric (mean over seeds, sd as error bars) against each swept field."""
-    frame = t.sections[0].frame
-    fields, label = t.sections[0].data[0]
+    fields, label, points = t.sweep
     out = []
     for f in fields:
-        x, y, err = frame[("swept", f)], frame[("measured", label)], frame[("measured", f"{label} sd")]
-        keep = [i for i in range(len(frame)) if x.iloc[i] is not None and y.iloc[i] is not None]
-        if not keep:
+        payload = [[str(p.values[f]), float(p.mean), float(p.sd or 0)] for p in points
+                   if p.values.get(f) is not None and p.mean is not None]
+        if not payload:
             continue
-        payload = [[str(x.iloc[i]), float(y.iloc[i]), float(err.iloc[i] or 0)] for i in keep]
 
         def draw(payload=payload, f=f):
             fig = Figure(figsize=(5.2, 3.4))
@@ -266,7 +252,7 @@ def sweep(t: Table, img: Path) -> list[tuple[str, str]]:
                 ax.set_xticks(range(len(set(xs))), sorted(set(xs)))
             ax.set(xlabel=f, ylabel=f"{label} (mean over seeds)", title=f"{t.title}: {label} against {f}")
             return fig
-        name = _cached(img, "sweep", {"spec": t.name, "variant": f, "profile": ""}, payload, draw)
+        name = _cached(img, "sweep", re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{t.name}_{f}_"), payload, draw)
         out.append((f"{label} against {f}", name))
     return out
 

@@ -18,10 +18,11 @@ from scipy import stats as st
 from zoo import claims as C
 from zoo import stats as S
 from zoo.reports.runs import Runs
-from zoo.reports.tables import _comparison, claim_rows
+from zoo.spec import MAX_SEEDS  # a spec may ask no more: advice beyond it could not be run
+from zoo.reports.verdicts import _comparison, claim_rows
+from zoo.runner.text import text_table
 
 POWER = 0.8
-MAX_SEEDS = 100
 # A stated prior where no pilot has run: per-seed sd of a row difference and the sentence se, in the
 # units of the ablation reference (2000 steps, 1014 dev sentences): BLEU sd 1.5, PPL sd 2.5.
 PRIOR = {"bleu": (1.5, 0.3), "ppl": (2.5, 0.1)}
@@ -71,7 +72,7 @@ def plan(runs: Runs, claims: list[C.Claim] | None = None) -> Plan:
     hours = {}
     for row in rows:
         t = runs.pick(3, row)
-        secs = [x["metrics"].total_seconds or x["metrics"].train_seconds for x in runs.seeds(t)]
+        secs = [x.result.total_seconds or x.result.train_seconds for x in runs.seeds(t)]
         hours[row] = sum(secs) / len(secs) / 3600 if secs else 0.0
     resamplers: dict[int, S.Resampler] = {}
     resampler = lambda n: resamplers.setdefault(n, S.Resampler(n, 2000, S.BOOTSTRAP_SEED))
@@ -106,15 +107,15 @@ def print_plan(p: Plan, stream=None) -> None:
     stream, rows = stream or sys.stdout, p.needs
     print(f"Seeds per row for {POWER:.0%} power to find the paper's effect (as a share of the row's figure) "
           f"at Holm's strictest level, alpha {C.ALPHA:g}/{len(C.CLAIMS)}:", file=stream)
-    print(f"{'claim':24} {'effect':>7} {'seed sd':>8} {'sent se':>8} {'source':>30} {'have':>5} {'need':>6}", file=stream)
+    table = [("claim", "effect", "seed sd", "sent se", "source", "have", "need", "")]
     per_row: dict[str, int] = {}
     for r in rows:
-        need = "-" if r.seeds is None else str(r.seeds)
-        print(f"{r.claim.id:24} {r.effect:7.2f} {r.seed_sd:8.2f} {r.sentence_se:8.2f} {r.source:>30} {r.have:5} {need:>6}"
-              + (f"  ({r.note})" if r.note else ""), file=stream)
+        table.append((r.claim.id, f"{r.effect:.2f}", f"{r.seed_sd:.2f}", f"{r.sentence_se:.2f}", r.source, r.have,
+                      "-" if r.seeds is None else r.seeds, f"({r.note})" if r.note else ""))
         if r.seeds and not r.note:
             for row in r.claim.rows:
                 per_row[row] = max(per_row.get(row, 0), r.seeds)
+    print(text_table(table, right=(1, 2, 3, 4, 5, 6), last_free=True), file=stream)
     extra = {row: max(n - p.have.get(row, 0), 0) for row, n in per_row.items()}
     trials = sum(extra.values())
     known = [h for h in p.hours.values() if h]

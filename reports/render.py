@@ -15,8 +15,10 @@ import jinja2
 import markupsafe
 import pandas as pd
 
-from zoo.reports.tables import Table, state
+from zoo.reports.cells import Table, state
 from zoo.paths import atomic_write_text
+from zoo.result import Trial
+from zoo.runner.text import duration
 
 TEMPLATES = Path(__file__).parent / "templates"
 PAGES = {"table2": "Table 2", "table3": "Table 3", "table4": "Table 4"}
@@ -52,17 +54,13 @@ def _pct(v: float) -> str:
     return f"{100 * v:.2g}%" if v < 0.1 else f"{100 * v:.0f}%"
 
 
-def _duration(s: float) -> str:
-    return f"{s / 60:.1f} min" if s < 5400 else f"{s / 3600:.1f} h"
-
-
 FLOPS = ("FLOPs", "estimate", "peak FLOP/s")
 FORMATS = {  # by column label; paper values print as published, ours to fixed decimals
     "PPL": "{:.2f}", "BLEU": "{:.2f}", "BLEU sd": "{:.2f}", "Δ": "{:+.2f}", "seeds": "{:d}", "BLEU (test)": "{:.2f}", "BLEU, final weights": "{:.2f}", "F1": "{:.2f}",
     "BLEU, paper's metric": "{:.2f}", "BLEU (test), paper's metric": "{:.2f}", "Δ, paper's BLEU": "{:+.2f}",
     "flat tree F1": "{:.2f}", "right-branching F1": "{:.2f}", "params (M)": "{:.3g}",
     "Δ params": "{:+.1f}%", "steps": "{:,}", "rho": "{:.2f}", "p": lambda v: "<1e-4" if v < 1e-4 else f"{v:.2g}",
-    "utilization": _pct, "implied utilization": _pct, "wall time": _duration,
+    "utilization": _pct, "implied utilization": _pct, "wall time": duration,
 }
 
 
@@ -129,20 +127,23 @@ def grid(frame: pd.DataFrame) -> dict:
 
 # -- pages ----------------------------------------------------------------------------------------
 
-def trial_view(label: str, t: dict, files: dict) -> dict:
+def trial_view(label: str, t: Trial, files: dict) -> dict:
     """One run's card: its key facts and its figures."""
-    m, x = t.get("metrics"), (t.get("metrics") and t["metrics"].primary)
-    facts = [("spec", t["spec"]), ("variant", t["variant"]), ("profile", t["profile"]),
-             ("state", t["status"]), ("hardware", t.get("hardware") or (m and m.hardware.device) or ""),
-             ("steps", f"{m.steps_done if m else t.get('step') or 0} of {t.get('steps') or '?'}"),
-             ("target tokens seen", f"{t['tokens_seen']:,}" if t.get("tokens_seen") else ""),
-             ("train time", _duration(t["train_seconds"]) if t.get("train_seconds") else ""),
+    m = t.result
+    x = m and m.primary
+    p = t.provenance
+    facts = [("spec", t.spec), ("trial", t.trial), ("profile", t.profile),
+             ("state", t.status.value), ("hardware", t.hardware or (m and m.hardware.device) or ""),
+             ("steps", f"{m.steps_done if m else t.step or 0} of {t.steps or '?'}"),
+             ("target tokens seen", f"{t.tokens_seen:,}" if t.tokens_seen else ""),
+             ("train time", duration(t.train_seconds) if t.train_seconds else ""),
+             ("provenance", "; ".join(f"{k} {v}" for k, v in p.compared().items()) if p else ""),
              ("BLEU signature", (x and x.bleu_signature) or ""),
              ("tokenized BLEU", f"{x.bleu_tokenized:.2f} ({x.bleu_tokenized_label or 'not sacreBLEU'})"
               if x and x.bleu_tokenized is not None else ""),
-             ("error", t.get("error") or "")]
+             ("error", t.error or "")]
     return {"label": label, "facts": [(k, v) for k, v in facts if v], "curves": files.get("curves"),
-            "attention": files.get("attention"), "sentence": t["attention"].sentence if t.get("attention") else None,
+            "attention": files.get("attention"), "sentence": t.attention.sentence if t.attention else None,
             "state": state(t).key}
 
 

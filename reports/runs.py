@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zoo.result import Point, Trial
 from zoo.runner.store import Store, open_store
 from zoo.spec import Config, resolve, specs_dir
 
@@ -33,37 +34,33 @@ CSV_SCORES = ("bleu", "bleu_tokenized", "f1", "f1_len40", "eval_sentences")  # p
 class Runs:
     path: Path
     store: Store | None = None
-    trials: list[dict] = field(default_factory=list)
+    trials: list[Trial] = field(default_factory=list)
     profile: str | None = None
     note: str = ""          # why the store is empty, when it is
 
-    def pick(self, table: int, row: str, group: str | None = None) -> dict | None:
+    def pick(self, table: int, row: str, group: str | None = None) -> Trial | None:
         """The trial shown for one paper row: most recent finished, else most recently updated."""
-        mine = [t for t in self.trials if t.get("paper_table") == table
-                and (t.get("paper_row") or t["variant"]) == row
-                and (group is None or t.get("paper_group") == group)]
-        done = [t for t in mine if t["status"] == "finished"]
+        mine = [t for t in self.trials if t.paper_table == table and (t.paper_row or t.variant) == row
+                and (group is None or t.paper_group == group)]
+        done = [t for t in mine if t.finished]
         if done:
-            return max(done, key=lambda t: t.get("finished_at") or t.get("updated_at") or 0)
-        return max(mine, key=lambda t: t.get("updated_at") or 0, default=None)
+            return max(done, key=lambda t: t.finished_at or t.updated_at or 0)
+        return max(mine, key=lambda t: t.updated_at or 0, default=None)
 
-    def seeds(self, t: dict | None) -> list[dict]:
+    def seeds(self, t: Trial | None) -> list[Trial]:
         """The finished trials that differ from `t` only in their seed (a seeds axis), `t` included."""
-        if not t or t["status"] != "finished":
+        if not t or not t.finished:
             return []
 
-        def unseeded(x):
-            c = json.loads(json.dumps(x.get("config") or {}))
-            c.get("train", {}).pop("seed", None)
-            c.pop("trial", None)
-            return c
-        key = (t["spec"], t["profile"], unseeded(t))
+        def unseeded(x: Trial) -> str:
+            c = x.config.model_dump(mode="json", exclude={"trial": True, "train": {"seed"}}) if x.config else {}
+            return json.dumps(c, sort_keys=True)
+        key = (t.spec, t.profile, unseeded(t))
         by_seed: dict = {}  # one per seed: the most recent (a run before the seeds axis may repeat seed 1)
         for x in self.trials:
-            if x["status"] == "finished" and (x["spec"], x["profile"], unseeded(x)) == key:
-                seed = (x["config"].get("train") or {}).get("seed")
-                if seed not in by_seed or (x.get("finished_at") or 0) > (by_seed[seed].get("finished_at") or 0):
-                    by_seed[seed] = x
+            if x.finished and (x.spec, x.profile, unseeded(x)) == key:
+                if x.seed not in by_seed or (x.finished_at or 0) > (by_seed[x.seed].finished_at or 0):
+                    by_seed[x.seed] = x
         return list(by_seed.values())
 
     def csv(self) -> str:
@@ -71,21 +68,21 @@ class Runs:
         keeps its results tables): what ran, how far, and each scored split's headline figures."""
         import pandas as pd
         rows = []
-        for t in sorted(self.trials, key=lambda t: (Path(t["spec"]).stem, t["variant"], t["profile"])):
-            m = t.get("metrics")  # a zoo.result.RunResult once finished
-            row = {"spec": Path(t["spec"]).stem, "variant": t["variant"], "profile": t["profile"],
-                   "seed": ((t.get("config") or {}).get("train") or {}).get("seed"),
-                   "status": t["status"], "steps_done": m.steps_done if m else t.get("step"), "steps": t.get("steps"),
-                   "dev_ppl": m and m.dev_ppl, "tokens_seen": t.get("tokens_seen"),
-                   "train_seconds": t.get("train_seconds"), "config_hash": t.get("config_hash")}
+        for t in sorted(self.trials, key=lambda t: (Path(t.spec).stem, t.trial, t.profile)):
+            m = t.result
+            # "variant" holds the trial's name, as this file's column always has (two reports diff)
+            row = {"spec": Path(t.spec).stem, "variant": t.trial, "profile": t.profile, "seed": t.seed,
+                   "status": t.status.value, "steps_done": m.steps_done if m else t.step, "steps": t.steps,
+                   "dev_ppl": m and m.dev_ppl, "tokens_seen": t.tokens_seen,
+                   "train_seconds": t.train_seconds, "config_hash": t.config_hash}
             for split, scores in sorted((m.splits if m else {}).items()):
                 d = scores.model_dump(include=set(CSV_SCORES))
                 row |= {f"{split}_{k}": d[k] for k in CSV_SCORES if d[k] is not None}
             rows.append(row)
         return pd.DataFrame(rows).convert_dtypes().round(3).to_csv(index=False, lineterminator="\n")
 
-    def points(self, t: dict) -> list[dict]:
-        return self.store.points(t["spec"], t["variant"], t["profile"]) if self.store else []
+    def points(self, t: Trial) -> list[Point]:
+        return self.store.points(*t.key) if self.store else []
 
 
 def load(path: str | Path, profile: str | None = None) -> Runs:
@@ -101,12 +98,9 @@ def load(path: str | Path, profile: str | None = None) -> Runs:
     return Runs(path, store, trials, profile, note)
 
 
-def config_of(trial: dict | None) -> Config | None:
-    """The resolved config a trial ran with (None when absent or not a valid config)."""
-    try:
-        return Config.model_validate(trial["config"]) if trial and trial.get("config") else None
-    except ValueError:
-        return None
+def config_of(trial: Trial | None) -> Config | None:
+    """The resolved config a trial ran with (None when there is no trial)."""
+    return trial.config if trial else None
 
 
 def paper_configs(stems: tuple[str, ...]) -> dict[tuple, Config]:

@@ -9,25 +9,25 @@ import json
 from pathlib import Path
 
 from zoo.errors import UserError
-from zoo.reports.runs import Runs, config_of
-from zoo.reports.tables import Section, State, Table, _frame, _metrics, _profile_notes, over_seeds, state
+from zoo.reports.runs import Runs
+from zoo.result import Trial
+from zoo.reports.cells import Section, State, SweepPoint, Table, _frame, _metrics, _profile_notes, over_seeds, state
 
 
 def sweep_table(runs: Runs, spec: str) -> Table:
     stem = Path(spec).stem
-    mine = [t for t in runs.trials if Path(t["spec"]).stem == stem]
+    mine = [t for t in runs.trials if Path(t.spec).stem == stem]
     if not mine:
         raise UserError(f"--sweep {spec}: no trials of that spec in {runs.path} (run `zoo run {spec}` first)")
-    points: dict[tuple, list[dict]] = {}  # (profile, variant, swept values) -> its trials, one per seed
+    points: dict[tuple, list[Trial]] = {}  # (profile, variant, swept values) -> its trials, one per seed
     for t in mine:
-        cfg = config_of(t)
-        swept = {k: v for k, v in (cfg.overrides if cfg else {}).items() if k != "train.seed"}
-        key = (t["profile"], cfg.variant if cfg else t["variant"], json.dumps(swept, sort_keys=True))
+        swept = {k: v for k, v in (t.config.overrides if t.config else {}).items() if k != "train.seed"}
+        key = (t.profile, t.variant, json.dumps(swept, sort_keys=True))
         points.setdefault(key, []).append(t)
     fields = sorted({k for _, _, s in points for k in json.loads(s)})
     metric = "f1" if any((m := _metrics(t)) and m.primary and m.primary.f1 is not None for t in mine) else "bleu"
     label = {"bleu": "BLEU", "f1": "F1"}[metric]
-    rows, index, states, shown = [], [], [], []
+    rows, index, states, shown, figure = [], [], [], [], []
     for (profile, variant, swept), trials in sorted(points.items()):
         values = json.loads(swept)
         mean, sd, n = over_seeds(trials, metric)
@@ -37,9 +37,11 @@ def sweep_table(runs: Runs, spec: str) -> Table:
         summary = State("done") if done == len(trials) else \
             State(st[0].key, f"{done} of {len(trials)} seeds done; {', '.join(sorted({s for s in st if s.key != 'done'}))}")
         rows.append([values.get(f) for f in fields] + [mean, sd, ppl, n or None, summary, profile])
-        index.append(trials[0]["variant"].rsplit("-seed", 1)[0] if len(trials) > 1 else trials[0]["variant"])
+        figure.append(SweepPoint(values, mean, sd))
+        # a grid point's name is its trial's without the seed (the variant is the spec's, for every point)
+        index.append(trials[0].trial.rsplit("-seed", 1)[0] if len(trials) > 1 else trials[0].trial)
         states.append(summary)
-        shown += [(t["variant"], t) for t in trials]
+        shown += [(t.trial, t) for t in trials]
     cols = [("swept", f) for f in fields] + [("measured", label), ("measured", f"{label} sd"),
                                              ("measured", "PPL"), ("measured", "seeds"), ("run", "state"),
                                              ("run", "profile")]
@@ -51,4 +53,4 @@ def sweep_table(runs: Runs, spec: str) -> Table:
     for s in states:
         counts[s.key] = counts.get(s.key, 0) + 1
     return Table(f"sweep-{stem}", f"Sweep: {stem}", f"{len(mine)} trials of {spec}: {len(points)} points "
-                 f"x their seeds.", [Section("", frame, data=[(fields, label)])], notes, shown, counts)
+                 f"x their seeds.", [Section("", frame)], notes, shown, counts, sweep=(fields, label, figure))

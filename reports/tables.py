@@ -1,202 +1,18 @@
 """Tables 2, 3 and 4 as pandas frames: the paper's figures (zoo.paper) beside the measured ones (the
-results store), with the analytic costs (zoo.costs).
-
-Frames hold raw values (None where there is nothing), object dtype so integers stay integers;
-render.py formats them. Columns are (section, label) pairs; a two-level index is (group, row).
+results store), with the analytic costs (zoo.costs). What their rows share is in cells.py; Table 3's
+claims and rank agreement in verdicts.py.
 """
 from __future__ import annotations
 
-import math
-import re
-import warnings
-from dataclasses import dataclass, field
-
-import pandas as pd
-from scipy.stats import spearmanr
-
-from zoo.reports import peaks
-from zoo.reports.runs import (TABLE2_SPECS, TABLE3_SPECS, TABLE4_SPECS, Runs, config_of, paper_configs)
 from zoo import costs, paper
-from zoo.errors import UserError
-from zoo.result import RunResult, SplitScore
-from zoo.spec import Config, profile_description
-
-
-@dataclass
-class Section:
-    heading: str
-    frame: pd.DataFrame
-    notes: list[str] = field(default_factory=list)
-    data: list = field(default_factory=list)  # typed rows behind the frame, for figures
-
-
-@dataclass
-class Table:
-    name: str                       # file stem: table2, table3, table4
-    title: str
-    intro: str
-    sections: list[Section]
-    notes: list[str]
-    trials: list[tuple[str, dict]]  # (row label, trial) shown on the page, for curves and attention
-    counts: dict                    # state -> number of paper rows in it, for the index
-
-
-# -- shared cell helpers --------------------------------------------------------------------------
-
-class State(str):
-    """A row's state as shown ("done", "failed: ...") that also carries its one-word key (for CSS
-    classes and counts), so nothing parses the display text back."""
-    key: str
-
-    def __new__(cls, key: str, text: str | None = None):
-        self = super().__new__(cls, text or key)
-        self.key = key
-        return self
-
-
-CITED = State("cited", "cited, not re-run")
-
-
-def state(t: dict | None) -> State:
-    if t is None:
-        return State("not-run", "not run")
-    s = t["status"]
-    if s == "running":
-        return State("running", f"running: step {t.get('step') or 0} of {t.get('steps') or '?'}")
-    if s == "failed":
-        reason = (t.get("error") or "no reason recorded").strip().splitlines()
-        reason = reason[-1] if reason else "no reason recorded"  # a traceback's last line is the error
-        return State("failed", "failed: " + (reason if len(reason) <= 120 else reason[:117] + "..."))
-    if s == "finished":
-        if truncated(t):  # a wall-clock cap cut it short: shown, but kept out of every comparison
-            done, planned = t["metrics"].steps_done, t["steps"]
-            limit = ((t.get("config") or {}).get("train") or {}).get("time_limit_minutes")
-            return State("truncated", f"truncated: step {done} of {planned}" + (f", {limit:g}-minute limit" if limit else ""))
-        return State("done")
-    if s == "stopped":  # ended early by a sweep's scheduler (ASHA): its figures are not final
-        return State("stopped", f"stopped early at step {t.get('step') or 0} of {t.get('steps') or '?'}")
-    return State(s)  # pending
-
-
-def truncated(t: dict | None) -> bool:
-    """A finished run that stopped before its planned steps (a time limit): not comparable to its group."""
-    if not t or t["status"] != "finished":
-        return False
-    done, planned = t["metrics"] and t["metrics"].steps_done, t.get("steps")
-    return bool(done and planned and done < planned)
-
-
-def _metrics(t: dict | None) -> RunResult | None:
-    """A finished trial's result; None for the others (a running trial's figures are not final)."""
-    return t.get("metrics") if t and t["status"] == "finished" else None
-
-
-def _vocab(t: dict | None, cfg: Config) -> int:
-    m = _metrics(t)
-    return (m and m.vocab_size_actual) or cfg.data.vocab_size
-
-
-def over_seeds(trials: list[dict], key: str) -> tuple[float | None, float | None, int]:
-    """Mean, sample standard deviation (None for one seed) and count of a finished figure over seeds."""
-    vals = [v for x in trials if x.get("metrics") and (v := x["metrics"].figure(key)) is not None]
-    if not vals:
-        return None, None, 0
-    mean = sum(vals) / len(vals)
-    sd = (sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) ** 0.5 if len(vals) > 1 else None
-    return mean, sd, len(vals)
-
-
-def flops_done(t: dict | None, cfg: Config | None) -> float | None:
-    """Analytic training FLOPs of the steps actually done (per step x steps done, so far if running)."""
-    if t is None or cfg is None:
-        return None
-    steps = t["metrics"].steps_done if t["status"] == "finished" and t.get("metrics") else t.get("step")
-    if not steps:
-        return None
-    return costs.train_flops_per_step(cfg, vocab_size=_vocab(t, cfg)) * steps
-
-
-def data_split(t: dict | None, cfg: Config | None) -> str | None:
-    """'dataset / eval split' the trial used (from its metrics once finished, else its config)."""
-    if t is None or cfg is None:
-        return None
-    m = _metrics(t)
-    return f"{(m and m.dataset) or cfg.data.dataset} / {(m and m.eval_split) or cfg.eval.split}"
-
-
-def _frame(rows: list[list], index: list, columns: list[tuple], names=("group", "row")) -> pd.DataFrame:
-    idx = pd.MultiIndex.from_tuples(index, names=names) if index and isinstance(index[0], tuple) \
-        else pd.Index(index, name=names[-1])
-    return pd.DataFrame(rows, index=idx, columns=pd.MultiIndex.from_tuples(columns), dtype=object)
-
-
-def _count(labels: list[State]) -> dict:
-    out: dict = {}
-    for s in labels:
-        out[s.key] = out.get(s.key, 0) + 1
-    return out
-
-
-def _profile_notes(trials: list[dict]) -> list[str]:
-    """Say what each profile in use means, and its schedule (warmup, peak learning rate)."""
-    notes = []
-    for prof in sorted({t["profile"] for t in trials if t}):
-        cfg = next((c for t in trials if t and t["profile"] == prof and (c := config_of(t))), None)
-        if cfg is not None and cfg.profile_description:  # what the profile said when the run started
-            text = f"{prof}: {cfg.profile_description}"
-        else:  # a run from before descriptions were kept: today's profile file, if it is still there
-            try:
-                text = profile_description(prof)
-            except (UserError, OSError):
-                text = f"{prof}: (profile description not found)"
-        if cfg is not None:
-            s = cfg.train.schedule
-            lr = s.lr_scale * cfg.model.d_model ** -0.5 * s.warmup_steps ** -0.5
-            text += (f" Schedule: linear warmup over {s.warmup_steps} steps, then inverse square root decay; "
-                     f"lr_scale {s.lr_scale:g}, peak learning rate {lr:.2g} at d_model {cfg.model.d_model}.")
-        if prof != "paper":
-            text += (f" Numbers from the {prof} profile are not comparable in absolute terms to the paper's "
-                     "(another model scale, data set or training budget, as described): compare the rank "
-                     "order of rows, not the values.")
-        notes.append("Profile " + text)
-    return notes
-
-
-def _decoding_note(shown: list[tuple[str, dict]]) -> str:
-    """How the finished rows decoded (the paper: beam 4, alpha 0.6, input + 50); profiles may differ."""
-    ways: dict[str, list[str]] = {}
-    for label, t in shown:
-        if (cfg := config_of(t)) and t["status"] == "finished":
-            e = cfg.eval
-            way = (f"beam {e.beam_size}, alpha {e.length_penalty:g}, max length input + {e.max_len_offset}"
-                   + (f", first {e.max_sentences} sentences" if e.max_sentences else ""))
-            ways.setdefault(way, []).append(label)
-    if len(ways) <= 1:
-        return f"Decoding: {next(iter(ways))}." if ways else ""
-    return "Decoding: " + "; ".join(f"{w} ({', '.join(rows)})" for w, rows in ways.items()) + "."
-
-
-COUNTING = (f"Counting rules. Parameters: numel of the compiled model, each tensor once (the shared "
-            f"embedding / pre-softmax matrix counts once), with the vocabulary the run actually built. "
-            f"FLOPs: analytic, 2 per multiply-add of every matrix product, training = 3 x forward, "
-            f"attention counted dense, sentences of {costs.SEQ_LEN} word-pieces, batch_tokens source and "
-            f"target tokens per step, times the number of steps (done, unless a column says planned).")
-
-
-def paper_metric(seeds: list[dict], m: RunResult | None):
-    """The paper's own BLEU (zoo.metrics.paper_bleu), mean over seeds; 'n/a (older store)' for a
-    finished run from before it was kept."""
-    if m is None or m.primary is None or m.primary.bleu is None:
-        return None
-    mean, _, n = over_seeds(seeds, "bleu_paper")
-    return mean if n else OLDER
-
-
-OLDER = "n/a (older store)"
-PAPER_METRIC_NOTE = ("BLEU, paper's metric: tokenized BLEU with the compound splitting of tensor2tensor's "
-                     "get_ende_bleu.sh (Moses tokenizer, ##AT##-##AT## compounds, multi-bleu), the metric of the "
-                     "paper's figures; it reads higher than sacreBLEU (the paper's 25.8 / 28.4 are in it). "
-                     "n/a (older store): a run from before it was kept (the store keeps no hypotheses to score again).")
+from zoo.reports import peaks
+from zoo.reports.cells import (CITED, COUNTING, OLDER, PAPER_METRIC_NOTE, ScatterRow, Section, State, Table, _count,
+                               _decoding_note, _frame, _metrics, _profile_notes, _vocab, data_split, flops_done,
+                               over_seeds, paper_metric, provenance_flags, state, truncated)
+from zoo.reports.runs import TABLE2_SPECS, TABLE3_SPECS, TABLE4_SPECS, Runs, config_of, paper_configs
+from zoo.reports.verdicts import _kendall_notes, claims_section, spearman_frame
+from zoo.result import SplitScore, Trial
+from zoo.spec import Config
 
 
 # -- Table 3 --------------------------------------------------------------------------------------
@@ -207,15 +23,19 @@ T3_COLUMNS = [("spec", c) for c in ("N", "d_model", "d_ff", "h", "d_k", "d_v", "
     ("measured", "seeds"),
     ("measured", "params (M)"),
     ("cost", "train FLOPs"),
-    ("run", "state"), ("run", "profile"), ("run", "data / split")]
+    ("run", "provenance differs"), ("run", "state"), ("run", "profile"), ("run", "data / split")]
 
 
 def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None = None) -> Table:
     specs = {row: c for (_, row), c in paper_configs(TABLE3_SPECS).items()}
     rows, index, shown, states, measured = [], [], [], [], []
     per_seed = {"bleu": [], "dev_ppl": []}  # (paper figure, our figure per seed) per row, for Kendall tau
+    deltas = []  # (Δ params in %, row) where the paper prints a count
+    scatter = []  # the same rows, typed, for the figures
+    picked = []  # each row's trial (None: not run), for the provenance column
     for row, group, ppl, bleu, params_m in paper.TABLE3:
         t = runs.pick(3, row)
+        picked.append(t)
         cfg = config_of(t) or specs.get(row)
         m = _metrics(t)
         seeds = runs.seeds(t)  # with a seeds axis: mean and spread over the seeds that finished
@@ -232,10 +52,19 @@ def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None 
                 {"sinusoidal": "sinusoid"}.get(cfg.model.positional_encoding, cfg.model.positional_encoding)] \
             if cfg else [None] * 10
         st = state(t)
+        d_params = 100 * (spec_params - params_m) / params_m if spec_params and params_m else None
+        if d_params is not None:
+            deltas.append((d_params, row))
+        flops = flops_done(t, cfg)
         rows.append(spec + [
-            ppl, bleu, params_m, 100 * (spec_params - params_m) / params_m if spec_params and params_m else None,
+            ppl, bleu, params_m, d_params,
             our_ppl, our_bleu, bleu_sd, our_paper_bleu, n_seeds or None, ours_params,
-            flops_done(t, cfg), st, t and t["profile"], data_split(t, cfg)])
+            flops, st, t and t.profile, data_split(t, cfg)])
+        scatter.append(ScatterRow(
+            row, group, printed=params_m is not None,
+            paper_params=params_m * 1e6 if params_m else ps and costs.params_analytic(ps.model, 37000),
+            paper_flops=ps and costs.train_flops_total(ps), paper_bleu=bleu,
+            params=ours_params and ours_params * 1e6, flops=flops, bleu=our_bleu))
         index.append((paper.TABLE3_GROUPS[group], row))
         states.append(st)
         if t:
@@ -243,9 +72,12 @@ def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None 
         if (our_bleu is not None or our_ppl is not None) and not truncated(t):
             measured.append((group, bleu, our_bleu, ppl, our_ppl))
             for key, ref, out in (("bleu", bleu, per_seed["bleu"]), ("dev_ppl", ppl, per_seed["dev_ppl"])):
-                vals = [v for x in seeds if (v := x["metrics"].figure(key)) is not None]
+                vals = [v for x in seeds if (v := x.result.figure(key)) is not None]
                 if vals:
                     out.append((ref, vals))
+    flags, differ_note = provenance_flags(picked)
+    for r, flag in zip(rows, flags):
+        r.insert(len(r) - 3, flag)  # before the run's state, profile and data
     frame = _frame(rows, index, T3_COLUMNS)
     sigs = sorted({s for _, t in shown if (m := _metrics(t)) and m.primary and (s := m.primary.bleu_signature)})
     notes = [
@@ -258,14 +90,18 @@ def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None 
         + ("sacreBLEU signature: " + "; ".join(sigs) if sigs else "No BLEU measured yet."),
         "Measured params: the compiled count of the model as run (a scaled profile's own size). Δ params: "
         "our compile of the paper spec at paper scale with its vocabulary (37000) against the paper's printed "
-        "count; about -3% on every row, since a shared vocabulary of about 41K (not 37K) fits the printed "
-        "counts, and the paper's big (213M) is inconsistent with its own C5 (168M) under any vocabulary.",
+        "count" + (f"; from {min(deltas)[0]:+.1f}% ({min(deltas)[1]}) to {max(deltas)[0]:+.1f}% ({max(deltas)[1]}), "
+                   if deltas else "; ") +
+        "mostly near -3%: a shared vocabulary of about 41K (not 37K) fits most printed counts, and the "
+        "paper's big (213M) is inconsistent with its own C5 (168M) under any vocabulary.",
         PAPER_METRIC_NOTE,
         COUNTING,
         *_profile_notes([t for _, t in shown]),
     ]
     if runs.note:
         notes.insert(0, runs.note + ".")
+    if differ_note:
+        notes.insert(0, differ_note)
     claims = claims_section(runs, resamples, bootstrap_seed)
     rank = Section("Rank agreement (Spearman) between measured and paper", spearman_frame(measured), [
         "Spearman's rho between our values and the paper's, across the rows that ran to their planned "
@@ -275,167 +111,8 @@ def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None 
         *_kendall_notes(per_seed)])
     return Table("table3", "Table 3: variations on the Transformer architecture",
                  "Each row of the paper's ablation table: the paper's figures beside ours, what it cost, "
-                 "and where the run stands.", [Section("", frame), claims, rank], notes, shown, _count(states))
-
-
-CLAIM_COLUMNS = [("verdict", "verdict"), ("claim", "the paper says"), ("claim", "rows"),
-                 ("paper", "Δ"), ("measured", "Δ"), ("measured", "95% interval"), ("measured", "MC error"),
-                 ("measured", "p (Holm)"),
-                 ("measured", "Δ, paper's BLEU"), ("measured", "seeds")]
-
-
-def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None = None) -> Section:
-    """Each of the paper's Table 3 claims (zoo.claims) with our difference, its interval and a verdict."""
-    from zoo import claims as C, stats as S
-    resamples = resamples or S.RESAMPLES
-    bootstrap_seed = S.BOOTSTRAP_SEED if bootstrap_seed is None else bootstrap_seed
-    rows = claim_rows(runs)
-    resamplers: dict[int, S.Resampler] = {}
-
-    def resampler(n: int) -> S.Resampler:  # one per number of sentences (0: seeds only), shared by all claims
-        if n not in resamplers:
-            resamplers[n] = S.Resampler(n, resamples, bootstrap_seed + n)
-        return resamplers[n]
-
-    verdicts = C.judge([_comparison(runs, rows, c, resampler) for c in C.CLAIMS])
-    frame_rows, index, mc = [], [], 0.0
-    for v in verdicts:
-        c, e = v.claim, v.estimate
-        mc = max(mc, e.mc_error if e else 0.0)
-        why = f"{v.verdict}: {v.reason}" if v.reason else v.verdict
-        unit = "BLEU" if c.metric == "bleu" else "PPL"
-        frame_rows.append([
-            why, f"{c.group}: {c.text} ({unit})", f"{c.better} {'≈' if c.tie else '>'} {c.worse}",
-            round(c.paper_delta, 2), e and e.delta, e and f"[{e.lo:+.2f}, {e.hi:+.2f}]", e and f"±{e.mc_error:.3f}",
-            None if v.p_holm is None else f"{v.p_holm:.3g}", _paper_metric_delta(rows, c) if e else None,
-            e and "{} / {}".format(*e.seeds)])
-        index.append(c.id)
-    frame = _frame(frame_rows, index, CLAIM_COLUMNS, names=("claim",))
-    tally = C.Tally.of(verdicts)
-    tested = [v for v in verdicts if v.p_holm is not None]
-    resampled = sorted({v.comparison.sentences for v in verdicts if v.estimate})
-    margins = sorted({f"{100 * v.claim.margin:g}%" for v in verdicts if v.claim.tie})
-    notes = [
-        "Tally: " + tally.text(),
-        f"Statistics: {resamples:,} resamples of a hierarchical bootstrap (Multi-Bootstrap, Sellam et al. "
-        f"2022; bootstrap seed {bootstrap_seed}, `zoo report --bootstrap-seed N`): each resample draws the "
-        "seeds with replacement and the dev sentences with replacement, and recomputes both rows' corpus "
-        "BLEU or perplexity on the drawn sentences. Rows run on the same seeds are compared seed by seed "
-        "(seed s gives every row the same data order), and both rows always on the same sentences. "
-        "Resampled here: " + ("; ".join(resampled) or "nothing yet") + ". The resamples give the standard "
-        "error of the difference; the 95% interval is Δ ± t × se, the seed part of the variance unbiased "
-        "and the seeds' degrees of freedom (S - 1 for rows compared seed by seed: the seeds are the "
-        "independent units) (a percentile bootstrap of 3 seeds covers a "
-        "null effect only about 80% of the time). MC error: the Monte Carlo error of each interval end from "
-        f"the finite resamples (at most {mc:.3f} here).",
-        f"Multiple comparisons: Holm's correction across the {len(tested)} claims tested in this report "
-        "(one family), so the chance that any verdict here is a false finding is at most 5%; Holm rather "
-        "than Benjamini-Hochberg because each verdict is read on its own. p (Holm) is that adjusted "
-        "p-value; the interval is per claim, unadjusted.",
-        "Verdicts. A claim that one row is better: held (Holm p < 0.05, Δ on the paper's side), flipped "
-        "(Holm p < 0.05, the other side), within noise (no finding either way). A tie (the paper: nearly "
-        "identical): equivalent (two one-sided tests show |Δ| is within the margin, "
-        + (", ".join(margins) or "none") + " of the second row's figure: closer than the smallest difference "
-        "the paper calls real, 0.4 BLEU of 25.8 and 0.1 PPL of 4.91), different (|Δ| beyond the margin), "
-        "inconclusive (neither). Untestable at this budget: a precondition written with the claim, from "
-        "the paper, before any run (over-fitting for the dropout claim, the paper's 3x steps for big) "
-        "is not met by these runs; the measured Δ is still shown, and such a claim is not in the Holm family.",
-        "Each claim compares two rows on one metric, written from the paper's text (section 6.2, 5.4) and "
-        "its Table 3, never from our results. Δ: how much better the first row is (BLEU higher, PPL "
-        "lower), the mean over seeds. Rows stopped early by a time limit (truncated) are excluded."]
-    return Section("Claims", frame, notes, verdicts)
-
-
-def _paper_metric_delta(rows: dict, c):
-    """A BLEU claim's difference in the paper's own BLEU, mean over the seeds both rows ran (shown beside
-    the verdict, which is on sacreBLEU); n/a for an older store."""
-    if c.metric != "bleu":
-        return None
-    a, b = ({r.seed: r.bleu_paper for r in rows.get(row) or []} for row in c.rows)
-    common = [s for s in a if s in b]
-    if not common or any(a[s] is None or b[s] is None for s in common):
-        return OLDER
-    return sum(a[s] - b[s] for s in common) / len(common)
-
-
-def claim_rows(runs: Runs) -> dict[str, list]:
-    """Per Table 3 row, its finished seeds as zoo.claims.RowRun (truncated rows left out)."""
-    import numpy as np
-    from zoo import claims as C
-    out = {}
-    for row, *_ in paper.TABLE3:
-        t = runs.pick(3, row)
-        if not t or t["status"] != "finished" or truncated(t):
-            continue
-        got = []
-        for x in runs.seeds(t):
-            m = x["metrics"]
-            points = runs.points(x)
-            curve = tuple(p["dev_ppl"] for p in points if p.get("dev_ppl"))
-            losses = [p["loss"] for p in points if p.get("loss") is not None]
-            tail = losses[-max(1, len(losses) // 10):]
-            stats = m.primary.bleu_stats if m.primary else None
-            got.append(C.RowRun(
-                seed=(x["config"].get("train") or {}).get("seed") or 0, steps=m.steps_done, dev_ppl=m.dev_ppl,
-                bleu_paper=m.primary.bleu_paper if m.primary else None,
-                dev_ppl_curve=curve, train_loss_tail=sum(tail) / len(tail) if tail else None,
-                bleu_stats=np.asarray(stats, float) if stats else None,
-                nll_stats=np.asarray(m.dev_nll_stats, float) if m.dev_nll_stats else None))
-        out[row] = got
-    return out
-
-
-def _comparison(runs: Runs, rows: dict, c, resampler):
-    from zoo import claims as C
-    picked = [runs.pick(3, row) for row in c.rows]
-    if not all(t and t["status"] == "finished" for t in picked):
-        return C.Comparison(c, missing="not run")
-    if any(truncated(t) for t in picked):
-        return C.Comparison(c, missing="excluded: truncated")
-    if picked[0]["profile"] != picked[1]["profile"]:
-        return C.Comparison(c, missing="rows ran under different profiles")
-    return C.compare(c, rows, resampler)
-
-
-def _kendall_notes(per_seed: dict) -> list[str]:
-    from zoo import claims as C
-    out = []
-    for key, label in (("bleu", "BLEU"), ("dev_ppl", "PPL")):
-        pairs = per_seed[key]
-        if len(pairs) >= 4:
-            tau, lo, hi = C.kendall_tau([p for p, _ in pairs], [v for _, v in pairs])
-            out.append(f"Kendall tau ({label}, {len(pairs)} rows): {tau:+.2f}, 95% interval [{lo:+.2f}, {hi:+.2f}] "
-                       "(bootstrap over rows and seeds); an interval covering 0 is no evidence of agreement.")
-    return out
-
-
-def spearman_frame(measured: list[tuple]) -> pd.DataFrame:
-    """measured: (group, paper BLEU, our BLEU, paper PPL, our PPL) per row that ran."""
-    def rho(pairs):
-        pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
-        if len(pairs) < 3:
-            return None, None
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # constant input: rho is undefined (nan), said in the cell
-            r = spearmanr([a for a, _ in pairs], [b for _, b in pairs])
-        return float(r.statistic), float(r.pvalue)
-
-    groups = [(title, [x for x in measured if x[0] == g]) for g, title in paper.TABLE3_GROUPS.items()]
-    rows, index = [], []
-    for title, xs in groups + [("overall", measured)]:
-        rb, pb = rho([(x[1], x[2]) for x in xs])
-        rp, pp = rho([(x[3], x[4]) for x in xs])
-        n = len(xs)
-        if n < 3:
-            note = f"n = {n}: too few rows ran (needs 3)"
-        elif any(v is not None and math.isnan(v) for v in (rb, rp)):
-            note = "undefined where one side is constant"
-        else:
-            note = ""
-        rows.append([n, rb, pb, rp, pp, note])
-        index.append(title)
-    cols = [("", "rows ran"), ("BLEU", "rho"), ("BLEU", "p"), ("PPL", "rho"), ("PPL", "p"), ("", "note")]
-    return _frame(rows, index, cols, names=("group",))
+                 "and where the run stands.", [Section("", frame), claims, rank], notes, shown, _count(states),
+                 scatter=scatter, verdicts=claims.data)
 
 
 # -- Table 2 --------------------------------------------------------------------------------------
@@ -453,20 +130,22 @@ def table2(runs: Runs) -> Table:
     paper_bleu = {(ours, "EN-DE"): de for _, de, _, _, _, ours in paper.TABLE2 if ours} | \
                  {(ours, "EN-FR"): fr for _, _, fr, _, _, ours in paper.TABLE2 if ours}
     rows, index, shown, states, peak_notes = [], [], [], [], set()
+    picked = []  # each row's trial (None: not run), for the provenance column
     for group in ("EN-DE", "EN-FR"):
         for row in ("base", "big"):
             t = runs.pick(2, row, group)
+            picked.append(t)
             cfg = config_of(t) or specs.get((group, row))
             m = _metrics(t)
             test = (m and m.split("test")) or SplitScore(eval_split="test")
             spent = flops_done(t, cfg)
-            pk = peaks.peak(t.get("placement"), m.hardware) if m else None
+            pk = peaks.peak(t.placement, m.hardware, m.provenance) if m else None
             secs = m and m.train_seconds
             util = spent / (secs * pk[0]) if spent and secs and pk else None
             if pk:
                 peak_notes.add(pk[1])
             elif m:
-                peak_notes.add(f"{group} {row}: no peak known for '{t.get('hardware') or m.hardware.device}' "
+                peak_notes.add(f"{group} {row}: no peak known for '{t.hardware or m.hardware.device}' "
                                "(the store does not name the device model or its threads), so no utilization")
             st = state(t)
             rows.append([
@@ -476,7 +155,7 @@ def table2(runs: Runs) -> Table:
                 paper.paper_cost_flops(row),
                 costs.train_flops_total(cfg, vocab_size=_vocab(t, cfg)) if cfg else None,
                 spent, secs, pk[0] if pk else None, util,
-                st, t.get("hardware") if t else None, t and t["profile"], data_split(t, cfg)])
+                st, t.hardware if t else None, t and t.profile, data_split(t, cfg)])
             index.append((group, row))
             states.append(st)
             if t:
@@ -486,7 +165,11 @@ def table2(runs: Runs) -> Table:
             ("measured", "BLEU, final weights"),
             ("cost", "paper hardware-time estimate"), ("cost", "analytic FLOPs as specified"),
             ("cost", "FLOPs spent"), ("cost", "wall time"), ("cost", "device peak FLOP/s"),
-            ("cost", "utilization"), ("run", "state"), ("run", "hardware"), ("run", "profile"), ("run", "data / split")]
+            ("cost", "utilization"), ("run", "provenance differs"), ("run", "state"), ("run", "hardware"),
+            ("run", "profile"), ("run", "data / split")]
+    flags, differ_note = provenance_flags(picked)
+    for r, flag in zip(rows, flags):
+        r.insert(len(r) - 4, flag)  # before the run's state, hardware, profile and data
     ours = _frame(rows, index, cols, names=("pair", "row"))
 
     # The paper's own cost: its hardware-time estimate against the analytic FLOPs of its spec.
@@ -519,6 +202,8 @@ def table2(runs: Runs) -> Table:
     ]
     if runs.note:
         notes.insert(0, runs.note + ".")
+    if differ_note:
+        notes.insert(0, differ_note)
     sections = [
         Section("Our base and big rows", ours),
         Section("The paper's rows as published", published),
@@ -549,7 +234,7 @@ def _needs_data(cfg: Config | None) -> str | None:
     return zdata.corpus(cfg.data.dataset).manual or f"run `zoo data fetch {cfg.data.dataset}`"
 
 
-def parsing_data(t: dict | None, cfg: Config | None) -> str | None:
+def parsing_data(t: Trial | None, cfg: Config | None) -> str | None:
     """What a Table 4 figure was measured on, in words: the NLTK sample is not section 23."""
     if cfg is None:
         return None
@@ -577,7 +262,7 @@ def table4(runs: Runs) -> Table:
         x = (m and m.primary) or SplitScore(eval_split="")
         flat, right = x.f1_flat, x.f1_right_branching
         malformed = None if x.malformed is None else f"{x.malformed} of {x.eval_sentences}"
-        rows.append([f1, x.f1, flat, right, malformed, st, t and t["profile"], parsing_data(t, cfg)])
+        rows.append([f1, x.f1, flat, right, malformed, st, t and t.profile, parsing_data(t, cfg)])
         index.append((training, parser))
         if t:
             shown.append((ours, t))

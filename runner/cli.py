@@ -5,6 +5,8 @@ import json
 from pathlib import Path
 
 from zoo.errors import UserError
+from zoo.result import TrialStatus
+from zoo.runner.text import text_table
 
 
 def cmd_run(args) -> int:
@@ -124,44 +126,39 @@ def cmd_status(args) -> int:
     if not path.exists():
         raise UserError(f"no results store at {path}: run `zoo run SPEC` first, or point --runs at the "
                         "zoo.db inside the --storage folder a run used")
-    rows = [{k: v for k, v in r.items() if k != "attention"} | {"seed": ((r.get("config") or {}).get("train") or {}).get("seed")}
-            for r in open_store(path).trials()]
+    trials = open_store(path).trials()
     if args.spec:
-        rows = [r for r in rows if Path(r["spec"]).stem == Path(args.spec).stem]
+        trials = [t for t in trials if Path(t.spec).stem == Path(args.spec).stem]
     gone, leftovers = _dead_driver(path.parent)
-    gone = gone if any(r["status"] == "running" for r in rows) else None
-    for r in rows:
-        if gone and r["status"] == "running":
-            r["note"] = f"driver pid {gone} is gone"  # killed: the next `zoo run` resumes it
-    if args.json:
-        for r in rows:  # per-sentence BLEU statistics are for the report's bootstrap, not for reading
-            if r.get("placement"):
-                r["placement"] = r["placement"].model_dump()
-            if r.get("metrics"):
-                r["metrics"] = r["metrics"].model_dump(mode="json", exclude={"splits": {"__all__": {"bleu_stats"}}})
+    gone = gone if any(t.status is TrialStatus.running for t in trials) else None
+    # killed: the next `zoo run` resumes its running trials
+    note = {t.key: f"driver pid {gone} is gone" for t in trials if gone and t.status is TrialStatus.running}
+    if args.json:  # per-sentence BLEU statistics are for the report's bootstrap, not for reading
+        rows = [t.model_dump(mode="json", exclude={"attention": True, "result": {"splits": {"__all__": {"bleu_stats"}}}})
+                | {"seed": t.seed, "metrics": None, "note": note.get(t.key)} for t in trials]
+        for row, t in zip(rows, trials):
+            row["metrics"] = row.pop("result")  # the name `zoo status --json` has always used
         print(json.dumps(rows, indent=2, default=str))
         return 0
-    if not rows:
+    if not trials:
         print(f"no trials in {path}")
         return 0
-    cols = ("spec", "variant", "profile", "status", "progress", "dev_ppl", "score", "hardware / error")
+    cols = ("spec", "trial", "profile", "status", "progress", "dev_ppl", "score", "hardware / error")
     table = [cols]
-    for r in rows:
-        m = r.get("metrics")  # a zoo.result.RunResult once finished
+    for t in trials:
+        m = t.result
         sc = m.primary.score if m and m.primary else None
         score = f"{sc[0]} {sc[1]:.2f}" if sc else "-"
-        ppl = (m and m.dev_ppl) or (r.get("best") or {}).get("dev_ppl")
-        state = f"{r['status']} ({r['note']})" if r.get("note") else r["status"]
-        table.append((Path(r["spec"]).stem, r["variant"], r["profile"], state,
-                      f"{r.get('step') or 0}/{r.get('steps') or '?'}", f"{ppl:.2f}" if ppl else "-", score,
-                      r["error"] if r["status"] == "failed" else (r.get("hardware") or "")))
-    widths = [max(len(str(row[i])) for row in table[:]) for i in range(len(cols) - 1)]
-    for row in table:
-        print("  ".join(str(x).ljust(w) for x, w in zip(row, widths)) + "  " + str(row[-1]))
-    print(f"\n{len(rows)} trials in {path}")
-    for r in rows:
-        if r.get("warning"):  # worked around, e.g. an unloadable checkpoint set aside
-            print(f"{Path(r['spec']).stem} {r['variant']}: {r['warning']}")
+        ppl = (m and m.dev_ppl) or t.best.dev_ppl
+        state = f"{t.status.value} ({note[t.key]})" if t.key in note else t.status.value
+        table.append((Path(t.spec).stem, t.trial, t.profile, state, f"{t.step or 0}/{t.steps or '?'}",
+                      f"{ppl:.2f}" if ppl else "-", score,
+                      (t.error or "") if t.status is TrialStatus.failed else (t.hardware or "")))
+    print(text_table(table, last_free=True))
+    print(f"\n{len(trials)} trials in {path}")
+    for t in trials:
+        if t.warning:  # worked around, e.g. an unloadable checkpoint set aside
+            print(f"{Path(t.spec).stem} {t.trial}: {t.warning}")
     if gone:
         print(f"the `zoo run` that last used {path.parent} (pid {gone}) was killed: its running trials are not "
               f"running; the same `zoo run` command resumes them from their last checkpoints")

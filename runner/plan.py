@@ -16,6 +16,7 @@ import time
 from pydantic import BaseModel
 
 from zoo import costs
+from zoo.runner.text import duration, text_table
 from zoo.spec import Config
 
 MEASURE_TOKENS = 512  # target tokens per measured step: seconds even for the paper's big model on a CPU
@@ -91,12 +92,6 @@ def _size(n: float, unit: str = "B") -> str:
     return f"{n:.0f} {unit}"
 
 
-def _dur(s: float | None) -> str:
-    if s is None:
-        return "-"
-    return f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.1f} min" if s >= 60 else f"{s:.0f} s"
-
-
 def print_plan(rows: list[PlannedTrial], as_json: bool, stream=None) -> None:
     stream = stream or sys.stdout  # looked up at the call: a default bound at import outlives a redirect
     if as_json:
@@ -105,15 +100,13 @@ def print_plan(rows: list[PlannedTrial], as_json: bool, stream=None) -> None:
     head = ("trial", "seed", "overrides", "params", "train FLOPs", "peak memory", "checkpoints", "est. training")
     table = [head] + [(r.trial, str(r.seed), ", ".join(f"{k}={v}" for k, v in r.overrides.items()) or "-",
                        _size(r.params, ""), _size(r.train_flops_total, "FLOP"), _size(r.peak_memory_bytes),
-                       _size(r.checkpoint_bytes), _dur(r.est_seconds)) for r in rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(head))]
-    for row in table:
-        print("  ".join(x.ljust(w) for x, w in zip(row, widths)).rstrip(), file=stream)
+                       _size(r.checkpoint_bytes), duration(r.est_seconds)) for r in rows]
+    print(text_table(table), file=stream)
     total = sum(r.est_seconds or 0 for r in rows)
     slots = max(1, int((os.cpu_count() or 1) // max(r.cpus for r in rows))) if rows else 1
     measured = rows and all(r.est_seconds is not None for r in rows)
-    when = (f"est. {_dur(total)} one after another"
-            + (f", about {_dur(total / slots)} with {slots} at once on this machine" if slots > 1 and total else "")
+    when = (f"est. {duration(total)} one after another"
+            + (f", about {duration(total / slots)} with {slots} at once on this machine" if slots > 1 and total else "")
             if measured else "training time not estimated (nothing was measured: leave out --no-measure)")
     print(f"\n{len(rows)} trials, {_size(sum(r.train_flops_total for r in rows), 'FLOP')} of training, "
           f"{_size(sum(r.checkpoint_bytes for r in rows))} of checkpoints; {when}", file=stream)

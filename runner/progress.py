@@ -8,14 +8,16 @@ to whatever `Live` the current `zoo run` installed.
 """
 from __future__ import annotations
 
-import math
 import re
 import sys
 import time
+from dataclasses import dataclass
 
 from ray import tune
 
-from zoo.result import LogPoint, Placement, RunResult
+from zoo.result import (BadCheckpoint, Best, Done, LogPoint, NoOptimizerState, Placement, Point, Resumed, RunResult,
+                        Started, event)
+from zoo.runner.text import duration, text_table
 
 LIVE: "Live | None" = None
 
@@ -30,7 +32,7 @@ class Forward(tune.Callback):
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
         if _ours(trial):
-            LIVE.result(trial, result.get("zoo") or {})
+            LIVE.result(trial, _zoo(result))
 
     def on_trial_complete(self, iteration, trials, trial, **info):
         if _ours(trial):
@@ -49,13 +51,26 @@ class Forward(tune.Callback):
             LIVE.tick()
 
 
+@dataclass
+class Row:
+    """One trial's line of the live table."""
+    trial: str
+    state: str = "pending"
+    step: int | None = None
+    steps: int | None = None
+    loss: float | None = None
+    dev_ppl: float | None = None
+    tokens_per_s: float | None = None
+    elapsed_s: float | None = None
+
+
 class Live:
     def __init__(self, store, spec: str, profile: str, run_dirs: dict[str, str], experiment: str,
                  on_tick=None, stream=sys.stdout):
         self.store, self.spec, self.profile, self.experiment = store, spec, profile, experiment
         self.run_dirs = run_dirs
-        self.rows = {v: {"variant": v, "state": "pending"} for v in run_dirs}
-        self.best = {v: (store.get(spec, v, profile) or {}).get("best") or {} for v in run_dirs}  # kept on resume
+        self.rows = {v: Row(v) for v in run_dirs}
+        self.best = {v: t.best if (t := store.get(spec, v, profile)) else Best() for v in run_dirs}  # kept on resume
         self.on_tick, self.stream, self.tty = on_tick, stream, stream.isatty()
         self.drawn, self.last_draw, self.last_tick = 0, 0.0, 0.0
         self.scheduled = False  # a scheduler (ASHA) may end trials early: `completed` records them as stopped
@@ -63,57 +78,54 @@ class Live:
     # -- Tune events --------------------------------------------------------------------------
     def started(self, trial) -> None:
         v = _variant(trial)
-        self.rows[v].update(state="running")
+        self.rows[v].state = "running"
         self._save(v, status="running", started_at=time.time(), error=None, finished_at=None,
                    experiment=self.experiment)
         self._say(f"{v}: started")
 
     def result(self, trial, m: dict) -> None:
-        """One event from the trial (see runner.trial): each is parsed into its zoo.result model."""
-        v, row = _variant(trial), self.rows[_variant(trial)]
-        event = m.get("event")
-        if event == "start":
-            p = Placement.model_validate(m["placement"])
-            self._save(v, placement=p.model_dump(), hardware=_hardware(p))
+        """One event from the trial (see runner.trial), parsed into its zoo.result model."""
+        v, row, e = _variant(trial), self.rows[_variant(trial)], event(m)
+        if isinstance(e, Started):
+            p = e.placement
+            self._save(v, placement=p, hardware=_hardware(p))
             self._say(f"{v}: on {p.hostname} (node {p.node_id[:8]}, pid {p.pid})"
                       + (f", GPU {','.join(p.gpu_ids)}" if p.gpu_ids else ""))
-        elif event == "resumed":
-            self._save(v, resumed_from=m["step"])
-            self._say(f"{v}: resumed from its checkpoint at step {m['step']}")
-        elif event == "bad_checkpoint":
-            note = f"checkpoint {m['path']} cannot be loaded ({m['error']}); set aside as {m['moved_to']}"
+        elif isinstance(e, Resumed):
+            self._save(v, resumed_from=e.step)
+            self._say(f"{v}: resumed from its checkpoint at step {e.step}")
+        elif isinstance(e, BadCheckpoint):
+            note = f"checkpoint {e.path} cannot be loaded ({e.error}); set aside as {e.moved_to}"
             self._save(v, warning=note)
             self._say(f"{v}: {note}; resuming from the one before it")
-        elif event == "no_optimizer_state":
-            note = (f"resumed from {m['path']} (step {m['step']}), an older checkpoint that keeps weights only: "
+        elif isinstance(e, NoOptimizerState):
+            note = (f"resumed from {e.path} (step {e.step}), an older checkpoint that keeps weights only: "
                     "Adam's moments start afresh")
-            old = (self.store.get(self.spec, v, self.profile) or {}).get("warning")
+            old = (t := self.store.get(self.spec, v, self.profile)) and t.warning
             self._save(v, warning=f"{old}; {note}" if old else note)
             self._say(f"{v}: {note}")
-        elif event == "done":
-            self._done(v, RunResult.model_validate(m))
-        elif "step" in m:
-            pt = LogPoint.model_validate(m)
-            row.update({k: x for k in ("step", "steps", "loss", "dev_ppl", "tokens_per_s", "elapsed_s")
-                        if (x := getattr(pt, k)) is not None})
-            best = self.best.setdefault(v, {})
+        elif isinstance(e, Done) and e.result is not None:
+            self._done(v, e.result)
+        elif isinstance(e, LogPoint):
+            for k in ("step", "steps", "loss", "dev_ppl", "tokens_per_s", "elapsed_s"):
+                if (x := getattr(e, k)) is not None:
+                    setattr(row, k, x)
+            best = self.best.setdefault(v, Best())
             for k in ("loss", "dev_ppl"):
-                if (x := getattr(pt, k)) is not None and x < best.get(k, math.inf):
-                    best[k], best[f"{k}_step"] = x, pt.step
-            self.store.add_points(self.spec, v, self.profile, [pt.model_dump(exclude_none=True)])
-            self._save(v, step=pt.step, steps=pt.steps, tokens_seen=pt.tokens_seen, train_seconds=pt.elapsed_s, best=best)
-            if pt.dev_ppl is not None:
-                self._say(f"{v}: step {pt.step}/{pt.steps}  dev ppl {pt.dev_ppl:.2f}")
+                best.update(k, getattr(e, k), e.step)
+            self.store.add_points(self.spec, v, self.profile, [Point.model_validate(e.model_dump())])
+            self._save(v, step=e.step, steps=e.steps, tokens_seen=e.tokens_seen, train_seconds=e.elapsed_s, best=best)
+            if e.dev_ppl is not None:
+                self._say(f"{v}: step {e.step}/{e.steps}  dev ppl {e.dev_ppl:.2f}")
         self.tick()
 
     def _done(self, v: str, r: RunResult) -> None:
-        self.rows[v].update(state="finished", step=r.steps_done, dev_ppl=r.dev_ppl)
-        best = self.best.get(v) or {}
-        if r.dev_ppl is not None and r.dev_ppl < best.get("dev_ppl", math.inf):
-            best |= {"dev_ppl": r.dev_ppl, "dev_ppl_step": r.steps_done}
+        row = self.rows[v]
+        row.state, row.step, row.dev_ppl = "finished", r.steps_done, r.dev_ppl
+        best = self.best.setdefault(v, Best())
+        best.update("dev_ppl", r.dev_ppl, r.steps_done)
         ckpt = f"{self.run_dirs[v]}/checkpoints/step_{r.steps_done:08d}.pt"  # zoo.train saves the last step
-        self._save(v, status="finished", metrics=r.stored(),
-                   attention=r.attention.model_dump() if r.attention else None, best=best or None,
+        self._save(v, status="finished", metrics=r.stored(), attention=r.attention, best=best,
                    step=r.steps_done, tokens_seen=r.tokens_seen, train_seconds=r.train_seconds,
                    checkpoint=ckpt, finished_at=time.time(), error=None)
         score = f"{r.primary.score[0]} {r.primary.score[1]:.2f}" if r.primary and r.primary.score else ""
@@ -122,24 +134,25 @@ class Live:
     def reconcile(self, result) -> None:
         """A trial that a restored experiment had already seen finish (the driver died before the
         store heard of it): record it from the final result Tune kept."""
-        v, m = result.config["trial"]["variant"], (result.metrics or {}).get("zoo") or {}
-        if v in self.rows and self.rows[v]["state"] != "finished" and not result.error and m.get("event") == "done":
-            self._done(v, RunResult.model_validate(m))
+        v, e = trial_name(result), event(_zoo(result.metrics))
+        if v in self.rows and self.rows[v].state != "finished" and not result.error \
+                and isinstance(e, Done) and e.result is not None:
+            self._done(v, e.result)
 
     def completed(self, trial) -> None:
         """Tune ended the trial without an error. No "done" event came: a scheduler stopped it early."""
         v = _variant(trial)
-        if not self.scheduled or self.rows[v]["state"] in ("finished", "failed"):
+        if not self.scheduled or self.rows[v].state in ("finished", "failed"):
             return  # without a scheduler nothing stops a trial early (an interrupted one stays resumable)
-        step = self.rows[v].get("step") or 0
-        self.rows[v].update(state="stopped")
+        step = self.rows[v].step or 0
+        self.rows[v].state = "stopped"
         self._save(v, status="stopped", finished_at=time.time(), error=None)
         self._say(f"{v}: stopped early at step {step} (the scheduler: it trailed the others)")
 
     def failed(self, trial) -> None:
         v = _variant(trial)
         err = short_error(_error_text(trial))
-        self.rows[v].update(state="failed")
+        self.rows[v].state = "failed"
         self._save(v, status="failed", error=err, finished_at=time.time())
         self._say(f"{v}: FAILED  {err}")
 
@@ -157,16 +170,14 @@ class Live:
             self.draw()
 
     def table(self) -> str:
-        head = f"{'variant':<10} {'state':<9} {'step':>11} {'loss':>7} {'dev PPL':>8} {'tok/s':>7} {'ETA':>7}"
-        lines = [head]
+        rows = [("trial", "state", "step", "loss", "dev PPL", "tok/s", "ETA")]
         for r in self.rows.values():
-            step = f"{r['step']}/{r['steps']}" if r.get("steps") else str(r.get("step", "-"))
+            step = f"{r.step}/{r.steps}" if r.steps else str("-" if r.step is None else r.step)
             eta = "-"
-            if r["state"] == "running" and r.get("step") and r.get("elapsed_s"):
-                eta = _dur(r["elapsed_s"] / r["step"] * (r["steps"] - r["step"]))
-            lines.append(f"{r['variant']:<10} {r['state']:<9} {step:>11} {_f(r.get('loss'), 3):>7} "
-                         f"{_f(r.get('dev_ppl'), 2):>8} {_f(r.get('tokens_per_s'), 0):>7} {eta:>7}")
-        return "\n".join(lines)
+            if r.state == "running" and r.step and r.elapsed_s and r.steps:
+                eta = duration(r.elapsed_s / r.step * (r.steps - r.step))
+            rows.append((r.trial, r.state, step, _f(r.loss, 3), _f(r.dev_ppl, 2), _f(r.tokens_per_s, 0), eta))
+        return text_table(rows, right=(2, 3, 4, 5, 6))
 
     def draw(self) -> None:
         text = self.table()
@@ -190,11 +201,17 @@ def _ours(trial) -> bool:
 
 
 def trial_name(trial) -> str:
+    """The trial's name, from the runner.trial.Setup that runner.sweep gave Tune (which keeps it as a
+    plain dict: read by key, not parsed whole, on every event)."""
     return trial.config["trial"]["variant"]
 
 
-def _variant(trial) -> str:
-    return trial.config["trial"]["variant"]
+_variant = trial_name
+
+
+def _zoo(metrics: dict | None) -> dict:
+    """What the trial reported, under the one key runner.trial uses (Tune's metrics are a plain dict)."""
+    return (metrics or {}).get("zoo") or {}
 
 
 def _hardware(p: Placement) -> str:
@@ -227,5 +244,3 @@ def _f(x, digits: int) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
-def _dur(s: float) -> str:
-    return f"{s:.0f}s" if s < 90 else f"{s / 60:.0f}m" if s < 5400 else f"{s / 3600:.1f}h"

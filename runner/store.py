@@ -1,6 +1,7 @@
 """The results store: one SQLite database (WAL) with one row per trial, the single source reports read.
 
-A trial is keyed by (spec, variant, profile). `config_hash` is the hash of the fully resolved config:
+A trial is keyed by (spec, trial, profile): the trial's name (`A1-seed2`), with the variant it
+runs (`A1`) in a column of its own. Reads return zoo.result.Trial and Point records. `config_hash` is the hash of the fully resolved config:
 a finished row with the same hash means "already done, skip". Training curves go to `points`
 (one row per logged step). Plain sqlite3, no ORM, no Ray: reports import this module too.
 """
@@ -15,13 +16,15 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from zoo.result import Attention, Placement, RunResult
+from zoo.result import Point, Trial, TrialStatus
+from zoo.spec import Config
 
-STATES = ("pending", "running", "finished", "failed", "stopped")  # stopped: early, by a scheduler
+STATES = tuple(s.value for s in TrialStatus)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS trials (
     spec TEXT NOT NULL,            -- spec path as given (also its stem for display)
+    trial TEXT NOT NULL,           -- the trial's name: the variant, plus -seedN on a seeds axis
     variant TEXT NOT NULL,         -- the paper's row name, e.g. A1
     profile TEXT NOT NULL,         -- smoke | cpu | gpu | paper | a profile file
     config_hash TEXT NOT NULL,     -- hash of the fully resolved config
@@ -38,15 +41,16 @@ CREATE TABLE IF NOT EXISTS trials (
     error TEXT,                    -- the failure, when status = failed
     experiment TEXT,               -- the Ray Tune experiment folder
     created_at REAL, started_at REAL, finished_at REAL, updated_at REAL,
-    PRIMARY KEY (spec, variant, profile)
+    placement TEXT, resumed_from INTEGER, warning TEXT,
+    PRIMARY KEY (spec, trial, profile)
 );
 CREATE TABLE IF NOT EXISTS points (
-    spec TEXT NOT NULL, variant TEXT NOT NULL, profile TEXT NOT NULL,
+    spec TEXT NOT NULL, trial TEXT NOT NULL, profile TEXT NOT NULL,
     step INTEGER NOT NULL, loss REAL, lr REAL, tokens_per_s REAL, dev_ppl REAL, elapsed_s REAL,
-    PRIMARY KEY (spec, variant, profile, step)
+    PRIMARY KEY (spec, trial, profile, step)
 );
 """
-# Columns added after the first schema: created on old databases too (add only, never rename).
+# Columns added after the first schema: created on old databases too (before the schema 2 rebuild).
 ADDED = {
     "placement": "TEXT",         # JSON: where it ran: node_id, node_ip, hostname, pid, gpu_ids, threads, workers
     "resumed_from": "INTEGER",   # the checkpoint step the latest attempt resumed from (NULL: fresh start)
@@ -58,7 +62,7 @@ JSON_COLS = ("config", "metrics", "best", "attention", "placement")
 # with the schema version, both set on creation. zoo opens a file only after reading them, so another
 # tool's database (an argument order swapped, a wrong --runs) is refused byte-for-byte untouched.
 APPLICATION_ID = 0x7A6F6F31  # "zoo1"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the trial's name in its own column, `variant` the variant (1: the name in `variant`)
 META = "CREATE TABLE IF NOT EXISTS zoo_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 # Stores written before the application_id (the committed reference stores among them) are known by
 # their tables: zoo's trials columns and a points table.
@@ -75,8 +79,8 @@ def default_path(storage: str | Path | None = None) -> Path:
 
 
 class Store:
-    """The store, opened for writing (creating the schema) or, with readonly, strictly for reading:
-    a read command never writes, not even a schema into an empty file."""
+    """The store, opened for writing (creating the schema, migrating an older one) or, with readonly,
+    strictly for reading: a read command never writes, not even a schema into an empty file."""
 
     def __init__(self, path: str | Path, readonly: bool = False):
         self.path, self.readonly = Path(path), readonly
@@ -90,12 +94,15 @@ class Store:
             c.execute("PRAGMA journal_mode=WAL")  # readers (zoo status, reports) never block writers
             if kind != "zoo":  # a new store, or one written before stores said they were zoo's
                 c.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            c.executescript(SCHEMA + META + ";")
-            c.execute("INSERT OR IGNORE INTO zoo_meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             have = {r["name"] for r in c.execute("PRAGMA table_info(trials)")}
-            for col, kind in ADDED.items():
-                if col not in have:
-                    c.execute(f"ALTER TABLE trials ADD COLUMN {col} {kind}")
+            if have:
+                for col, typ in ADDED.items():
+                    if col not in have:
+                        c.execute(f"ALTER TABLE trials ADD COLUMN {col} {typ}")
+                if "trial" not in have:
+                    _migrate_trial_column(c)
+            c.executescript(SCHEMA + META + ";")
+            c.execute("INSERT OR REPLACE INTO zoo_meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
 
     @contextmanager
     def _conn(self):
@@ -116,91 +123,130 @@ class Store:
     def merge(self, other: "Store") -> tuple[int, int]:
         """Copy another store's trials and their curves into this one (runs on several machines, or
         two `zoo run`s with their own --storage, reported together). Where both hold a trial, the one
-        updated last wins, with its curve. Returns (trials copied, trials kept as they were)."""
-        mine = {(t["spec"], t["variant"], t["profile"]): t.get("updated_at") or 0 for t in self.trials()}
+        updated last wins, with its curve. Returns (trials copied, trials kept as they were).
+        The other store may be older (schema 1): its rows are read as this schema's."""
+        mine = {t.key: t.updated_at or 0 for t in self.trials()}
         copied = kept = 0
+        with self._conn() as c:
+            columns = {r["name"] for r in c.execute("PRAGMA table_info(trials)")}
         with other._conn() as src:
-            rows = src.execute("SELECT * FROM trials").fetchall()
-            for r in rows:
-                key = (r["spec"], r["variant"], r["profile"])
-                if key in mine and mine[key] >= (r["updated_at"] or 0):
+            pkey = _points_key(src)
+            for r in src.execute("SELECT * FROM trials").fetchall():
+                t = _decode(r)  # the row as this schema's, typed: a schema 1 source is read as it is
+                if t.key in mine and mine[t.key] >= (t.updated_at or 0):
                     kept += 1
                     continue
-                pts = src.execute("SELECT * FROM points WHERE spec=? AND variant=? AND profile=?", key).fetchall()
+                key = t.key
+                pts = src.execute(f"SELECT * FROM points WHERE spec=? AND {pkey}=? AND profile=?", key).fetchall()
+                row = {k: v for k, v in _current(dict(r)).items() if k in columns}  # copied as stored
                 with self._conn() as c:  # one transaction per trial: its row and its curve together
-                    c.execute("DELETE FROM trials WHERE spec=? AND variant=? AND profile=?", key)
-                    c.execute("DELETE FROM points WHERE spec=? AND variant=? AND profile=?", key)
-                    cols = [k for k in r.keys()]
-                    c.execute(f"INSERT INTO trials ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                              tuple(r))
+                    c.execute("DELETE FROM trials WHERE spec=? AND trial=? AND profile=?", key)
+                    c.execute("DELETE FROM points WHERE spec=? AND trial=? AND profile=?", key)
+                    _insert(c, "trials", row)
                     for pt in pts:
-                        pc = list(pt.keys())
-                        c.execute(f"INSERT INTO points ({', '.join(pc)}) VALUES ({', '.join('?' * len(pc))})",
-                                  tuple(pt))
+                        _insert(c, "points", {("trial" if k == pkey else k): pt[k] for k in pt.keys()})
                 copied += 1
         return copied, kept
 
-    def upsert(self, spec: str, variant: str, profile: str, **fields) -> None:
-        """Insert or update one trial's row; JSON columns take Python objects or zoo.result models."""
+    def upsert(self, spec: str, trial: str, profile: str, *, status: TrialStatus | str | None = None,
+               config: Config | dict | None = None, variant: str | None = None, **fields) -> None:
+        """Insert or update one trial's row; JSON columns take Python objects or zoo.result models.
+        The variant is `variant=` when given, else the config's, else (a new row) the trial's name."""
+        if config:
+            config = config if isinstance(config, Config) else Config.model_validate(config)
+            fields["config"], variant = config, variant or config.variant
+        elif config is not None:
+            fields["config"] = config  # {}: not known yet
+        if variant:
+            fields["variant"] = variant
+        if status is not None:
+            fields["status"] = TrialStatus(status).value  # ValueError for anything else
         fields = {k: (json.dumps(v.model_dump(mode="json") if isinstance(v, BaseModel) else v, default=str)
                       if k in JSON_COLS and v is not None else v)
                   for k, v in fields.items()}
-        if "status" in fields and fields["status"] not in STATES:
-            raise ValueError(f"status must be one of {STATES}")
         now = time.time()
         fields["updated_at"] = now
         with self._conn() as c:
-            exists = c.execute("SELECT 1 FROM trials WHERE spec=? AND variant=? AND profile=?",
-                               (spec, variant, profile)).fetchone()
+            exists = c.execute("SELECT 1 FROM trials WHERE spec=? AND trial=? AND profile=?",
+                               (spec, trial, profile)).fetchone()
             if exists:
                 sets = ", ".join(f"{k}=?" for k in fields)
-                c.execute(f"UPDATE trials SET {sets} WHERE spec=? AND variant=? AND profile=?",
-                          (*fields.values(), spec, variant, profile))
+                c.execute(f"UPDATE trials SET {sets} WHERE spec=? AND trial=? AND profile=?",
+                          (*fields.values(), spec, trial, profile))
             else:
-                fields = {"spec": spec, "variant": variant, "profile": profile, "created_at": now,
-                          "status": "pending", "config_hash": "", "config": "{}", **fields}
-                c.execute(f"INSERT INTO trials ({', '.join(fields)}) VALUES ({', '.join('?' * len(fields))})",
-                          tuple(fields.values()))
+                _insert(c, "trials", {"spec": spec, "trial": trial, "variant": trial, "profile": profile,
+                                      "created_at": now, "status": "pending", "config_hash": "",
+                                      "config": "{}", **fields})
 
-    def add_points(self, spec: str, variant: str, profile: str, rows: list[dict]) -> None:
-        cols = ("step", "loss", "lr", "tokens_per_s", "dev_ppl", "elapsed_s")
+    def add_points(self, spec: str, trial: str, profile: str, points: list[Point | dict]) -> None:
+        cols = [c for c in Point.model_fields if c != "step"]
         with self._conn() as c:
-            for r in rows:
-                if "step" not in r:
-                    continue
-                old = c.execute("SELECT * FROM points WHERE spec=? AND variant=? AND profile=? AND step=?",
-                                (spec, variant, profile, r["step"])).fetchone()
-                merged = {k: (r.get(k) if r.get(k) is not None else (old[k] if old else None)) for k in cols}
-                c.execute(f"INSERT OR REPLACE INTO points (spec, variant, profile, {', '.join(cols)}) "
-                          f"VALUES (?, ?, ?, {', '.join('?' * len(cols))})",
-                          (spec, variant, profile, *merged.values()))
+            for pt in map(Point.model_validate, points):
+                old = c.execute("SELECT * FROM points WHERE spec=? AND trial=? AND profile=? AND step=?",
+                                (spec, trial, profile, pt.step)).fetchone()
+                merged = {k: (getattr(pt, k) if getattr(pt, k) is not None else (old[k] if old else None))
+                          for k in cols}  # old[k]: a sqlite row, read by column name
+                _insert(c, "points", {"spec": spec, "trial": trial, "profile": profile, "step": pt.step, **merged},
+                        replace=True)
 
-    def clear_points(self, spec: str, variant: str, profile: str) -> None:
+    def clear_points(self, spec: str, trial: str, profile: str) -> None:
         with self._conn() as c:
-            c.execute("DELETE FROM points WHERE spec=? AND variant=? AND profile=?", (spec, variant, profile))
+            c.execute("DELETE FROM points WHERE spec=? AND trial=? AND profile=?", (spec, trial, profile))
 
     # -- reads ----------------------------------------------------------------------------------
-    def trials(self, **where) -> list[dict]:
+    def trials(self, spec: str | None = None, profile: str | None = None) -> list[Trial]:
         if self.empty:
             return []
-        q = "SELECT * FROM trials"
-        if where:
-            q += " WHERE " + " AND ".join(f"{k}=?" for k in where)
+        where = {k: v for k, v in (("spec", spec), ("profile", profile)) if v is not None}
+        q = "SELECT * FROM trials" + (" WHERE " + " AND ".join(f"{k}=?" for k in where) if where else "")
         with self._conn() as c:
             rows = c.execute(q + " ORDER BY created_at, spec, variant", tuple(where.values())).fetchall()
         return [_decode(r) for r in rows]
 
-    def get(self, spec: str, variant: str, profile: str) -> dict | None:
-        rows = self.trials(spec=spec, variant=variant, profile=profile)
-        return rows[0] if rows else None
+    def get(self, spec: str, trial: str, profile: str) -> Trial | None:
+        return next((t for t in self.trials(spec, profile) if t.trial == trial), None)
 
-    def points(self, spec: str, variant: str, profile: str) -> list[dict]:
+    def points(self, spec: str, trial: str, profile: str) -> list[Point]:
         if self.empty:
             return []
         with self._conn() as c:
-            rows = c.execute("SELECT * FROM points WHERE spec=? AND variant=? AND profile=? ORDER BY step",
-                             (spec, variant, profile)).fetchall()
-        return [dict(r) for r in rows]
+            key = _points_key(c)
+            rows = c.execute(f"SELECT * FROM points WHERE spec=? AND {key}=? AND profile=? ORDER BY step",
+                             (spec, trial, profile)).fetchall()
+        return [Point.model_validate(dict(r)) for r in rows]
+
+
+def _insert(c, table: str, row: dict, replace: bool = False) -> None:
+    c.execute(f"INSERT {'OR REPLACE ' if replace else ''}INTO {table} ({', '.join(row)}) "
+              f"VALUES ({', '.join('?' * len(row))})", tuple(row.values()))
+
+
+def _points_key(c) -> str:
+    """The points table's trial column: `trial`, or `variant` in a schema 1 store (read as it is)."""
+    cols = {r[1] for r in c.execute("PRAGMA table_info(points)")}
+    return "trial" if "trial" in cols else "variant"
+
+
+def _current(row: dict) -> dict:
+    """A trials row in this schema: a schema 1 row kept the trial's name in `variant` and the variant
+    only inside its config."""
+    if row.get("trial") is None:  # the columns of a schema 1 row, read by name
+        name, config = row["variant"], json.loads(row["config"] or "{}")
+        row = row | {"trial": name, "variant": config.get("variant") or name}
+    return row
+
+
+def _migrate_trial_column(c) -> None:
+    """Schema 1 -> 2, in the writer's transaction: rebuild trials with the trial column in its key
+    (SQLite cannot change a primary key in place) and rename the points' key column."""
+    if not c.in_transaction:  # DDL opens none by itself: all of it or nothing
+        c.execute("BEGIN IMMEDIATE")
+    rows = [_current(dict(r)) for r in c.execute("SELECT * FROM trials")]
+    c.execute("DROP TABLE trials")
+    c.execute(SCHEMA.split(";")[0])  # the trials table
+    for row in rows:
+        _insert(c, "trials", row)
+    c.execute("ALTER TABLE points RENAME COLUMN variant TO trial")
 
 
 class NotAStore(Exception):
@@ -248,20 +294,10 @@ def identify(path: Path) -> str:
     raise NotAStore(f"it holds another program's tables ({', '.join(sorted(tables)[:5])})")
 
 
-def _decode(row: sqlite3.Row) -> dict:
-    """A trial row; its `metrics` a zoo.result.RunResult (None until the trial finished), its
-    `placement` and `attention` zoo.result models too."""
-    d = dict(row)
-    for k in JSON_COLS:
-        if d.get(k):
-            d[k] = json.loads(d[k])
-    if d.get("metrics"):  # the row names the variant and profile where an older summary did not
-        d["metrics"] = RunResult.model_validate({"variant": d["variant"], "profile": d["profile"], **d["metrics"]})
-    else:
-        d["metrics"] = None
-    d["placement"] = Placement.model_validate(d["placement"]) if d.get("placement") else None
-    d["attention"] = Attention.model_validate(d["attention"]) if d.get("attention") else None
-    return d
+def _decode(row: sqlite3.Row) -> Trial:
+    """A stored row as its record (JSON columns parsed; Trial reads `metrics` as its `result`)."""
+    return Trial.model_validate({k: json.loads(v) if k in JSON_COLS and v else v
+                                 for k, v in _current(dict(row)).items()})
 
 
 def open_store(path: str | Path, write: bool = False) -> Store:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from zoo.errors import UserError
 from zoo.paths import inside, inside_uri
+from zoo.result import Trial, TrialStatus
 from zoo.runner.store import DEFAULT_STORAGE, Store, default_path
 from zoo.spec import auto_profile
 
@@ -100,7 +101,7 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
         sw = Sweep(spec, spec_key, st, store, rerun, max_concurrent, data_dir, stream, callbacks, asha)
         return _run(sw, profile, variants, sets, seeds, address)
     except Exception as e:  # Tune wraps what its callbacks raise (the store's writes) in a TuneError
-        if not disk_full(e):
+        if not is_disk_full(e):
             raise
         why = f"no space left on device under {st.local}"
         _fail_unfinished(store, spec_key, why)
@@ -234,7 +235,8 @@ def _register(sw: Sweep, todo: list, profile: str, run_dirs: dict, exp_path: str
             _wipe(scratch, st.scratch_root, run_dirs[c.trial] if st.uri else None, st.root)
             sw.store.clear_points(sw.spec_key, c.trial, profile)
             sw.store.upsert(sw.spec_key, c.trial, profile, **dict.fromkeys(FRESH))
-        sw.store.upsert(sw.spec_key, c.trial, profile, config_hash=c.config_hash(), config=c.model_dump(mode="json"),
+        sw.store.upsert(sw.spec_key, c.trial, profile, variant=c.variant, config_hash=c.config_hash(),
+                        config=c.model_dump(mode="json"),
                         paper_table=c.paper.table, paper_group=c.paper.group, paper_row=c.paper.row,
                         status="pending", steps=c.train.steps, run_dir=run_dirs[c.trial], experiment=exp_path,
                         error=None, resumed_from=None)
@@ -256,10 +258,10 @@ def _tuner(sw: Sweep, todo: list, profile: str, name: str, exp_path: str, run_di
             print(f"cannot restore {exp_path} ({type(e).__name__}: {e}); starting it afresh", file=sw.stream)
     if not st.uri and Path(exp_path).exists():
         shutil.rmtree(inside(st.local, "tune", name))  # a finished or --rerun experiment: Tune bookkeeping only
-    trials = [{"variant": c.trial, "config": c.model_dump(mode="json"), "data_dir": sw.data_dir,
-               "out_dir": st.scratch_dir(stem, c.trial, profile),
-               "mirror": run_dirs[c.trial] if st.uri else None,
-               "train_storage": f"{st.root}/tune/{name}-train"} for c in todo]
+    # Tune's param_space takes plain values: each trial's Setup as a dict (runner.trial reads it back)
+    trials = [trial.Setup(variant=c.trial, config=c.model_dump(mode="json"), data_dir=sw.data_dir,
+                    out_dir=st.scratch_dir(stem, c.trial, profile), mirror=run_dirs[c.trial] if st.uri else None,
+                    train_storage=f"{st.root}/tune/{name}-train").model_dump(mode="json") for c in todo]
     return tune.Tuner(
         trainable, param_space={"trial": tune.grid_search(trials)},
         tune_config=tune.TuneConfig(max_concurrent_trials=sw.max_concurrent, scheduler=_scheduler(sw, todo),
@@ -282,8 +284,9 @@ def _scheduler(sw: Sweep, todo: list):
                          reduction_factor=a.reduction_factor, max_t=max(c.train.steps for c in todo))
 
 
-def disk_full(e: BaseException) -> bool:
-    """ENOSPC from the OS, or SQLite's word for it, also inside the TuneError that wraps a callback's."""
+def is_disk_full(e: BaseException) -> bool:
+    """Whether `e` says the disk is full (zoo.errors.disk_full builds the error to raise): ENOSPC
+    from the OS, or SQLite's word for it, also inside the TuneError that wraps a callback's."""
     text = str(e)
     return getattr(e, "errno", None) == errno.ENOSPC or "database or disk is full" in text \
         or "No space left on device" in text
@@ -293,9 +296,9 @@ def _fail_unfinished(store, spec_key: str, why: str) -> None:
     """The driver cannot go on: no row of this spec may stay 'running' behind it (best effort: the
     store may sit on the full disk too)."""
     try:
-        for r in store.trials(spec=spec_key):
-            if r["status"] in ("running", "pending"):
-                store.upsert(spec_key, r["variant"], r["profile"], status="failed", error=why,
+        for t in store.trials(spec=spec_key):
+            if t.status in (TrialStatus.running, TrialStatus.pending):
+                store.upsert(spec_key, t.trial, t.profile, status="failed", error=why,
                              finished_at=time.time())
     except (OSError, sqlite3.Error):
         pass
@@ -356,8 +359,8 @@ def _check_memory(c, workers: int, gpus: float, nodes: list[dict], spec: str) ->
 
 
 def _summary(live, store, spec_key, profile, st: Storage, stream) -> int:
-    rows = {r["variant"]: r for r in store.trials(spec=spec_key, profile=profile)}
-    states = {v: rows[v]["status"] for v in live.rows}
+    rows = {t.trial: t for t in store.trials(spec=spec_key, profile=profile)}
+    states = {v: rows[v].status.value for v in live.rows}
     unfinished = [v for v, s in states.items() if s in ("pending", "running")]
     for v in unfinished:  # stopped by Ctrl-C (or never started): resumable, not running
         store.upsert(spec_key, v, profile, status="pending")
@@ -368,7 +371,7 @@ def _summary(live, store, spec_key, profile, st: Storage, stream) -> int:
     print(f"\n{len(done)} finished, {len(failed)} failed, {len(unfinished)} not finished{early} "
           f"(of {len(states)} run now)", file=stream)
     for v in failed:
-        print(f"  {v} failed: {rows[v]['error']}", file=stream)
+        print(f"  {v} failed: {rows[v].error}", file=stream)
     runs = "" if st.store_path == default_path().resolve() else f" --runs {st.store_path}"
     print(f"results: {st.store_path} (trial folders under {st.root}/)\n"
           f"see them: zoo status{runs}   tables: zoo report{runs}", file=stream)
@@ -414,7 +417,7 @@ def _todo(store, spec_key, cfgs, rerun):
     for c in cfgs:
         row = store.get(spec_key, c.trial, c.profile)
         # stopped early by a scheduler is an outcome too: a rerun does not train it on
-        if not (row and row["status"] in ("finished", "stopped") and row["config_hash"] == c.config_hash()):
+        if not (row and row.status in (TrialStatus.finished, TrialStatus.stopped) and row.config_hash == c.config_hash()):
             out.append(c)
     return out
 
@@ -507,11 +510,11 @@ FRESH = ("warning", "step", "metrics", "best", "attention", "placement", "hardwa
          "train_seconds", "started_at", "finished_at")
 
 
-def _stale(row: dict | None, scratch: str, cfg) -> bool:
+def _stale(row: Trial | None, scratch: str, cfg) -> bool:
     """The trial's folder holds another config's checkpoints (the spec or --set changed): start afresh
     rather than resume them into this config."""
     from zoo.spec import Config
-    if row and row["config_hash"] not in ("", cfg.config_hash()):
+    if row and row.config_hash not in ("", cfg.config_hash()):
         return True
     f = Path(scratch) / "config.json"
     try:

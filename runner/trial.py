@@ -6,7 +6,8 @@ under the single key "zoo" (the driver's callback writes the results store from 
   {"event": "start", "placement": {...}}   where it runs (node, host, pid, GPU ids, threads)
   {"step": ..., "loss": ..., ...}          zoo.train's log points, every 10 steps and at evaluations
   {"event": "resumed", "step": N}          picked up from a checkpoint
-  {"event": "done", **result}              the final zoo.result.RunResult, as JSON
+  {"event": "done", **result}              the final zoo.result.RunResult, as JSON, with its provenance
+Each is a zoo.result event (`event()` reads them back; `wire()` writes them).
 Several workers (or several GPUs) per trial run data-parallel as a Ray Train TorchTrainer started
 from inside the trial; its rank-0 reports reach Tune through TuneReportCallback.
 """
@@ -20,29 +21,46 @@ from pathlib import Path
 import ray
 from ray import tune
 
+from pydantic import BaseModel
+
+from zoo.result import Done, Hardware, LogPoint, Provenance, Started, event, wire
+from zoo.spec import Config
+
+
+class Setup(BaseModel):
+    """What one trial is given, under Tune's config key "trial" (as a plain dict: Tune's contract)."""
+    variant: str  # the trial's name (the key Tune's grid and the driver's callbacks know it by)
+    config: Config
+    out_dir: str  # the trial's stable working folder: zoo.train's checkpoints resume it
+    data_dir: str | None = None
+    mirror: str | None = None  # a storage URI the trial's files are copied to and from
+    train_storage: str  # Ray Train's folder for a data-parallel trial
+
+
+def _setup(config: dict) -> Setup:
+    return Setup.model_validate(config["trial"])  # Tune hands the param_space back as a plain dict
+
 
 def trainable(config: dict) -> None:
-    setup = config["trial"]
-    from zoo.spec import Config
-    cfg = Config.model_validate(setup["config"])
+    setup = _setup(config)
+    cfg = setup.config
     n = data_parallel_workers(cfg)
     if n > 1:
         return _fit_data_parallel(setup, cfg, n)
     _threads(cfg.resources.cpus)
-    mirror = Mirror(setup.get("mirror"), Path(setup["out_dir"]))
+    mirror = Mirror(setup.mirror, Path(setup.out_dir))
     mirror.pull()
-    tune.report({"zoo": {"event": "start", "placement": placement() | {"workers": 1}}})
-    summary = _train(cfg, setup, lambda m: (tune.report(_for_tune(m)), mirror.push()))
-    mirror.push(final=True)
-    tune.report({"zoo": {"event": "done", **summary}})
+    tune.report({"zoo": wire(Started(placement=placement() | {"workers": 1}))})
+    _train(cfg, setup, lambda m: (tune.report(_for_tune(m)), mirror.push()), done=lambda: mirror.push(final=True))
 
 
 def _for_tune(m: dict) -> dict:
     """Everything under "zoo" for the driver; the step and dev perplexity also at the top, where a
     Tune scheduler (ASHA) looks for its time attribute and metric."""
-    if m.get("event") or m.get("step") is None or m["step"] >= (m.get("steps") or 0):
+    e = event(m)
+    if not isinstance(e, LogPoint) or e.step >= (e.steps or 0):
         return {"zoo": m}  # the last step is not a rung: a trial that got there is scored, not stopped
-    return {"zoo": m, **{k: m[k] for k in ("step", "dev_ppl") if m.get(k) is not None}}
+    return {"zoo": m, "step": e.step, **({"dev_ppl": e.dev_ppl} if e.dev_ppl is not None else {})}
 
 
 def data_parallel_workers(cfg) -> int:
@@ -53,31 +71,39 @@ def data_parallel_workers(cfg) -> int:
 def resources(config: dict):
     """The trial's reservation: one bundle for a one-process trial; for a data-parallel trial the
     TorchTrainer reserves its workers itself, so the trial's own driver function takes no CPU."""
-    from zoo.spec import Config
-    cfg = Config.model_validate(config["trial"]["config"])
+    cfg = _setup(config).config
     if data_parallel_workers(cfg) > 1:
         return tune.PlacementGroupFactory([{"memory": 2**20}])  # a token amount: CPUs go to the workers
     return tune.PlacementGroupFactory([{"CPU": cfg.resources.cpus, "GPU": cfg.resources.gpus}])
 
 
-def _train(cfg, setup: dict, report, rank: int = 0) -> dict:
-    """zoo.train with the trial's report function; its RunResult as JSON (Ray sends plain values),
-    also when train returns early."""
+def _train(cfg, setup: Setup, report, rank: int = 0, done=lambda: None) -> None:
+    """zoo.train with the trial's report function. Its "done" event is held back until `done()` has
+    run (the mirror's final push), then sent with the run's provenance; a train() that returns early
+    (a finished run found on disk) sends none, so its returned result goes instead."""
     from zoo.train import train
-    tb = TensorBoard(Path(setup["out_dir"]) if rank == 0 else None)  # one writer per trial, not per worker
+    tb = TensorBoard(Path(setup.out_dir) if rank == 0 else None)  # one writer per trial, not per worker
+    held: list[Done] = []
 
     def rep(m: dict) -> None:
-        if m.get("event") == "done":
-            return  # rank 0 only, and absent when train returns early: the caller sends it
-        tb.point(m)
+        e = event(_plain(m))
+        if isinstance(e, Done):
+            held.append(e)
+            return
+        if isinstance(e, LogPoint):
+            tb.point(e)
         report(_plain(m))
 
     try:
-        result = train(cfg, Path(setup["out_dir"]), setup.get("data_dir"), report=rep)
+        result = train(cfg, Path(setup.out_dir), setup.data_dir, report=rep)
         tb.result(result)
-        return result.model_dump(mode="json")
     finally:
         tb.close()
+    done()
+    final = held[-1] if held and held[-1].result else Done(result=result if rank == 0 else None)
+    if final.result is not None and final.result.provenance is None:
+        final.result.provenance = provenance(final.result.hardware)
+    report(wire(final))
 
 
 class TensorBoard:
@@ -88,11 +114,9 @@ class TensorBoard:
         from tensorboardX import SummaryWriter
         self.w = SummaryWriter(str(out / "tensorboard")) if out is not None else None
 
-    def point(self, m: dict) -> None:
-        from zoo.result import LogPoint
-        if self.w is None or m.get("event") or "step" not in m:
+    def point(self, pt: LogPoint) -> None:
+        if self.w is None:
             return
-        pt = LogPoint.model_validate(m)
         for k in ("loss", "lr", "tokens_per_s", "dev_ppl"):
             if (v := getattr(pt, k)) is not None:
                 self.w.add_scalar(f"train/{k}", v, pt.step)
@@ -131,39 +155,87 @@ def placement() -> dict:
             "gpu_ids": [str(g) for g in ray.get_gpu_ids()], "threads": torch.get_num_threads()}
 
 
+# the instruction sets that decide a CPU's bf16 speed, as /proc/cpuinfo names them
+CPU_FLAGS = ("avx2", "avx512_bf16", "amx_bf16", "amx_tile")
+
+
+def provenance(hw: Hardware) -> Provenance:
+    """What produced this result, collected in the trial's own process (where it trained)."""
+    import platform
+    import subprocess
+    import sys
+    from importlib import metadata
+    import torch
+
+    def version(dist: str) -> str:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return ""
+
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", "-C", str(Path(__file__).resolve().parents[1]), *args], timeout=10,
+                                  capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""  # not a git checkout (an installed wheel), or no git
+
+    cpu, flags = platform.processor(), set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                cpu = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+            if cpu and flags:
+                break
+    except OSError:
+        pass  # not Linux: the model name from platform, no flags
+    commit = git("rev-parse", "HEAD")
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return Provenance(
+        zoo_version=version("aiayn-zoo"), zoo_commit=commit,
+        zoo_dirty=bool(git("status", "--porcelain", "--untracked-files=no")) if commit else None,
+        python=platform.python_version() or sys.version.split()[0], torch=torch.__version__,
+        ray=ray.__version__, sacrebleu=version("sacrebleu"), sentencepiece=version("sentencepiece"),
+        cpu=cpu, cpu_flags=[f for f in CPU_FLAGS if f in flags],
+        gpu_name=hw.device_name if hw.device.startswith("cuda") else (torch.cuda.get_device_name(0) if gpus else ""),
+        gpu_count=max(hw.workers, 1) if hw.device.startswith("cuda") else 0, compute_dtype=hw.compute_dtype)
+
+
 # -- data parallel through Ray Train ------------------------------------------------------------
 
-def _fit_data_parallel(setup: dict, cfg, n: int) -> None:
+def _fit_data_parallel(setup: Setup, cfg, n: int) -> None:
     from ray.train import RunConfig, ScalingConfig
     from ray.train.torch import TorchConfig, TorchTrainer
     from ray.tune.integration.ray_train import TuneReportCallback
     gpu = cfg.resources.gpus > 0
     per_worker = {"CPU": cfg.resources.cpus} | ({"GPU": cfg.resources.gpus} if gpu else {})  # 1: the spec says so
     trainer = TorchTrainer(
-        _worker_loop, train_loop_config=setup,
+        _worker_loop, train_loop_config=setup.model_dump(mode="json"),  # Ray Train sends plain values
         scaling_config=ScalingConfig(num_workers=n, use_gpu=gpu, resources_per_worker=per_worker),
         torch_config=TorchConfig(backend="nccl" if gpu else "gloo"),
         run_config=RunConfig(name=f"{cfg.trial}-{tune.get_context().get_trial_id()}-{int(time.time())}",
-                             storage_path=setup["train_storage"], callbacks=[TuneReportCallback()]))
+                             storage_path=setup.train_storage, callbacks=[TuneReportCallback()]))
     trainer.fit()  # raises when a worker fails: Tune records the trial as errored
 
 
-def _worker_loop(setup: dict) -> None:
+def _worker_loop(plain: dict) -> None:
     """One data-parallel worker. Ray Train's report is collective: every rank reports every point."""
     import torch.distributed as dist
     from ray import train as rt
-    from zoo.spec import Config
-    cfg = Config.model_validate(setup["config"])
+    setup = Setup.model_validate(plain)
+    cfg = setup.config
     _threads(cfg.resources.cpus)
     rank = rt.get_context().get_world_rank()
-    mirror = Mirror(setup.get("mirror") if rank == 0 else None, Path(setup["out_dir"]))
+    mirror = Mirror(setup.mirror if rank == 0 else None, Path(setup.out_dir))
     mirror.pull()
     where = [None] * dist.get_world_size()
     dist.all_gather_object(where, placement())
-    rt.report({"zoo": {"event": "start", "placement": where[0] | {"workers": len(where), "ranks": where}}})
-    summary = _train(cfg, setup, lambda m: (rt.report(_for_tune(m)), mirror.push()), rank)
-    mirror.push(final=True)
-    rt.report({"zoo": {"event": "done", **summary} if rank == 0 else {"event": "done"}})
+    rt.report({"zoo": wire(Started(placement=where[0] | {"workers": len(where), "ranks": where}))})
+    _train(cfg, setup, lambda m: (rt.report(_for_tune(m)), mirror.push()), rank,
+           done=lambda: mirror.push(final=True))
 
 
 # -- storage that is not a filesystem (s3://, gs://, ...) ----------------------------------------

@@ -38,6 +38,10 @@ def test_load_build_fit_results(tmp_path):
     assert summary.steps_done == 4 and (tmp_path / "A1" / "summary.json").exists()
     runs = zoo.results(ROOT / "results/quick-cpu2/zoo.db")
     assert len(runs.trials) >= 20
+    from zoo.result import RunResult, Trial
+    done = [t for t in runs.trials if t.finished]
+    assert all(isinstance(t, Trial) and isinstance(t.config, zoo.Config) for t in runs.trials)
+    assert done and all(isinstance(t.result, RunResult) for t in done)
 
 
 def test_unknown_name_is_an_attribute_error():

@@ -171,7 +171,7 @@ def cluster(tmp_path, data_root):
 
 def _rows(shared: Path) -> dict:
     try:
-        return {r["variant"]: r for r in Store(shared / "zoo.db").trials()}
+        return {r.trial: r for r in Store(shared / "zoo.db").trials()}
     except Exception:  # not created yet
         return {}
 
@@ -202,8 +202,8 @@ def test_zoo_run_on_a_two_node_cluster_with_token_auth(cluster, tmp_path, data_r
     sockets, deadline = 0, time.time() + 120
     while proc.poll() is None and time.time() < deadline:
         r = _rows(shared)
-        part_way = {v: _last_checkpoint(shared, v) for v, x in r.items() if x["status"] == "running"}
-        if any(x["status"] == "finished" for x in r.values()) and any(0 < s <= STEPS // 2 for s in part_way.values()):
+        part_way = {v: _last_checkpoint(shared, v) for v, x in r.items() if x.status == "running"}
+        if any(x.status == "finished" for x in r.values()) and any(0 < s <= STEPS // 2 for s in part_way.values()):
             sockets = check_sockets(net)  # mid-sweep: every Ray service and trial worker is up
             break
         time.sleep(0.2)
@@ -212,7 +212,7 @@ def test_zoo_run_on_a_two_node_cluster_with_token_auth(cluster, tmp_path, data_r
     proc.wait()
     assert sockets > 10, "found too few sockets to check"
     before = _rows(shared)
-    finished = {v for v, x in before.items() if x["status"] == "finished"}
+    finished = {v for v, x in before.items() if x.status == "finished"}
     part_way = {v: _last_checkpoint(shared, v) for v in set(before) - finished}
     assert finished and any(part_way.values()), (before, part_way)
 
@@ -221,13 +221,13 @@ def test_zoo_run_on_a_two_node_cluster_with_token_auth(cluster, tmp_path, data_r
                            timeout=150)
     assert again.returncode == 0, again.stdout + again.stderr
     after = _rows(shared)
-    assert all(x["status"] == "finished" and x["error"] is None for x in after.values()), after
+    assert all(x.status == "finished" and x.error is None for x in after.values()), after
     for v in finished:
-        assert after[v]["finished_at"] == before[v]["finished_at"], f"{v} finished and ran again"
+        assert after[v].finished_at == before[v].finished_at, f"{v} finished and ran again"
         assert f"{v}: started" not in again.stdout
     for v, step in part_way.items():
         if step:
-            assert after[v]["resumed_from"] >= step, (v, step, after[v]["resumed_from"], again.stdout)
+            assert after[v].resumed_from >= step, (v, step, after[v].resumed_from, again.stdout)
             assert f"{v}: resumed from its checkpoint at step" in again.stdout, again.stdout
 
     # The client without the token was refused, with a one-paragraph reason: exit 2, no traceback.
@@ -237,8 +237,8 @@ def test_zoo_run_on_a_two_node_cluster_with_token_auth(cluster, tmp_path, data_r
 
     # Results landed in the store, from trials on both nodes (their ZOO_DATA_DIR came from `zoo run`).
     for x in after.values():
-        assert x["metrics"].steps_done == STEPS and x["metrics"].dev_ppl > 1 and x["metrics"].primary.bleu is not None
-    ips = {v: x["placement"].node_ip for v, x in after.items()}
+        assert x.result.steps_done == STEPS and x.result.dev_ppl > 1 and x.result.primary.bleu is not None
+    ips = {v: x.placement.node_ip for v, x in after.items()}
     assert set(ips.values()) == {HEAD, NODE}, ips
     status = subprocess.run([sys.executable, "-m", "zoo.cli", "status", "--json", "--runs", str(shared)],
                             cwd=REPO, capture_output=True, text=True, timeout=60)

@@ -97,7 +97,7 @@ def test_two_runs_started_at_once(tmp_path, data_root):
     loser = next(r for r in res if r[0] == 2)
     clean_exit_2(*loser, "another `zoo run`")
     rows = Store(tmp_path / "zoo.db").trials()
-    assert [(r["variant"], r["status"]) for r in rows] == [("A1", "finished")], rows
+    assert [(r.trial, r.status) for r in rows] == [("A1", "finished")], rows
     assert (tmp_path / LOCKFILE).exists()  # the lock file stays, harmless: the lock went with its process
 
 
@@ -195,7 +195,7 @@ def test_the_skipped_checkpoint_is_named_in_the_store(tmp_path):
     live.result(trial, {"event": "bad_checkpoint", "path": "/r/A1/checkpoints/step_00000006.pt",
                         "moved_to": "/r/A1/checkpoints/step_00000006.pt.bad", "error": "RuntimeError: zip"})
     row = store.get("t.yaml", "A1", "smoke")
-    assert "step_00000006.pt cannot be loaded (RuntimeError: zip)" in row["warning"]
+    assert "step_00000006.pt cannot be loaded (RuntimeError: zip)" in row.warning
     assert "step_00000006.pt" in live.stream.getvalue()
     code, out, err = zoo("status", "--runs", tmp_path / "zoo.db")
     assert code == 0 and "t A1: checkpoint /r/A1/checkpoints/step_00000006.pt cannot be loaded" in out, out + err
@@ -281,10 +281,10 @@ DISK_FULL_DRIVER = """
 import sqlite3, sys
 from zoo.runner import store
 upsert = store.Store.upsert
-def full(self, spec, variant, profile, **fields):  # the store's disk fills once a trial is under way
+def full(self, spec, trial, profile, **fields):  # the store's disk fills once a trial is under way
     if fields.get("step") or fields.get("placement"):
         raise sqlite3.OperationalError("database or disk is full")
-    return upsert(self, spec, variant, profile, **fields)
+    return upsert(self, spec, trial, profile, **fields)
 store.Store.upsert = full
 from zoo.cli import main
 sys.exit(main(sys.argv[1:]))
@@ -298,8 +298,8 @@ def test_a_full_disk_under_the_driver_leaves_no_trial_running(tmp_path, data_roo
                        cwd=REPO, capture_output=True, text=True, timeout=300)
     clean_exit_2(r.returncode, r.stdout, r.stderr, "no space left on device", "run the same command again")
     rows = Store(tmp_path / "zoo.db").trials()
-    assert rows and all(x["status"] != "running" for x in rows), rows
-    assert "no space left" in rows[0]["error"]
+    assert rows and all(x.status != "running" for x in rows), rows
+    assert "no space left" in rows[0].error
 
 
 def test_translate_binary_stdin_and_a_line_longer_than_max_len(trained):

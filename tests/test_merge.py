@@ -23,9 +23,9 @@ def test_merge_copies_trials_with_their_curves_and_the_newer_row_wins(tmp_path):
     r = subprocess.run([sys.executable, "-m", "zoo.cli", "merge", str(tmp_path / "a.db"), str(tmp_path / "b")],
                        capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 0 and "2 trials copied, 0 kept" in r.stdout, r.stderr
-    rows = {t["variant"]: t for t in Store(tmp_path / "a.db", readonly=True).trials()}
-    assert sorted(rows) == ["A1", "A2"] and rows["A1"]["metrics"].primary.bleu == 12.0
-    assert [p["step"] for p in a.points("s.yaml", "A1", "p")] == [10, 20, 30]
+    rows = {t.trial: t for t in Store(tmp_path / "a.db", readonly=True).trials()}
+    assert sorted(rows) == ["A1", "A2"] and rows["A1"].result.primary.bleu == 12.0
+    assert [p.step for p in a.points("s.yaml", "A1", "p")] == [10, 20, 30]
     # merging again changes nothing: a's rows are now as new as b's
     assert a.merge(Store(tmp_path / "b" / "zoo.db", readonly=True)) == (0, 2)
 

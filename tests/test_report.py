@@ -262,19 +262,30 @@ def test_report_never_imports_ray(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
-@pytest.mark.parametrize("placement, device, flops", [
-    ({"threads": 1, "workers": 1, "gpu_ids": []}, "cpu", 90e9),  # what the runner records
-    ({"threads": 2, "workers": 3, "gpu_ids": []}, "cpu", 6 * 90e9),
-    ({"threads": 1, "workers": 2, "gpu_ids": ["0", "1"]}, "NVIDIA H100 80GB HBM3", 2 * 989e12),
-    ({"threads": 8, "workers": 1, "gpu_ids": ["0"]}, "cuda", None),  # GPU model unknown: no peak to divide by
-    (None, "cpu", None),  # an old row without a placement: threads unknown, nothing guessed from text
+@pytest.mark.parametrize("placement, device, dtype, flops", [
+    ({"threads": 1, "workers": 1, "gpu_ids": []}, "cpu", "fp32", 2.8e9 * 32),  # what the runner records
+    ({"threads": 2, "workers": 3, "gpu_ids": []}, "cpu", "fp32", 6 * 2.8e9 * 32),
+    ({"threads": 2, "workers": 1, "gpu_ids": []}, "cpu", "bf16", 2 * 2.8e9 * 128),  # bf16: 4x the fp32 peak
+    ({"threads": 1, "workers": 2, "gpu_ids": ["0", "1"]}, "NVIDIA H100 80GB HBM3", "bf16", 2 * 989e12),
+    ({"threads": 1, "workers": 1, "gpu_ids": ["0"]}, "NVIDIA H100 80GB HBM3", "fp32", 67e12),  # no tensor cores
+    ({"threads": 1, "workers": 1, "gpu_ids": ["0"]}, "Tesla P100", "bf16", None),  # no bf16 peak known
+    ({"threads": 8, "workers": 1, "gpu_ids": ["0"]}, "cuda", "bf16", None),  # GPU model unknown: no peak
+    (None, "cpu", "fp32", None),  # an old row without a placement: threads unknown, nothing guessed from text
 ])
-def test_device_peak_from_the_placement(placement, device, flops):
+def test_device_peak_from_the_placement_at_the_compute_dtype(placement, device, dtype, flops):
     from zoo.reports.peaks import peak
     from zoo.result import Hardware, Placement
-    hw = Hardware(device="cpu" if device == "cpu" else "cuda:0", device_name=device)
+    hw = Hardware(device="cpu" if device == "cpu" else "cuda:0", device_name=device, compute_dtype=dtype)
     got = peak(Placement.model_validate(placement) if placement else None, hw)
-    assert (got and got[0]) == flops
+    assert (got and got[0]) == (flops and pytest.approx(flops))
+
+
+def test_a_bf16_cpu_run_with_amx_is_judged_against_the_amx_peak():
+    from zoo.reports.peaks import peak
+    from zoo.result import Hardware, Placement, Provenance
+    hw, p = Hardware(compute_dtype="bf16"), Placement(threads=2)
+    amx = peak(p, hw, Provenance(cpu_flags=["avx2", "avx512_bf16", "amx_bf16", "amx_tile"]))[0]
+    assert amx == pytest.approx(8 * peak(p, hw, Provenance(cpu_flags=["avx512_bf16"]))[0])
 
 
 # -- hostile strings (issue 10): everything from specs, the store and the environment is escaped ---------
@@ -377,13 +388,13 @@ def test_results_csv_is_sorted_and_diffable(site):
 def test_a_time_limited_row_is_truncated_and_compared_with_nothing(tmp_path, capsys):
     store = synthetic_store(tmp_path / "zoo.db")
     st = Store(store)
-    row = next(t for t in st.trials() if t["variant"] == "A2")
-    m = row["metrics"].model_copy(update={"steps_done": row["steps"] // 2})  # a 5-minute cap stopped it halfway
-    st.upsert(row["spec"], "A2", row["profile"], metrics=m)
+    row = next(t for t in st.trials() if t.trial == "A2")
+    m = row.result.model_copy(update={"steps_done": row.steps // 2})  # a 5-minute cap stopped it halfway
+    st.upsert(row.spec, "A2", row.profile, metrics=m)
     assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
     md = (tmp_path / "out" / "table3.md").read_text()
     rows = {r[0]: r for r in table_rows(md)}
-    assert f"truncated: step {row['steps'] // 2} of {row['steps']}" in " ".join(rows["A2"])
+    assert f"truncated: step {row.steps // 2} of {row.steps}" in " ".join(rows["A2"])
     html = (tmp_path / "out" / "table3.html").read_text()
     assert re.search(r'class="state truncated"', html)
     # group A's Spearman now counts A1, A3, A4 (A2 is out), as does the overall row
@@ -395,21 +406,22 @@ def test_a_time_limited_row_is_truncated_and_compared_with_nothing(tmp_path, cap
 def test_seeds_show_as_mean_spread_and_count(tmp_path):
     store = synthetic_store(tmp_path / "zoo.db")
     st = Store(store)
-    a1 = next(t for t in st.trials() if t["variant"] == "A1")
-    for seed, bleu in ((2, a1["metrics"].primary.bleu + 1.0), (3, a1["metrics"].primary.bleu + 2.0)):
-        m = a1["metrics"].model_copy(deep=True)
+    a1 = next(t for t in st.trials() if t.trial == "A1")
+    for seed, bleu in ((2, a1.result.primary.bleu + 1.0), (3, a1.result.primary.bleu + 2.0)):
+        m = a1.result.model_copy(deep=True)
         m.primary.bleu = bleu
-        cfg = {**a1["config"], "trial": f"A1-seed{seed}", "train": {**a1["config"]["train"], "seed": seed}}
-        st.upsert(a1["spec"], f"A1-seed{seed}", a1["profile"], **{k: a1[k] for k in (
+        cfg = a1.config.model_copy(update={"trial": f"A1-seed{seed}",
+                                            "train": a1.config.train.model_copy(update={"seed": seed})})
+        st.upsert(a1.spec, f"A1-seed{seed}", a1.profile, variant="A1", **{k: getattr(a1, k) for k in (
             "config_hash", "paper_table", "paper_group", "paper_row", "status", "step", "steps")},
-            config=cfg, metrics=m, finished_at=(a1["finished_at"] or 0) + seed)
+            config=cfg, metrics=m, finished_at=(a1.finished_at or 0) + seed)
     assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
     md = (tmp_path / "out" / "table3.md").read_text()
     header = md[md.index("\n|") + 1:].splitlines()[0]
     cols = [c.strip() for c in header.strip("|").split(" | ")]
     row = {r[0]: r for r in table_rows(md)}["A1"]
     assert row[cols.index("measured seeds")] == "3"
-    assert float(row[cols.index("measured BLEU")]) == pytest.approx(a1["metrics"].primary.bleu + 1.0, abs=0.01)
+    assert float(row[cols.index("measured BLEU")]) == pytest.approx(a1.result.primary.bleu + 1.0, abs=0.01)
     assert row[cols.index("measured BLEU sd")] == "1.00"
     assert {r[0]: r for r in table_rows(md)}["A2"][cols.index("measured BLEU sd")] == ""  # one seed
 
@@ -426,17 +438,18 @@ def test_claims_section_gives_verdicts_from_stored_sentence_scores(tmp_path, dat
 
     store = synthetic_store(tmp_path / "zoo.db")
     st = Store(store)
-    by = {t["variant"]: t for t in st.trials() if t["paper_table"] == 3}
+    by = {t.trial: t for t in st.trials() if t.paper_table == 3}
     for row, p in (("base", 0.05), ("A1", 0.4), ("A3", 0.2), ("A4", 0.2)):  # base >> A1; A3 ~ A4
         t = by[row]
         for seed in (1, 2, 3):
-            m = t["metrics"].model_copy(deep=True)
+            m = t.result.model_copy(deep=True)
             m.primary.bleu_stats = stats(p, 10 * seed + hash(row) % 7)
-            m.dev_ppl = t["metrics"].dev_ppl + seed * (1 if row == "A3" else 0.5)
-            cfg = {**t["config"], "trial": f"{row}-seed{seed}", "train": {**t["config"]["train"], "seed": seed}}
-            st.upsert(t["spec"], row if seed == 1 else f"{row}-seed{seed}", t["profile"], **{k: t[k] for k in (
+            m.dev_ppl = t.result.dev_ppl + seed * (1 if row == "A3" else 0.5)
+            cfg = t.config.model_copy(update={"trial": f"{row}-seed{seed}",
+                                              "train": t.config.train.model_copy(update={"seed": seed})})
+            st.upsert(t.spec, row if seed == 1 else f"{row}-seed{seed}", t.profile, variant=row, **{k: getattr(t, k) for k in (
                 "config_hash", "paper_table", "paper_group", "paper_row", "status", "step", "steps")},
-                config=cfg, metrics=m, finished_at=(t["finished_at"] or 0) + seed)
+                config=cfg, metrics=m, finished_at=(t.finished_at or 0) + seed)
     assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
     md = (tmp_path / "out" / "table3.md").read_text()
     claims = md[md.index("## Claims"):md.index("## Rank agreement")]
@@ -453,8 +466,8 @@ def test_profile_note_is_the_one_the_run_used(tmp_path):
     store = synthetic_store(tmp_path / "zoo.db")
     st = Store(store)
     for t in st.trials():
-        if t["paper_table"] == 3:
-            st.upsert(t["spec"], t["variant"], t["profile"], config={**t["config"], "profile_description": "as it was then"})
+        if t.paper_table == 3:
+            st.upsert(t.spec, t.trial, t.profile, config=t.config.model_copy(update={"profile_description": "as it was then"}))
     assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
     md = (tmp_path / "out" / "table3.md").read_text()
     assert "Profile cpu: as it was then" in md and "one 2-core CPU" not in md.split("Profile cpu:")[1][:60]
@@ -466,9 +479,31 @@ def test_model_index_lists_the_measured_rows_with_their_trials(tmp_path):
     assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--format", "md"]) == 0
     doc = yaml.safe_load((tmp_path / "out" / "model-index.yml").read_text())
     models = {m["Name"]: m for m in doc["Models"]}
-    finished = {t["variant"] for t in Store(store).trials() if t["status"] == "finished" and t["paper_table"] == 3}
+    finished = {t.trial for t in Store(store).trials() if t.status == "finished" and t.paper_table == 3}
     assert {f"transformer-table3-{r}-cpu" for r in finished} <= set(models)
     base = models["transformer-table2-en-de-base-cpu"]
     assert base["Results"][0]["Metrics"]["sacreBLEU"] == pytest.approx(17.31)
     assert base["Results"][0]["Dataset"].endswith("test") and base["Metadata"]["Trials"]
     assert "results.csv" in {p.name for p in (tmp_path / "out").iterdir()}
+
+
+def test_rows_that_ran_on_different_machines_or_dtypes_are_flagged(tmp_path):
+    from zoo.result import Provenance
+    store = synthetic_store(tmp_path / "zoo.db")
+    st = Store(store)
+    by = {t.trial: t for t in st.trials()}
+    same = dict(zoo_version="0.1.0", zoo_commit="abc", cpu="AMD EPYC", compute_dtype="fp32")
+    for row in ("A1", "A2"):  # two alike: no flag
+        t = by[row]
+        st.upsert(*t.key, metrics=t.result.model_copy(update={"provenance": Provenance(**same)}))
+    md = tmp_path / "out" / "table3.md"
+    assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
+    assert "Provenance:" not in md.read_text()
+    t = by["A3"]  # a third on another machine, in bf16
+    other = Provenance(**same | {"cpu": "Intel Xeon", "compute_dtype": "bf16"})
+    st.upsert(*t.key, metrics=t.result.model_copy(update={"provenance": other}))
+    assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
+    text = md.read_text()
+    assert "Provenance: the rows compared here did not all run alike (machine: AMD EPYC, Intel Xeon; dtype: bf16, fp32)" in text
+    rows = {r[0]: r for r in table_rows(text)}
+    assert "machine Intel Xeon, dtype bf16" in rows["A3"] and not any("Intel" in c for c in rows["A1"])

@@ -35,11 +35,62 @@ def test_a_parsing_split_has_its_score():
     assert s.score == ("f1", 61.0)
 
 
-@pytest.mark.parametrize("db", sorted(REPO.glob("results/*/zoo.db")), ids=lambda p: p.parent.name)
-def test_the_committed_reference_stores_load(db):
+REFERENCE_STORES = sorted(REPO.glob("results/*/zoo.db"))  # the committed reference stores
+
+
+@pytest.mark.parametrize("db", REFERENCE_STORES, ids=lambda p: p.parent.name)
+def test_the_committed_reference_stores_load_as_typed_records_untouched(db):
+    import hashlib
+    from zoo.result import Point, Trial, TrialStatus
     from zoo.runner.store import Store
-    done = [t for t in Store(db, readonly=True).trials() if t["status"] == "finished"]
-    assert done and all(isinstance(t["metrics"], RunResult) and t["metrics"].primary for t in done)
+    from zoo.spec import Config
+    digest = hashlib.sha256(db.read_bytes()).hexdigest()
+    st = Store(db, readonly=True)
+    trials = st.trials()
+    done = [t for t in trials if t.status is TrialStatus.finished]
+    assert done and all(isinstance(t, Trial) and isinstance(t.config, Config) and isinstance(t.result, RunResult)
+                        and t.result.primary for t in done)
+    # schema 1 kept the trial's name in `variant`: read back as the trial, the variant from its config
+    assert all(t.trial == t.config.trial and t.variant == t.config.variant for t in trials)
+    pts = st.points(*done[0].key)
+    assert pts and all(isinstance(p, Point) for p in pts)
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == digest  # read-only: not even migrated
+
+
+def test_a_schema_1_store_is_migrated_when_opened_for_writing(tmp_path):
+    import shutil
+    import sqlite3
+    from zoo.runner.store import SCHEMA_VERSION, Store
+    src = next(p for p in REFERENCE_STORES if p.parent.name.startswith("ablation"))
+    shutil.copy(src, tmp_path / "zoo.db")
+    before = {t.key: t for t in Store(src, readonly=True).trials()}
+    st = Store(tmp_path / "zoo.db")
+    c = sqlite3.connect(tmp_path / "zoo.db")
+    assert {"trial", "variant"} <= {r[1] for r in c.execute("PRAGMA table_info(trials)")}
+    assert "trial" in {r[1] for r in c.execute("PRAGMA table_info(points)")}
+    assert c.execute("SELECT value FROM zoo_meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    seeded = c.execute("SELECT trial, variant FROM trials WHERE trial LIKE 'A1-seed%'").fetchall()
+    assert seeded and all(v == "A1" for _, v in seeded)  # the variant in its own column
+    c.close()
+    after = {t.key: t for t in st.trials()}
+    assert after.keys() == before.keys() and all(after[k].result == before[k].result for k in after)
+    key = next(k for k in after if k[1] == "A1-seed2")
+    assert st.points(*key) == Store(src, readonly=True).points(*key)
+    st.upsert(*key, warning="w")  # keyed by the trial's name: one row updated, none added
+    assert len(Store(tmp_path / "zoo.db").trials()) == len(before) and st.get(*key).warning == "w"
+
+
+def test_every_train_event_reads_back_from_its_wire_form():
+    from zoo.result import (BadCheckpoint, Done, LogPoint, NoOptimizerState, Placement, Resumed, Started, event,
+                            wire)
+    r = RunResult.model_validate(FLAT)
+    events = [Started(placement=Placement(pid=3)), Resumed(step=4),
+              BadCheckpoint(path="a.pt", moved_to="a.pt.bad", error="zip"), NoOptimizerState(path="b.pt", step=2),
+              Done(result=r), Done(), LogPoint(step=5, steps=10, loss=2.0)]
+    for e in events:
+        assert event(wire(e)) == e
+    assert wire(Done(result=r))["event"] == "done" and wire(Done(result=r))["steps_done"] == 480  # as train() sends
+    assert event({"event": "something new"}) is None and event({"loss": 1.0}) is None
 
 
 def test_no_summary_field_is_read_by_string_outside_the_result_module():

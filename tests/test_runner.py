@@ -44,7 +44,7 @@ def flags(values):
 
 
 def rows(storage: Path) -> dict:
-    return {r["variant"]: r for r in Store(storage / "zoo.db").trials()}
+    return {r.trial: r for r in Store(storage / "zoo.db").trials()}
 
 
 # -- the CLI, with its embedded Ray ----------------------------------------------------------------
@@ -85,6 +85,10 @@ def test_run_smoke_sweep_status_and_cached_rerun(tmp_path, data_root):
         m = RunResult.model_validate(r["metrics"])  # `zoo status --json` prints the stored RunResult
         assert m.steps_done == 40 and m.dev_ppl > 1 and m.primary.bleu is not None and m.hardware.threads == 1
         assert r["config_hash"] == m.config_hash and r["placement"]["pid"] > 0
+        p = m.provenance  # collected in the trial's own process
+        assert p and p.zoo_version and len(p.zoo_commit) == 40 and isinstance(p.zoo_dirty, bool), p
+        assert p.torch and p.ray and p.sacrebleu and p.sentencepiece and p.python and p.cpu, p
+        assert p.compute_dtype == m.hardware.compute_dtype and p.gpu_count == 0 and not p.gpu_name, p
         # TensorBoard event files in the trial's folder, read by tensorboard's own reader (issue 15)
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
         ea = EventAccumulator(str(storage / "table3_A" / f"{r['variant']}-smoke" / "tensorboard")).Reload()
@@ -97,7 +101,7 @@ def test_run_smoke_sweep_status_and_cached_rerun(tmp_path, data_root):
     again = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and "nothing to run" in again.stdout, again.stdout + again.stderr
     assert time.time() - t0 < 15
-    assert {v: r["finished_at"] for v, r in rows(storage).items()} == {r["variant"]: r["finished_at"] for r in st}
+    assert {v: r.finished_at for v, r in rows(storage).items()} == {r["trial"]: r["finished_at"] for r in st}
 
 
 def test_user_mistakes_exit_2_without_traceback(tmp_path, data_root):
@@ -136,7 +140,7 @@ def test_sigkill_driver_then_rerun_keeps_finished_and_resumes_unfinished(tmp_pat
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     before = rows(storage)
-    assert before["A1"]["status"] == "finished" and before["A2"]["status"] != "finished"
+    assert before["A1"].status == "finished" and before["A2"].status != "finished"
     leftovers = {int(p): t for p, t in local.read_pidfile(storage)["pids"].items()}
     time.sleep(1)
     assert any(local._alive(p, t) for p, t in leftovers.items()), "expected Ray processes outliving the driver"
@@ -146,9 +150,9 @@ def test_sigkill_driver_then_rerun_keeps_finished_and_resumes_unfinished(tmp_pat
     assert "leftover Ray processes" in again.stdout
     assert not [p for p, t in leftovers.items() if local._alive(p, t)], "leftovers of the killed run survived"
     after = rows(storage)
-    assert after["A1"]["finished_at"] == before["A1"]["finished_at"], "a finished trial ran again"
+    assert after["A1"].finished_at == before["A1"].finished_at, "a finished trial ran again"
     assert "A1: started" not in again.stdout
-    assert after["A2"]["status"] == "finished" and after["A2"]["resumed_from"] >= 10
+    assert after["A2"].status == "finished" and after["A2"].resumed_from >= 10
     assert "A2: resumed from its checkpoint at step" in again.stdout
 
 
@@ -185,9 +189,9 @@ def test_cluster_two_nodes_and_a_failing_trial(cluster, tmp_path, data_root):
     blocked.write_text("not a folder")
     rc, out, r = _run(cl, tmp_path, "two", ["A1", "A2", "A3"], ["train.steps=30"])
     assert rc == 1, out
-    assert r["A2"]["status"] == "failed" and "FileExistsError" in r["A2"]["error"], r["A2"]["error"]
-    assert r["A1"]["status"] == r["A3"]["status"] == "finished"
-    nodes = {v: x["placement"].node_id for v, x in r.items() if x.get("placement")}
+    assert r["A2"].status == "failed" and "FileExistsError" in r["A2"].error, r["A2"].error
+    assert r["A1"].status == r["A3"].status == "finished"
+    nodes = {v: x.placement.node_id for v, x in r.items() if x.placement}
     assert len(set(nodes.values())) == 2, nodes
     assert "A2 failed: FileExistsError" in out, out
 
@@ -199,16 +203,16 @@ def test_data_parallel_two_workers_match_one(cluster, tmp_path, data_root):
     rc2, out2, two = _run(cl, tmp_path, "dp2", ["A1"], [*same, "resources.workers=2"])
     rc1, out1, one = _run(cl, tmp_path, "dp1", ["A1"], same)
     assert rc1 == rc2 == 0, out1 + out2
-    assert two["A1"]["placement"].workers == 2 and two["A1"]["metrics"].hardware.workers == 2
-    assert one["A1"]["metrics"].hardware.workers == 1
+    assert two["A1"].placement.workers == 2 and two["A1"].result.hardware.workers == 2
+    assert one["A1"].result.hardware.workers == 1
     p2 = Store(tmp_path / "dp2" / "zoo.db").points(SPEC, "A1", "smoke")
     p1 = Store(tmp_path / "dp1" / "zoo.db").points(SPEC, "A1", "smoke")
-    assert [p["step"] for p in p1] == [p["step"] for p in p2] == [1, 2, 3, 4, 5]
+    assert [p.step for p in p1] == [p.step for p in p2] == [1, 2, 3, 4, 5]
     for a, b in zip(p1, p2):
-        assert abs(a["dev_ppl"] - b["dev_ppl"]) / a["dev_ppl"] < 1e-4  # after every step's update
-        assert abs(a["loss"] - b["loss"]) < 1e-4  # the training loss of every step
-    w1 = torch.load(one["A1"]["checkpoint"], weights_only=True)["model"]
-    w2 = torch.load(two["A1"]["checkpoint"], weights_only=True)["model"]
+        assert abs(a.dev_ppl - b.dev_ppl) / a.dev_ppl < 1e-4  # after every step's update
+        assert abs(a.loss - b.loss) < 1e-4  # the training loss of every step
+    w1 = torch.load(one["A1"].checkpoint, weights_only=True)["model"]
+    w2 = torch.load(two["A1"].checkpoint, weights_only=True)["model"]
     assert max((w1[k] - w2[k]).abs().max().item() for k in w1) < 1e-4
 
 
@@ -219,15 +223,15 @@ def test_fake_gpus_two_trials_side_by_side(cluster, tmp_path, data_root):
     cl.add_node(num_cpus=2, num_gpus=2, object_store_memory=100 * 2**20)
     cl.wait_for_nodes()
     rc, out, r = _run(cl, tmp_path, "nogpu", ["A1"], ["resources.gpus=1"])
-    assert rc == 1 and "NoGPU" in r["A1"]["error"] and "allow_cpu_fallback" in r["A1"]["error"], out
-    assert r["A1"]["step"] in (None, 0)  # refused before training
+    assert rc == 1 and "NoGPU" in r["A1"].error and "allow_cpu_fallback" in r["A1"].error, out
+    assert r["A1"].step in (None, 0)  # refused before training
     rc, out, r = _run(cl, tmp_path, "gpu", ["A1", "A2"], ["resources.gpus=1", "train.steps=60",
                                                          "resources.allow_cpu_fallback=true"])
     assert rc == 0, out
-    ids = {v: x["placement"].gpu_ids for v, x in r.items()}
+    ids = {v: x.placement.gpu_ids for v, x in r.items()}
     assert sorted(sum(ids.values(), [])) == ["0", "1"], ids
-    assert all("GPU" in x["hardware"] for x in r.values())
-    assert max(x["started_at"] for x in r.values()) < min(x["finished_at"] for x in r.values()), "not concurrent"
+    assert all("GPU" in x.hardware for x in r.values())
+    assert max(x.started_at for x in r.values()) < min(x.finished_at for x in r.values()), "not concurrent"
 
 
 def test_four_quarter_gpu_trials_share_one_gpu_at_once(tmp_path, data_root):
@@ -245,8 +249,8 @@ def test_four_quarter_gpu_trials_share_one_gpu_at_once(tmp_path, data_root):
         c.shutdown()
         local._end(started)
     assert rc == 0, out
-    assert {v: x["placement"].gpu_ids for v, x in r.items()} == {v: ["0"] for v in ("A1", "A2", "A3", "A4")}
-    assert max(x["started_at"] for x in r.values()) < min(x["finished_at"] for x in r.values()), "not all at once"
+    assert {v: x.placement.gpu_ids for v, x in r.items()} == {v: ["0"] for v in ("A1", "A2", "A3", "A4")}
+    assert max(x.started_at for x in r.values()) < min(x.finished_at for x in r.values()), "not all at once"
 
 
 def test_ray_address_and_gpu_settings_reach_the_trials(tmp_path, monkeypatch):
@@ -292,10 +296,10 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(tmp_path, data_root):
     out = proc.communicate(timeout=120)[0]
     assert proc.returncode == 130 and "run the same command again to resume" in out, out
     assert "Traceback" not in out
-    assert rows(storage)["A3"]["status"] == "pending" and not local.read_pidfile(storage)
+    assert rows(storage)["A3"].status == "pending" and not local.read_pidfile(storage)
     again = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=240)
     assert again.returncode == 0 and "A3: resumed from its checkpoint at step" in again.stdout, again.stdout
-    assert rows(storage)["A3"]["status"] == "finished"
+    assert rows(storage)["A3"].status == "finished"
 
 
 def test_mirror_round_trip_through_a_storage_uri(tmp_path):
@@ -341,11 +345,11 @@ def test_seeds_axis_runs_each_variant_once_per_seed_and_skips_finished(cluster, 
     rc, out, r = _run(cl, tmp_path, "seeds", ["A1"], seeds=[1, 2])
     assert rc == 0, out
     assert sorted(r) == ["A1-seed1", "A1-seed2"]
-    assert {x["config"]["train"]["seed"] for x in r.values()} == {1, 2}
-    assert {x["paper_row"] for x in r.values()} == {"A1"} and len({x["config_hash"] for x in r.values()}) == 2
+    assert {x.seed for x in r.values()} == {1, 2}
+    assert {x.paper_row for x in r.values()} == {"A1"} and len({x.config_hash for x in r.values()}) == 2
     rc, out, r2 = _run(cl, tmp_path, "seeds", ["A1"], seeds=[1, 2, 3])  # one more seed: only it runs
     assert rc == 0 and "1 of 3 trials to run (A1-seed3)" in out, out
-    assert r2["A1-seed1"]["finished_at"] == r["A1-seed1"]["finished_at"]
+    assert r2["A1-seed1"].finished_at == r["A1-seed1"].finished_at
     st = json.loads(zoo("status", "--json", "--runs", str(tmp_path / "seeds")).stdout)
     assert sorted(x["seed"] for x in st) == [1, 2, 3]
 
@@ -363,10 +367,10 @@ def test_random_search_with_asha_stops_some_trials_early(tmp_path, data_root):
     r = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout + r.stderr
     rows = Store(storage / "zoo.db").trials()
-    stopped = [t for t in rows if t["status"] == "stopped"]
-    finished = [t for t in rows if t["status"] == "finished"]
-    assert len(rows) == 6 and stopped and finished, [(t["variant"], t["status"], t["step"]) for t in rows]
-    assert all(10 <= t["step"] < 40 for t in stopped) and all(t["metrics"] is None for t in stopped)
+    stopped = [t for t in rows if t.status == "stopped"]
+    finished = [t for t in rows if t.status == "finished"]
+    assert len(rows) == 6 and stopped and finished, [(t.trial, t.status, t.step) for t in rows]
+    assert all(10 <= t.step < 40 for t in stopped) and all(t.result is None for t in stopped)
     assert "stopped early" in r.stdout
     again = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "nothing to run" in again.stdout, again.stdout + again.stderr
@@ -384,7 +388,7 @@ def test_a_grid_times_seeds_runs_once_each_and_reports_as_a_sweep(tmp_path, data
                                      text=True).stdout)
     r = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0 and "8 finished, 0 failed" in r.stdout, r.stdout + r.stderr
-    done = {t["variant"] for t in Store(storage / "zoo.db").trials() if t["status"] == "finished"}
+    done = {t.trial for t in Store(storage / "zoo.db").trials() if t.status == "finished"}
     assert done == {x["trial"] for x in plan} and len(done) == 8
     again = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert "nothing to run: all 8 trials" in again.stdout, again.stdout + again.stderr

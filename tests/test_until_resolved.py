@@ -26,13 +26,13 @@ def test_until_resolved_adds_seeds_to_open_claims_only(tmp_path, data_root):
            "--storage", str(storage), *[x for s in SMALL for x in ("--set", s)]]
     out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    trials = {t["variant"]: t for t in Store(storage / "zoo.db").trials()}
+    trials = {t.trial: t for t in Store(storage / "zoo.db").trials()}
     # 6 steps learn nothing: A3 against A4 stays within noise, so the round adds seed 3 to A3 and A4
     # only; A2 is in no claim (A-one-head rests on A1 and base), so it keeps its 2 seeds
     assert "after 2 seeds:" in out.stdout and "adding seed 3 to A3, A4" in out.stdout, out.stdout
     assert {"A3-seed3", "A4-seed3"} <= set(trials) and "A2-seed3" not in trials
     assert "A-too-many-heads-bleu" in out.stdout and "after 3 seeds:" in out.stdout
-    m = trials["A3-seed1"]["metrics"]
+    m = trials["A3-seed1"].result
     nll, tok = map(sum, zip(*m.dev_nll_stats))
     assert len(m.dev_nll_stats) > 0 and math.exp(nll / tok) == pytest.approx(m.dev_ppl, rel=1e-4)
     # the paper's own BLEU beside sacreBLEU, with its per-sentence statistics

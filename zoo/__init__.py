@@ -6,7 +6,7 @@ The public Python API does from a notebook what the CLI does:
     cfg = zoo.load("specs/table3_A.yaml", variant="A1", profile="smoke")[0]   # validated Config
     model = zoo.build_model(cfg.model, cfg.data.vocab_size)                   # a torch Transformer
     result = zoo.fit(cfg, out="runs/notebook/A1")    # train + score one variant: a zoo.result.RunResult
-    runs = zoo.results("runs/zoo.db")                                          # what `zoo run` stored
+    runs = zoo.results("runs/zoo.db")       # what `zoo run` stored: runs.trials are zoo.result.Trial records
 
 Names resolve lazily (PEP 562) so `import zoo` and the CLI start without importing torch or ray.
 """

@@ -19,10 +19,10 @@ def _table(rows: list[dict], cols: list[str]) -> str:
         if isinstance(v, float):
             return f"{v:.2g}" if abs(v) >= 1e5 or (v and abs(v) < 1e-2) else f"{v:.2f}"
         return str(v)
+    from zoo.runner.text import text_table
     cells = [[fmt(r.get(c)) for c in cols] for r in rows]
     widths = [max(len(c), *(len(x[i]) for x in cells)) if cells else len(c) for i, c in enumerate(cols)]
-    line = lambda xs: "  ".join(x.rjust(w) if i else x.ljust(w) for i, (x, w) in enumerate(zip(xs, widths)))
-    return "\n".join([line(cols), line(["-" * w for w in widths]), *map(line, cells)])
+    return text_table([cols, ["-" * w for w in widths], *cells], right=tuple(range(1, len(cols))))
 
 
 def _emit(args, rows: list[dict], cols: list[str], title: str | None = None):

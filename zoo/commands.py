@@ -83,24 +83,28 @@ class Progress:
 
     def __init__(self, stream=sys.stderr):
         self.stream, self.tty, self.t0, self.s0 = stream, stream.isatty(), None, None
+        self.done = None  # the RunResult of train()'s "done" event
 
     def __call__(self, m: dict) -> None:
-        if m.get("event") == "resumed":
-            print(f"resumed from the checkpoint at step {m['step']}", file=self.stream)
-            return
-        if m.get("event") == "bad_checkpoint":
-            print(f"checkpoint {m['path']} cannot be loaded ({m['error']}); set aside as {m['moved_to']}, "
+        from zoo.result import BadCheckpoint, Done, LogPoint, NoOptimizerState, Resumed, event
+        e = event(m)
+        if isinstance(e, Resumed):
+            print(f"resumed from the checkpoint at step {e.step}", file=self.stream)
+        elif isinstance(e, BadCheckpoint):
+            print(f"checkpoint {e.path} cannot be loaded ({e.error}); set aside as {e.moved_to}, "
                   "trying the one before it", file=self.stream)
-            return
-        if m.get("event") == "no_optimizer_state":
-            print(f"resumed from {m['path']}, an older checkpoint with weights only: Adam's moments start afresh",
+        elif isinstance(e, NoOptimizerState):
+            print(f"resumed from {e.path}, an older checkpoint with weights only: Adam's moments start afresh",
                   file=self.stream)
-            return
-        if m.get("event") == "done" or "step" not in m:
-            return
+        elif isinstance(e, Done) and e.result is not None:
+            self.done = e.result  # printed by cmd_train once the progress line is closed
+        elif isinstance(e, LogPoint):
+            self._point(e)
+
+    def _point(self, pt) -> None:
+        import math
         import time
-        from zoo.result import LogPoint
-        pt = LogPoint.model_validate(m)
+        from zoo.runner.text import duration
         now, step, steps = time.time(), pt.step, pt.steps or pt.step
         if self.t0 is None:
             self.t0, self.s0 = now, step - 1
@@ -111,11 +115,11 @@ class Progress:
             parts += [f"loss {pt.loss:.3f}", f"lr {pt.lr:.2e}", f"{pt.tokens_per_s:.0f} tok/s"]
         if pt.dev_ppl is not None:
             parts.append(f"dev ppl {pt.dev_ppl:.2f}")
-        parts.append(f"ETA {eta / 60:.1f} min")
+        parts.append(f"ETA {duration(eta) if math.isfinite(eta) else '-'}")
         text = "  ".join(parts)
         if self.tty:
             print("\r" + text.ljust(100), end="", file=self.stream, flush=True)
-        elif step % 50 == 0 or step == steps or "dev_ppl" in m:
+        elif step % 50 == 0 or step == steps or pt.dev_ppl is not None:
             print(text, file=self.stream, flush=True)
 
 
@@ -136,16 +140,19 @@ def cmd_train(args) -> int:
     print(f"zoo train {cfg.variant} from {args.spec}\nprofile {profile_description(profile, Path(args.spec))}\n"
           f"output {out}", file=sys.stderr)
     from zoo.train import train
-    s = train(cfg, out, args.data_dir, report=Progress())
+    progress = Progress()
+    s = train(cfg, out, args.data_dir, report=progress)
     print(file=sys.stderr)
-    print(_summary_text(s))
+    # the "done" event's result; train() sends none when it finds the run already finished
+    print(_summary_text(progress.done or s))
     return 0
 
 
 def _summary_text(r) -> str:
     """What `zoo train` prints at the end, from its zoo.result.RunResult."""
+    from zoo.runner.text import duration
     lines = [f"variant {r.variant} ({r.profile}): {r.steps_done} steps, {r.tokens_seen} target tokens in "
-             f"{r.train_seconds / 60:.1f} min ({r.tokens_per_s:.0f} tok/s) on {r.hardware.device}"
+             f"{duration(r.train_seconds)} ({r.tokens_per_s:.0f} tok/s) on {r.hardware.device}"
              f"{' (bf16 autocast)' if r.hardware.compute_dtype == 'bf16' else ''}",
              f"dev perplexity (per word-piece): {r.dev_ppl:.2f}" if r.dev_ppl else ""]
     for x in r.splits.values():

@@ -1,15 +1,21 @@
 """What a run produces, typed: the mirror of `Config` on the way out.
 
 `zoo.train.train()` returns a `RunResult`; `summary.json` is one; the results store keeps one per
-finished trial; the runner, the CLI and every report read its attributes. A trial's progress
-reaches the driver as events (`Placement`, `LogPoint`, then the result), each a model here too.
+finished trial inside a `Trial` record (with its curve as `Point`s); the runner, the CLI and every
+report read their attributes. A trial's progress reaches its consumers (the driver, `zoo train`'s
+printer) as events, each defined once here (`Event`, read from the wire by `event()`).
 
 Old summaries (flat dicts, before `hardware` and `splits` existed) still load: `RunResult`
 rebuilds the missing parts from the flat keys they had.
 """
 from __future__ import annotations
 
+import enum
+from typing import Literal, Union
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from zoo.spec import Config
 
 
 class _Record(BaseModel):
@@ -44,6 +50,16 @@ class LogPoint(_Record):
     dev_ppl: float | None = None
 
 
+class Point(_Record):
+    """One stored point of a trial's curve (the store's `points` table)."""
+    step: int
+    loss: float | None = None
+    lr: float | None = None
+    tokens_per_s: float | None = None
+    dev_ppl: float | None = None
+    elapsed_s: float | None = None
+
+
 class Hardware(_Record):
     """What trained the model: the torch device, its model name, threads per process, processes,
     and the dtype its matmuls ran in (train.precision as resolved on that device)."""
@@ -52,6 +68,45 @@ class Hardware(_Record):
     compute_dtype: str = "fp32"
     threads: int = 1
     workers: int = 1
+
+
+class Provenance(_Record):
+    """What produced a result, beyond the config: zoo's code, the libraries that score and train, and
+    the machine. Two rows compared in a report should agree on these (`differs` says where not)."""
+    zoo_version: str = ""
+    zoo_commit: str = ""          # git HEAD of zoo's checkout ("" when not a git checkout)
+    zoo_dirty: bool | None = None  # uncommitted changes in that checkout
+    python: str = ""
+    torch: str = ""
+    ray: str = ""
+    sacrebleu: str = ""
+    sentencepiece: str = ""
+    cpu: str = ""
+    cpu_flags: list[str] = Field(default_factory=list)  # of avx2, avx512_bf16, amx_bf16, amx_tile
+    gpu_name: str = ""
+    gpu_count: int = 0
+    compute_dtype: str = ""
+
+    @property
+    def machine(self) -> str:
+        return f"{self.gpu_count} x {self.gpu_name}" if self.gpu_count else self.cpu or "unknown machine"
+
+    def compared(self) -> dict[str, str]:
+        """The facts a comparison across rows must hold fixed, by the words a report uses for them."""
+        return {"machine": self.machine, "dtype": self.compute_dtype, "zoo version":
+                f"{self.zoo_version} {self.zoo_commit[:10]}{'+dirty' if self.zoo_dirty else ''}".strip()}
+
+
+def differs(provs: list["Provenance | None"]) -> list[str]:
+    """What differs among the provenances of rows compared together, in words ("machine: a, b");
+    rows without a provenance (older stores) are left out, not counted as different."""
+    known = [p.compared() for p in provs if p is not None]
+    out = []
+    for key in known[0] if known else ():
+        seen = sorted({k[key] for k in known})
+        if len(seen) > 1:
+            out.append(f"{key}: {', '.join(seen)}")
+    return out
 
 
 class SplitScore(_Record):
@@ -117,6 +172,7 @@ class RunResult(_Record):
     eval_split: str = ""  # the spec's own split (Table 3: dev; Table 2: test)
     splits: dict[str, SplitScore] = Field(default_factory=dict)
     attention: Attention | None = None
+    provenance: Provenance | None = None  # filled around train() by the trial process (None: older stores)
 
     @model_validator(mode="before")
     @classmethod
@@ -156,3 +212,145 @@ class RunResult(_Record):
     def stored(self) -> dict:
         """The JSON the store keeps (the attention map has its own column)."""
         return self.model_dump(mode="json", exclude={"attention"})
+
+
+# -- train events: what train() reports, one definition each -----------------------------------
+
+class Started(_Record):
+    """The trial is placed (sent by the runner's trial process, not by train())."""
+    event: Literal["start"] = "start"
+    placement: Placement
+
+
+class Resumed(_Record):
+    event: Literal["resumed"] = "resumed"
+    step: int
+
+
+class BadCheckpoint(_Record):
+    event: Literal["bad_checkpoint"] = "bad_checkpoint"
+    path: str
+    moved_to: str
+    error: str
+
+
+class NoOptimizerState(_Record):
+    event: Literal["no_optimizer_state"] = "no_optimizer_state"
+    path: str
+    step: int
+
+
+class Done(_Record):
+    """The run finished; `result` is None from a data-parallel worker other than rank 0."""
+    event: Literal["done"] = "done"
+    result: RunResult | None = None
+
+
+Event = Union[Started, Resumed, BadCheckpoint, NoOptimizerState, Done, LogPoint]
+_EVENTS = {cls.model_fields["event"].default: cls for cls in (Started, Resumed, BadCheckpoint, NoOptimizerState)}
+
+
+def event(m: dict) -> Event | None:
+    """An event from its wire form (a plain dict: Ray sends plain values). A log point carries no
+    "event" key; "done" carries the RunResult's fields beside it. None for anything else."""
+    name = m.get("event")
+    if name == "done":
+        rest = {k: v for k, v in m.items() if k != "event"}
+        return Done(result=RunResult.model_validate(rest) if rest else None)
+    if name in _EVENTS:
+        return _EVENTS[name].model_validate(m)
+    return LogPoint.model_validate(m) if name is None and "step" in m else None
+
+
+def wire(e: Event) -> dict:
+    """The plain dict an event travels as (the inverse of `event`)."""
+    if isinstance(e, Done):
+        return {"event": "done", **(e.result.model_dump(mode="json") if e.result else {})}
+    return e.model_dump(mode="json", exclude_none=isinstance(e, LogPoint))
+
+
+# -- the store's records ----------------------------------------------------------------------
+
+class TrialStatus(str, enum.Enum):
+    pending = "pending"
+    running = "running"
+    finished = "finished"
+    failed = "failed"
+    stopped = "stopped"  # ended early by a sweep's scheduler (ASHA)
+
+
+class Best(_Record):
+    """The lowest training loss and dev perplexity a trial has logged, and their steps."""
+    loss: float | None = None
+    loss_step: int | None = None
+    dev_ppl: float | None = None
+    dev_ppl_step: int | None = None
+
+    def update(self, name: str, value: float | None, step: int) -> None:
+        """Keep `value` of the figure `name` ("loss" or "dev_ppl") if it is the lowest yet."""
+        if value is not None and (getattr(self, name) is None or value < getattr(self, name)):
+            setattr(self, name, value)
+            setattr(self, f"{name}_step", step)
+
+
+class Trial(_Record):
+    """One trial's row of the results store: what it is, how far it got, and its result once finished."""
+    spec: str                       # the spec path as given
+    variant: str                    # the paper's row name, e.g. A1
+    trial: str                      # the trial's unique name: the variant, plus -seedN on a seeds axis
+    profile: str
+    status: TrialStatus = TrialStatus.pending
+    config_hash: str = ""
+    config: Config | None = None
+    paper_table: int | None = None
+    paper_group: str | None = None
+    paper_row: str | None = None
+    step: int | None = 0
+    steps: int | None = None
+    result: RunResult | None = None  # None until it finished
+    best: Best = Field(default_factory=Best)
+    attention: Attention | None = None
+    tokens_seen: int | None = None
+    train_seconds: float | None = None
+    hardware: str | None = None     # display line for `zoo status`; reports read placement and result
+    placement: Placement | None = None
+    run_dir: str | None = None
+    checkpoint: str | None = None
+    error: str | None = None
+    warning: str | None = None
+    experiment: str | None = None
+    resumed_from: int | None = None
+    created_at: float | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    updated_at: float | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_row(cls, d):
+        """A store row: its `metrics` column is the result, which names the trial's variant and profile
+        where an older summary did not; "{}" a config not yet known; NULL best an empty one."""
+        if not isinstance(d, dict) or "metrics" not in d:
+            return d
+        d = dict(d)
+        m = d.pop("metrics")
+        d["result"] = m and {"variant": d.get("variant"), "profile": d.get("profile"), **m}
+        d["config"], d["best"] = d.get("config") or None, d.get("best") or {}
+        return d
+
+    @property
+    def seed(self) -> int | None:
+        return self.config.train.seed if self.config else None
+
+    @property
+    def finished(self) -> bool:
+        return self.status is TrialStatus.finished
+
+    @property
+    def provenance(self) -> Provenance | None:
+        return self.result.provenance if self.result else None
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """The store's key of this trial."""
+        return self.spec, self.trial, self.profile

@@ -1,0 +1,23 @@
+"""How the terminal shows things: one duration format and one text table, for every command's output
+(`zoo status`, `zoo run --plan`, the live table, `zoo train`, `zoo power`) and the report's cells."""
+from __future__ import annotations
+
+
+def duration(s: float | None) -> str:
+    """Seconds as a person reads them: '42 s', '12.5 min', '3.2 h' ('-' when unknown)."""
+    if s is None:
+        return "-"
+    return f"{s / 3600:.1f} h" if s >= 5400 else f"{s / 60:.1f} min" if s >= 90 else f"{s:.0f} s"
+
+
+def text_table(rows: list[tuple], right: tuple[int, ...] = (), last_free: bool = False) -> str:
+    """Rows of cells (the first the header) in aligned columns, two spaces apart. `right`: columns
+    aligned right (numbers); last_free: the last column is not padded (an error text may be long)."""
+    rows = [tuple(str(x) for x in r) for r in rows]
+    n = len(rows[0]) - (1 if last_free else 0)
+    widths = [max(len(r[i]) for r in rows) for i in range(n)]
+    lines = []
+    for r in rows:
+        cells = [x.rjust(w) if i in right else x.ljust(w) for i, (x, w) in enumerate(zip(r, widths))]
+        lines.append("  ".join(cells + list(r[n:])).rstrip())
+    return "\n".join(lines)
