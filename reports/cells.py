@@ -14,6 +14,7 @@ from zoo import costs
 from zoo.errors import UserError
 from zoo.result import RunResult, Trial, TrialStatus, differs
 from zoo.spec import Config, profile_description
+from zoo.config import noam_lr
 
 
 @dataclass
@@ -171,9 +172,7 @@ def _profile_notes(trials: list[Trial]) -> list[str]:
                 text = f"{prof}: (profile description not found)"
         if cfg is not None:
             s = cfg.train.schedule
-            # zoo.train.noam_lr at step = warmup (its peak), written out until noam_lr lives in a module
-            # without torch: the report never imports torch (tests/test_report.py)
-            lr = s.lr_scale * cfg.model.d_model ** -0.5 * s.warmup_steps ** -0.5
+            lr = noam_lr(s.warmup_steps, cfg.model.d_model, s.warmup_steps, s.lr_scale)  # its peak
             text += (f" Schedule: linear warmup over {s.warmup_steps} steps, then inverse square root decay; "
                      f"lr_scale {s.lr_scale:g}, peak learning rate {lr:.2g} at d_model {cfg.model.d_model}.")
         if prof != "paper":

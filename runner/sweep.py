@@ -260,6 +260,7 @@ def _tuner(sw: Sweep, todo: list, profile: str, name: str, exp_path: str, run_di
         shutil.rmtree(inside(st.local, "tune", name))  # a finished or --rerun experiment: Tune bookkeeping only
     # Tune's param_space takes plain values: each trial's Setup as a dict (runner.trial reads it back)
     trials = [trial.Setup(variant=c.trial, config=c.model_dump(mode="json"), data_dir=sw.data_dir,
+                          spec_file=os.path.abspath(sw.spec),
                     out_dir=st.scratch_dir(stem, c.trial, profile), mirror=run_dirs[c.trial] if st.uri else None,
                     train_storage=f"{st.root}/tune/{name}-train").model_dump(mode="json") for c in todo]
     return tune.Tuner(

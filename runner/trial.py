@@ -35,6 +35,7 @@ class Setup(BaseModel):
     data_dir: str | None = None
     mirror: str | None = None  # a storage URI the trial's files are copied to and from
     train_storage: str  # Ray Train's folder for a data-parallel trial
+    spec_file: str | None = None  # the spec, absolute (a trial runs in Tune's folder): its git commit is provenance
 
 
 def _setup(config: dict) -> Setup:
@@ -102,7 +103,7 @@ def _train(cfg, setup: Setup, report, rank: int = 0, done=lambda: None) -> None:
     done()
     final = held[-1] if held and held[-1].result else Done(result=result if rank == 0 else None)
     if final.result is not None and final.result.provenance is None:
-        final.result.provenance = provenance(final.result.hardware)
+        final.result.provenance = provenance(final.result.hardware, setup.spec_file or "")
     report(wire(final))
 
 
@@ -159,7 +160,7 @@ def placement() -> dict:
 CPU_FLAGS = ("avx2", "avx512_bf16", "amx_bf16", "amx_tile")
 
 
-def provenance(hw: Hardware) -> Provenance:
+def provenance(hw: Hardware, spec: str = "") -> Provenance:
     """What produced this result, collected in the trial's own process (where it trained)."""
     import platform
     import subprocess
@@ -173,12 +174,16 @@ def provenance(hw: Hardware) -> Provenance:
         except metadata.PackageNotFoundError:
             return ""
 
-    def git(*args: str) -> str:
+    def git(*args: str, where: Path = Path(__file__).resolve().parents[1]) -> str:
         try:
-            return subprocess.run(["git", "-C", str(Path(__file__).resolve().parents[1]), *args], timeout=10,
+            return subprocess.run(["git", "-C", str(where), *args], timeout=10,
                                   capture_output=True, text=True, check=True).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             return ""  # not a git checkout (an installed wheel), or no git
+
+    spec_file = Path(spec).resolve() if spec else None
+    spec_commit = git("rev-parse", "HEAD", where=spec_file.parent) if spec_file and spec_file.parent.is_dir() else ""
+    spec_dirty = bool(git("status", "--porcelain", "--", spec_file.name, where=spec_file.parent)) if spec_commit else None
 
     cpu, flags = platform.processor(), set()
     try:
@@ -197,6 +202,7 @@ def provenance(hw: Hardware) -> Provenance:
     return Provenance(
         zoo_version=version("aiayn-zoo"), zoo_commit=commit,
         zoo_dirty=bool(git("status", "--porcelain", "--untracked-files=no")) if commit else None,
+        spec_commit=spec_commit, spec_dirty=spec_dirty,
         python=platform.python_version() or sys.version.split()[0], torch=torch.__version__,
         ray=ray.__version__, sacrebleu=version("sacrebleu"), sentencepiece=version("sentencepiece"),
         cpu=cpu, cpu_flags=[f for f in CPU_FLAGS if f in flags],

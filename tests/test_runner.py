@@ -87,6 +87,7 @@ def test_run_smoke_sweep_status_and_cached_rerun(tmp_path, data_root):
         assert r["config_hash"] == m.config_hash and r["placement"]["pid"] > 0
         p = m.provenance  # collected in the trial's own process
         assert p and p.zoo_version and len(p.zoo_commit) == 40 and isinstance(p.zoo_dirty, bool), p
+        assert len(p.spec_commit) == 40 and p.spec_dirty is False, p  # the spec file as committed
         assert p.torch and p.ray and p.sacrebleu and p.sentencepiece and p.python and p.cpu, p
         assert p.compute_dtype == m.hardware.compute_dtype and p.gpu_count == 0 and not p.gpu_name, p
         # TensorBoard event files in the trial's folder, read by tensorboard's own reader (issue 15)

@@ -98,6 +98,13 @@ class OptimizerSpec(_Strict):
         return self
 
 
+def noam_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
+    """Equation (3): linear warmup for `warmup` steps, then inverse square root decay (its peak at
+    step = warmup). Here, beside its spec, so the report reads it without importing torch."""
+    step = max(step, 1)
+    return scale * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+
+
 class ScheduleSpec(_Strict):
     # lr = lr_scale * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5)   (eq. 3)
     name: Literal["noam"] = "noam"

@@ -8,14 +8,11 @@ import torch
 import torch.nn.functional as F
 
 from zoo.bpe import PAD
+from zoo.config import noam_lr  # noqa: F401 (the schedule is a fact of the config: reports read it without torch)
 
 
 # -- the recipe's pieces ------------------------------------------------------------------------
 
-def noam_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
-    """Equation (3): linear warmup for `warmup` steps, then inverse square root decay."""
-    step = max(step, 1)
-    return scale * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
 
 
 def smoothed_loss(logits: torch.Tensor, target: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:

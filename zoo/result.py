@@ -76,6 +76,8 @@ class Provenance(_Record):
     zoo_version: str = ""
     zoo_commit: str = ""          # git HEAD of zoo's checkout ("" when not a git checkout)
     zoo_dirty: bool | None = None  # uncommitted changes in that checkout
+    spec_commit: str = ""          # git HEAD of the repository holding the spec file ("" when none)
+    spec_dirty: bool | None = None  # the spec file differs from that commit
     python: str = ""
     torch: str = ""
     ray: str = ""
