@@ -197,3 +197,14 @@ def test_seeds_axis_expands_variants_into_trials(tmp_path, capsys):
         f.write_text(f"extends: base\nname: x\nseeds: {bad}\n")
         with pytest.raises(SpecError, match=r"s\.yaml:3: seeds: must be a list of 1 to 100 different integers"):
             resolve(f)
+
+
+def test_a_profile_can_keep_head_size_by_scaling_heads(tmp_path):
+    """scale.heads (issue 27): h scales with the width where the paper ties d_k = d_model / h, so every
+    row's head is the paper's divided by one factor, and rows A compare head counts, not head sizes."""
+    prof = tmp_path / "p.yaml"
+    prof.write_text("description: x\nscale: {width: 0.125, depth: 0.5, heads: 0.5}\n")
+    got = {c.variant: (c.model.h, c.model.d_k) for spec in ("base", "table3_A", "table3_B", "big")
+           for c in resolve(spec, profile=str(prof))}
+    assert got == {"base": (4, 16), "A1": (1, 64), "A2": (2, 32), "A3": (8, 8), "A4": (16, 4),
+                   "B1": (4, 4), "B2": (4, 8), "big": (8, 16)}

@@ -75,7 +75,8 @@ def cmd_show(args) -> int:
         print(f"--- variant {c.variant}  (config hash {c.config_hash()})")
         print(yaml.safe_dump({k: d[k] for k in ("paper", "model", "data", "train", "eval", "resources")},
                              sort_keys=False, default_flow_style=None).rstrip())
-        print(f"# budget: {budget(c)}")
+        m = c.model
+        print(f"# heads: h {m.h} x d_k {m.d_k} (d_v {m.d_v}) at d_model {m.d_model}\n# budget: {budget(c)}")
     return 0
 
 

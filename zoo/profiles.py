@@ -15,7 +15,7 @@ from zoo.specfile import Doc, SECTIONS, SpecError, _did_you_mean, _kind, _unknow
 
 
 PROFILE_KEYS = {"description", "scale", "set", "datasets", "seeds"}
-SCALE_KEYS = {"width", "depth", "steps"}
+SCALE_KEYS = {"width", "depth", "steps", "heads"}
 WIDTHS = {"d_model": True, "d_ff": False, "d_k": False, "d_v": False}  # what `scale.width` scales; True: kept even
 
 
@@ -92,11 +92,20 @@ def apply_profile(doc: Doc, profile_path: Path | None, data_dir: str | Path | No
         x = max(1, round(value * f))
         return x + (x % 2) if even else x
 
-    # Widths scale together so h*d_k = d_model keeps holding where the paper kept it (rows A, C4, C5);
-    # h stays, so each row's head count is still the paper's.
+    # Widths scale together so h*d_k = d_model keeps holding where the paper kept it (rows A, C4, C5).
+    # Without `heads`, h stays (each row's head count is the paper's, each head w times narrower); with
+    # `heads: r`, h scales by r (at least 1 head) and d_k, d_v by w / r instead, so every row's head size
+    # is the paper's divided by one factor and a comparison of rows A compares head counts, not head sizes.
+    hr, per_head = scale.get("heads", 1), 1.0
+    if hr != 1:
+        h = m.get("h", base_m.h)
+        if isinstance(h, int) and not isinstance(h, bool) and h >= 1:
+            m["h"] = max(1, round(h * hr))
+            per_head = h / m["h"]
     for k, even in WIDTHS.items():
-        if w != 1:
-            m[k] = sc(m.get(k, getattr(base_m, k)), w, even)
+        f = w * per_head if k in ("d_k", "d_v") else w
+        if f != 1:
+            m[k] = sc(m.get(k, getattr(base_m, k)), f, even)
     if d != 1:
         m["N"] = sc(m.get("N", base_m.N), d)
     if s != 1:  # the checkpoint cadence keeps its share of the run, so averaging the last k spans the

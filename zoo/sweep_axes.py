@@ -119,7 +119,7 @@ def _asha(doc: Doc) -> Asha | None:
                         f"sweep.scheduler.asha.{field}", err["msg"]) from None
 
 
-SCALED = {*(("model", k) for k in WIDTHS), ("model", "N"), ("train", "steps"),
+SCALED = {*(("model", k) for k in WIDTHS), ("model", "N"), ("model", "h"), ("train", "steps"),
           ("train", "checkpoint_every")}  # what a profile's `scale:` changes (apply_profile)
 
 
