@@ -174,7 +174,9 @@ def _profile_notes(trials: list[Trial]) -> list[str]:
             s = cfg.train.schedule
             lr = noam_lr(s.warmup_steps, cfg.model.d_model, s.warmup_steps, s.lr_scale)  # its peak
             text += (f" Schedule: linear warmup over {s.warmup_steps} steps, then inverse square root decay; "
-                     f"lr_scale {s.lr_scale:g}, peak learning rate {lr:.2g} at d_model {cfg.model.d_model}.")
+                     f"lr_scale {s.lr_scale:g}, peak learning rate {lr:.2g} at d_model {cfg.model.d_model}"
+                     + (f"; then (not the paper's) a linear cooldown to 0 over the last {s.cooldown:.0%} of "
+                        "the steps." if s.cooldown else "."))
         if prof != "paper":
             text += (f" Numbers from the {prof} profile are not comparable in absolute terms to the paper's "
                      "(another model scale, data set or training budget, as described): compare the rank "

@@ -24,6 +24,22 @@ def test_noam_schedule_at_known_steps():
     assert noam_lr(100, 256, 250, scale=0.4) == pytest.approx(0.4 * 256 ** -0.5 * 100 * 250 ** -1.5)
 
 
+def test_cooldown_falls_linearly_to_zero_over_the_last_share():
+    from zoo.config import ScheduleSpec
+    from zoo.spec import resolve
+    s = ScheduleSpec(warmup_steps=100, lr_scale=0.5, cooldown=0.2)  # 1000 steps: eq. 3 to 800, then linear
+    top = noam_lr(800, 64, 100, 0.5)
+    assert s.lr(800, 64, 1000) == pytest.approx(top)
+    assert s.lr(400, 64, 1000) == pytest.approx(noam_lr(400, 64, 100, 0.5))  # untouched before
+    assert s.lr(900, 64, 1000) == pytest.approx(top * 101 / 201)  # halfway down
+    assert s.lr(1000, 64, 1000) == pytest.approx(top / 201)  # the last step still moves, a little
+    assert all(s.lr(k, 64, 1000) > s.lr(k + 1, 64, 1000) for k in range(800, 1000))
+    assert ScheduleSpec(warmup_steps=100).lr(1000, 64, 1000) == noam_lr(1000, 64, 100)  # off: eq. 3
+    c = resolve("specs/base.yaml", None, "smoke")[0]  # the cooldown changes the result, so the hash
+    cool = resolve("specs/base.yaml", None, "smoke", ["train.schedule.cooldown=0.2"])[0]
+    assert cool.train.schedule.cooldown == 0.2 and cool.config_hash() != c.config_hash()
+
+
 def test_label_smoothing_hand_checked():
     # V = 4 tokens (0 = pad), target 2, eps 0.2: q = [0, 0.1, 0.8, 0.1] over tokens 0..3
     logits = torch.log(torch.tensor([[[0.1, 0.2, 0.5, 0.2]]]))
@@ -98,6 +114,19 @@ def test_smoke_run_trains_and_scores(repo, data_root, tmp_path):
     # a finished run is not redone
     t = time.time()
     assert train(cfg, tmp_path / "run", data_root).steps_done == 12 and time.time() - t < 2
+
+
+def test_logged_loss_does_not_depend_on_the_checkpoint_cadence(repo, data_root, tmp_path):
+    """A checkpoint between two logs reads the loss sums too; the log still averages its whole interval
+    (it once divided the steps since the checkpoint by the tokens since the last log)."""
+    logged = []
+    for every in (4, 3):  # 3: checkpoints at steps 3, 6, 9 fall between the logs at 4, 8, 12
+        seen = []
+        cfg = _smoke(repo, sets=["train.steps=12", "train.log_every=4", f"train.checkpoint_every={every}",
+                                 "train.eval_every=12", "eval.max_sentences=2"])
+        train(cfg, tmp_path / f"every{every}", data_root, report=seen.append)
+        logged.append([(m["step"], round(m["loss"], 4), round(m["nll"], 4)) for m in seen if "loss" in m])
+    assert logged[0] == logged[1] and [s for s, *_ in logged[0]] == [1, 4, 8, 12]
 
 
 def test_averaging_uses_last_k(repo, data_root, tmp_path):

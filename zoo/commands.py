@@ -126,12 +126,21 @@ class Progress:
 def cmd_train(args) -> int:
     from zoo.paths import inside
     from zoo.spec import auto_profile, profile_description, resolve
+    from zoo.specfile import SpecError
     profile = auto_profile(args.profile)
-    cfgs = resolve(args.spec, args.variant, profile, args.set, data_dir=args.data_dir)
+    try:
+        cfgs = resolve(args.spec, args.variant, profile, args.set, data_dir=args.data_dir)
+    except SpecError:  # --variant may name one trial of a seeds axis or sweep (base-seed2)
+        if args.variant is None:
+            raise
+        cfgs = [c for c in resolve(args.spec, None, profile, args.set, data_dir=args.data_dir)
+                if c.trial == args.variant]
+        if not cfgs:
+            raise
     if len(cfgs) > 1:
-        names = ", ".join(c.variant for c in cfgs)
-        raise UserError(f"{args.spec} has several variants ({names}); choose one with --variant "
-                        "(or use `zoo run` to run them all)")
+        names = ", ".join(c.trial for c in cfgs[:8]) + (", ..." if len(cfgs) > 8 else "")
+        raise UserError(f"{args.spec} makes {len(cfgs)} trials under profile {profile} ({names}); choose one "
+                        "with --variant, which takes a variant or a trial name (or use `zoo run` to run them all)")
     cfg = cfgs[0]
     # --out is the run folder itself; by default it is named after the spec, variant and profile,
     # and must stay inside runs/train/ (zoo.paths.inside refuses a name that leads elsewhere)

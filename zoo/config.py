@@ -110,6 +110,15 @@ class ScheduleSpec(_Strict):
     name: Literal["noam"] = "noam"
     warmup_steps: int = Field(4000, ge=1, le=MAX_STEPS)
     lr_scale: float = Field(1.0, gt=0, le=1000, description="multiplies the paper's formula (1.0 = paper)")
+    cooldown: float = Field(0.0, ge=0.0, lt=1.0, description=(
+        "not the paper's: over this last share of the steps the learning rate falls linearly from eq. 3's "
+        "value to 0, so a short run ends annealed rather than at a large step size (0 = eq. 3 throughout)"))
+
+    def lr(self, step: int, d_model: int, steps: int) -> float:
+        """The learning rate of optimizer step `step` (1-based) of a `steps`-step run."""
+        start = steps - round(self.cooldown * steps)  # the last step at eq. 3's own value
+        lr = noam_lr(min(step, start), d_model, self.warmup_steps, self.lr_scale)
+        return lr if step <= start else lr * (steps - step + 1) / (steps - start + 1)
 
 
 class TrainSpec(_Strict):
@@ -274,6 +283,8 @@ class Config(_Strict):
         """Hash of everything that changes the result (not where it runs, not its labels)."""
         body = self.model_dump(mode="json", include={"model", "data", "train", "eval"},
                                exclude={"train": {"compile"}})  # how it runs, like resources
+        if not self.train.schedule.cooldown:  # added later: runs without it keep their hash
+            del body["train"]["schedule"]["cooldown"]
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
 

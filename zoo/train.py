@@ -314,6 +314,7 @@ def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, 
     loader = _Loader(cfg, p.train, lengths, st.epoch, st.cursor, pin=device.type == "cuda")
     stats = torch.zeros(2, dtype=torch.float64, device=device)  # summed loss and NLL since the last read
     last_log, log_tokens, last_read = time.time(), 0, st.step
+    since_log = [0.0, 0.0]  # summed loss and NLL read from `stats` since the last log
     t_start = time.time()
     elapsed = st.elapsed0
     model.train()
@@ -321,7 +322,7 @@ def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, 
         while st.step < cfg.train.steps:
             work = loader.next()
             st.step += 1
-            lr = noam_lr(st.step, cfg.model.d_model, cfg.train.schedule.warmup_steps, cfg.train.schedule.lr_scale)
+            lr = cfg.train.schedule.lr(st.step, cfg.model.d_model, cfg.train.steps)
             for g in opt.param_groups:
                 g["lr"] = lr
             pad_frac = _step(cfg, fwd, opt, device, work, stats, amp)
@@ -337,7 +338,9 @@ def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, 
             save = st.step % cfg.train.checkpoint_every == 0 or final
             point = None
             if log or evaluate_now or save:  # the only host sync of the steady state
-                loss_sum, nll_sum = read_stats(stats)
+                got = read_stats(stats)  # a checkpoint or evaluation step may read between two logs:
+                loss_sum, nll_sum = since_log[0] + got[0], since_log[1] + got[1]  # the log covers them all
+                since_log = [loss_sum, nll_sum]
                 if not math.isfinite(loss_sum):  # before a checkpoint could keep the diverged weights
                     raise NonFiniteLoss(f"non-finite loss at step {st.step} (lr {lr:.3g}; the loss is read every "
                                         f"train.log_every steps, it was finite at step {last_read}); lower "
@@ -349,7 +352,7 @@ def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, 
                                      nll=nll_sum / log_tokens, lr=lr, elapsed_s=elapsed,
                                      tokens_per_s=log_tokens / max(now - last_log, 1e-9), epoch=st.epoch,
                                      padding_fraction=pad_frac, tokens_seen=st.tokens_seen)
-                    last_log, log_tokens = now, 0
+                    last_log, log_tokens, since_log = now, 0, [0.0, 0.0]
             if evaluate_now:
                 st.dev_ppl = dev_perplexity(model, p.dev, cfg.train.batch_tokens)
                 if not math.isfinite(st.dev_ppl):  # finite training loss, but the dev loss is past exp()'s range
