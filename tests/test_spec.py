@@ -51,6 +51,8 @@ def test_inheritance_and_overrides(repo):
     wsj = resolve(repo / "specs/table4_wsj.yaml")[0]
     assert (wsj.model.N, wsj.model.d_model, wsj.data.vocab_size, wsj.eval.beam_size,
             wsj.eval.length_penalty, wsj.eval.max_len_offset) == (4, 1024, 16000, 21, 0.3, 300)
+    assert wsj.variant == "wsj_only" and not wsj.model.word_pointer  # the paper's model as it stands
+    assert resolve(repo / "specs/table4_wsj.yaml", "wsj_only_pointer")[0].model.word_pointer  # ours, a variant
     s = resolve(repo / "specs/table3_D.yaml", "D2", sets=["model.dropout=0.25", "train.steps=7"])[0]
     assert s.model.dropout == 0.25 and s.train.steps == 7
 
