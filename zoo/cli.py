@@ -90,7 +90,7 @@ def budget(c) -> str:
     if size and c.data.max_train_pairs:
         size = (min(size[0], c.data.max_train_pairs), round(size[1] * min(1, c.data.max_train_pairs / size[0])))
     epochs = (f"about {tokens / size[1]:.1f} epochs of {c.data.dataset} ({size[0]:,} pairs, ~{size[1] / 1e6:.2f}M "
-              "word-pieces a pass, from its words)") if size else f"{c.data.dataset}'s training data is not here"
+              "word-pieces a pass on its longer side, from its words)") if size else f"{c.data.dataset}'s training data is not here"
     k = c.eval.average_checkpoints
     span = (k or t.keep_checkpoints) * t.checkpoint_every
     window = (f"averages the last {k} checkpoints, every {t.checkpoint_every} steps: the last {100 * min(1, span / t.steps):.0f}% "

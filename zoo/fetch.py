@@ -76,21 +76,24 @@ WORD_PIECES_PER_WORD = 1.3  # what a 16k-37k shared BPE makes of news/caption te
 
 @functools.lru_cache(maxsize=None)
 def train_size(name: str, root: str | Path | None = None) -> tuple[int, int] | None:
-    """(pairs, about how many source + target word-pieces one pass holds) of a corpus's training split
-    in the data directory, counted from its words (None when absent or not a text corpus). What a
+    """(pairs, about how many word-pieces one pass holds on its longer side) of a corpus's training
+    split in the data directory, counted from its words (None when absent or not a text corpus). A
+    batch holds about `batch_tokens` on each side, so the longer side is what a pass spends: what a
     profile's budget is in epochs (`zoo show`)."""
     c = CORPORA.get(name)
     if c is None or "train" not in c.splits or not split_present(name, "train", root):
         return None
     base = data_dir(root)
-    pairs = words = 0
-    for rel in c.splits["train"][0] + c.splits["train"][1]:
-        for line in _lines(_find(base, rel)):
-            words += len(line.split())
-            pairs += 1
+    pairs, side_words = 0, []
+    for files in c.splits["train"][:2]:  # source files, then target files
+        words = 0
+        for rel in files:
+            for line in _lines(_find(base, rel)):
+                words += len(line.split())
+                pairs += 1
+        side_words.append(words)
     pairs //= 2
-    return pairs, round(words * WORD_PIECES_PER_WORD) + 2 * pairs  # each side gets an eos
-
+    return pairs, round(max(side_words) * WORD_PIECES_PER_WORD) + pairs  # + eos
 
 def _find(root: Path, rel: str) -> Path | None:
     """The file for `rel` under root; a path without .gz may also exist gzipped."""
