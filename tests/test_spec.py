@@ -210,3 +210,28 @@ def test_a_profile_can_keep_head_size_by_scaling_heads(tmp_path):
            for c in resolve(spec, profile=str(prof))}
     assert got == {"base": (4, 16), "A1": (1, 64), "A2": (2, 32), "A3": (8, 8), "A4": (16, 4),
                    "B1": (4, 4), "B2": (4, 8), "big": (8, 16)}
+
+
+def test_a_profile_extends_another_and_changes_only_what_it_says(tmp_path):
+    """An add-on budget (a longer run of the same proxy) names the proxy's profile and its own steps."""
+    (tmp_path / "proxy.yaml").write_text(
+        "description: the proxy\nseeds: [1, 2, 3]\nscale: {width: 0.125, depth: 0.5, heads: 0.5}\n"
+        "set:\n  train: {steps: 1000, batch_tokens: 2000, schedule: {warmup_steps: 250, lr_scale: 0.5}}\n")
+    (tmp_path / "longer.yaml").write_text(
+        "extends: proxy\ndescription: longer\nseeds: [1, 2]\nset:\n  train: {steps: 3000}\n")
+    cs = resolve("base", profile=str(tmp_path / "longer.yaml"))
+    c = cs[0]
+    assert len(cs) == 2 and (c.model.d_model, c.model.h, c.model.N) == (64, 4, 3)  # the proxy's scale
+    assert (c.train.steps, c.train.batch_tokens, c.train.schedule.warmup_steps, c.train.schedule.lr_scale) == \
+        (3000, 2000, 250, 0.5)  # its own steps; the rest of `set` merged from the proxy
+    assert c.profile_description.startswith("longer")
+    (tmp_path / "a.yaml").write_text("extends: b\n")
+    (tmp_path / "b.yaml").write_text("extends: a.yaml\n")
+    with pytest.raises(SpecError, match=r"a\.yaml:1: extends: profiles extend each other in a cycle"):
+        resolve("base", profile=str(tmp_path / "a.yaml"))
+    (tmp_path / "c.yaml").write_text("description: x\nextends: paper\n")
+    with pytest.raises(SpecError, match=r"c\.yaml:2: extends: profile 'paper' not found"):
+        resolve("base", profile=str(tmp_path / "c.yaml"))
+    (tmp_path / "d.yaml").write_text("extends: nowhere\n")
+    with pytest.raises(SpecError, match=r"d\.yaml:1: extends: profile 'nowhere' not found"):
+        resolve("base", profile=str(tmp_path / "d.yaml"))

@@ -1,6 +1,7 @@
 """Profiles: overlays that scale a paper spec to a budget (`--profile smoke|cpu|gpu|paper|auto|FILE`).
 
-A profile may `scale:` widths, depth and steps together (h x d_k = d_model keeps holding), `set:`
+A profile may `extends:` another (a name beside it, or a file), changing only what it says (an add-on
+budget of the same proxy keeps one home for the proxy), `scale:` widths, depth and steps together (h x d_k = d_model keeps holding), `set:`
 fields outright, map the spec's corpus to the one this budget uses (`datasets:`, with `prefer:` when a
 larger corpus is present) and give a `seeds:` axis. `paper` runs the spec exactly as written.
 """
@@ -11,10 +12,11 @@ from pathlib import Path
 
 from zoo.paths import name_problem, shorten
 from zoo.config import DataSpec, MAX_STEPS, ModelSpec, TrainSpec
-from zoo.specfile import Doc, SECTIONS, SpecError, _did_you_mean, _kind, _unknown, deep_merge, read_yaml, specs_dir
+from zoo.specfile import (MAX_EXTENDS, Doc, SECTIONS, SpecError, _did_you_mean, _kind, _unknown, deep_merge, read_yaml,
+                          specs_dir)
 
 
-PROFILE_KEYS = {"description", "scale", "set", "datasets", "seeds"}
+PROFILE_KEYS = {"description", "extends", "scale", "set", "datasets", "seeds"}
 SCALE_KEYS = {"width", "depth", "steps", "heads"}
 WIDTHS = {"d_model": True, "d_ff": False, "d_k": False, "d_v": False}  # what `scale.width` scales; True: kept even
 
@@ -50,6 +52,33 @@ def find_profile(name: str, spec_path: Path | None = None) -> Path | None:
     raise SpecError("--profile", "", f"unknown profile '{name}'{_did_you_mean(name, known)}")
 
 
+def read_profile(path: Path, _seen: tuple = ()) -> Doc:
+    """A profile file, with what it `extends:` beneath it (mappings merge key by key, the file wins)."""
+    prof = read_yaml(path)
+    parent = prof.data.get("extends")
+    if parent is None:
+        return prof
+    if not isinstance(parent, str):
+        raise SpecError(prof.where(("extends",)), "extends", "must name one profile (a name or a .yaml file)")
+    if len(_seen) >= MAX_EXTENDS or Path(path).resolve() in _seen:
+        raise SpecError(prof.where(("extends",)), "extends", "profiles extend each other in a cycle (or a chain "
+                        f"longer than {MAX_EXTENDS})")
+    problem = name_problem(profile_name(parent))
+    if problem:
+        raise SpecError(prof.where(("extends",)), "extends", f"the profile name {problem}")
+    beside = Path(path).parent / (parent if parent.endswith((".yaml", ".yml")) else f"{parent}.yaml")
+    try:
+        found = beside if beside.is_file() or parent in ("paper", "") else find_profile(parent)
+    except SpecError:
+        found = None
+    if found is None or parent in ("paper", "") or not found.is_file():
+        raise SpecError(prof.where(("extends",)), "extends", f"profile '{shorten(parent)}' not found (only a profile "
+                        "file can be extended, not `paper`)")
+    base = read_profile(found, _seen + (Path(path).resolve(),))
+    own = {k: v for k, v in prof.data.items() if k != "extends"}
+    return deep_merge(base, own, {p: loc for p, loc in prof.locs.items() if p[:1] != ("extends",)})
+
+
 def auto_profile(profile: str, gpus: float | None = None) -> str:
     """`auto`: the gpu profile where there are GPUs, else cpu. `gpus`: what a cluster offers; None =
     this machine's own (torch is imported only then). Any other name is returned as it is."""
@@ -68,7 +97,7 @@ def apply_profile(doc: Doc, profile_path: Path | None, data_dir: str | Path | No
     appended to `notes` (the run's profile description records it)."""
     if profile_path is None:
         return doc
-    prof = read_yaml(profile_path)
+    prof = read_profile(profile_path)
     for k in prof.data:
         if k not in PROFILE_KEYS:
             raise SpecError(prof.where((str(k),)), shorten(k), _unknown("profile key", k, PROFILE_KEYS))
@@ -205,6 +234,6 @@ def profile_description(name: str, spec_path: Path | None = None) -> str:
 def _description(profile_path: Path | None) -> str:
     if profile_path is None:
         return "the spec exactly as written"
-    return str(read_yaml(profile_path).data.get("description") or "").strip()[:10_000]
+    return str(read_profile(profile_path).data.get("description") or "").strip()[:10_000]
 
 

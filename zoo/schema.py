@@ -98,6 +98,8 @@ def profile_schema() -> dict:
         "$schema": DRAFT, "title": "zoo profile file", "type": "object", "additionalProperties": False,
         "properties": {
             "description": {"type": "string"},
+            "extends": {"type": "string", "description": "a profile beside this one (or a .yaml file) that this "
+                        "one changes: mappings merge key by key, this file wins"},
             "scale": {"type": "object", "additionalProperties": False,
                       "properties": {k: factor for k in sorted(SCALE_KEYS)}},
             "set": {**sections, "description": "fields set on every spec run under this profile"},

@@ -24,9 +24,9 @@ from pydantic import BaseModel, ValidationError
 
 from zoo.config import Config, CrossFieldError
 from zoo.paths import name_problem, shorten
-from zoo.profiles import _description, apply_profile, find_profile, profile_name
+from zoo.profiles import _description, apply_profile, find_profile, profile_name, read_profile
 from zoo.specfile import (SECTIONS, Doc, SpecError, _did_you_mean, _unknown, _variants, deep_merge, load_file,
-                          load_yaml, read_yaml, spec_path)
+                          load_yaml, spec_path)
 from zoo.sweep_axes import _asha, _grid, _split_scaled, sweep_size
 
 # re-exported: the public API of the spec language (see the module docstring)
@@ -147,7 +147,7 @@ def _seeds(doc: Doc, prof_path: Path | None, cli: list[int] | None) -> list[int]
     if cli is not None:
         where, value = "--seeds", cli
     else:
-        prof = read_yaml(prof_path) if prof_path else None
+        prof = read_profile(prof_path) if prof_path else None
         src = prof if prof is not None and "seeds" in prof.data else doc if "seeds" in doc.data else None
         if src is None:
             return None
