@@ -55,7 +55,8 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
         "Tally: " + tally.text(),
         f"Statistics: {resamples:,} resamples of a hierarchical bootstrap (Multi-Bootstrap, Sellam et al. "
         f"2022; bootstrap seed {bootstrap_seed}, `zoo report --bootstrap-seed N`): each resample draws the "
-        "seeds with replacement and the dev sentences with replacement, and recomputes both rows' corpus "
+        "seeds with replacement and the scored sentences with replacement (the dev split's, pooled with "
+        "the other splits the profile scores, named under 'Resampled here'), and recomputes both rows' corpus "
         "BLEU or perplexity on the drawn sentences. Rows run on the same seeds are compared seed by seed "
         "(seed s gives every row the same data order), and both rows always on the same sentences. "
         "Resampled here: " + ("; ".join(resampled) or "nothing yet") + ". The resamples give the standard "
@@ -110,15 +111,35 @@ def claim_rows(runs: Runs) -> dict[str, list]:
             curve = tuple(p.dev_ppl for p in points if p.dev_ppl)
             losses = [p.loss for p in points if p.loss is not None]
             tail = losses[-max(1, len(losses) // 10):]
-            stats = m.primary.bleu_stats if m.primary else None
+            (bleu, bleu_splits), (nll, nll_splits) = _pooled(x, "bleu"), _pooled(x, "nll")
             got.append(C.RowRun(
                 seed=x.seed or 0, steps=m.steps_done, dev_ppl=m.dev_ppl,
                 bleu_paper=m.primary.bleu_paper if m.primary else None,
                 dev_ppl_curve=curve, train_loss_tail=sum(tail) / len(tail) if tail else None,
-                bleu_stats=np.asarray(stats, float) if stats else None,
-                nll_stats=np.asarray(m.dev_nll_stats, float) if m.dev_nll_stats else None))
+                bleu_stats=bleu, nll_stats=nll, bleu_splits=bleu_splits, nll_splits=nll_splits))
         out[row] = got
     return out
+
+
+def _pooled(t, kind: str):
+    """A trial's per-sentence statistics pooled over the splits it scored, in the config's order (the
+    eval split, its extra splits, then for perplexity the perplexity-only ones): more sentences, less
+    sentence noise on a claim. Splits without statistics (an older run) are left out; (None, ()) when
+    the eval split itself has none."""
+    import numpy as np
+    m, e = t.result, t.config.eval if t.config else None
+    names = [m.eval_split] + ([*e.extra_splits, *(e.ppl_splits if kind == "nll" else [])] if e else [])
+    parts, used = [], []
+    for split in dict.fromkeys(names):
+        s = m.split(split)
+        stats = (s and s.bleu_stats) if kind == "bleu" else (
+            m.dev_nll_stats if split == "dev" else s and s.nll_stats)
+        if stats:
+            parts.append(np.asarray(stats, float))
+            used.append(split)
+        elif split == m.eval_split:
+            return None, ()
+    return np.concatenate(parts), tuple(used)
 
 
 def _comparison(runs: Runs, rows: dict, c, resampler):

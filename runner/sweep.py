@@ -426,7 +426,7 @@ def _todo(store, spec_key, cfgs, rerun):
 def _check_data(cfgs, data_dir) -> None:
     """Missing corpora are a user error here, not four failed trials later (this machine's data only)."""
     from zoo import data as zdata
-    for name, splits in {c.data.dataset: {"train", "dev", c.eval.split, *c.eval.extra_splits} for c in cfgs}.items():
+    for name, splits in {c.data.dataset: {"train", "dev", c.eval.split, *c.eval.extra_splits, *c.eval.ppl_splits} for c in cfgs}.items():
         for split in sorted(splits):
             if split == "train":
                 _check_train(name, data_dir)

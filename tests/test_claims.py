@@ -115,3 +115,29 @@ def test_kendall_tau_with_interval():
     rng = np.random.default_rng(0)
     tau, lo, hi = C.kendall_tau(paper, [list(rng.normal(0, 1, 3)) for _ in paper], samples=200)
     assert lo < 0 < hi  # a random order: no agreement that the interval can see
+
+
+def test_claims_pool_the_sentences_of_every_split_a_trial_scored(repo):
+    """BLEU pools the eval split and the extra splits; perplexity adds the perplexity-only splits; a split
+    without statistics (an older run) is left out, and the pool is named in what was resampled."""
+    from zoo.reports.verdicts import _pooled
+    from zoo.result import RunResult, SplitScore, Trial
+    from zoo.spec import resolve
+    cfg = resolve(repo / "specs/base.yaml", None, "smoke",
+                  ["eval.extra_splits=[test, test_2018_flickr]", "eval.ppl_splits=[test_2017_flickr]"])[0]
+    b = lambda n, v: [[v] * 10 for _ in range(n)]
+    result = RunResult(config_hash="h", variant="base", profile="smoke", steps_done=1, eval_split="dev",
+                       dev_nll_stats=[[1.0, 2]] * 3, splits={
+                           "dev": SplitScore(eval_split="dev", bleu_stats=b(3, 1)),
+                           "test": SplitScore(eval_split="test", bleu_stats=b(2, 2), nll_stats=[[2.0, 2]] * 2),
+                           "test_2018_flickr": SplitScore(eval_split="test_2018_flickr"),  # an older run's: no stats
+                           "test_2017_flickr": SplitScore(eval_split="test_2017_flickr", nll_stats=[[3.0, 2]] * 4)})
+    t = Trial(spec="base.yaml", variant="base", trial="base", profile="smoke", status="finished", config=cfg,
+              result=result)
+    bleu, where = _pooled(t, "bleu")
+    assert where == ("dev", "test") and bleu.shape == (5, 10) and list(bleu[:, 0]) == [1, 1, 1, 2, 2]
+    nll, where = _pooled(t, "nll")
+    assert where == ("dev", "test", "test_2017_flickr") and nll.shape == (9, 2)
+    assert list(nll[:, 0]) == [1.0] * 3 + [2.0] * 2 + [3.0] * 4
+    t.result.splits["dev"].bleu_stats = None  # no statistics on the eval split: no pool at all
+    assert _pooled(t, "bleu") == (None, ())

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from zoo.spec import resolve
+from zoo.specfile import SpecError
 from zoo.train import average_checkpoints, checkpoints, load_checkpoint, noam_lr, smoothed_loss, train
 
 
@@ -127,6 +128,24 @@ def test_logged_loss_does_not_depend_on_the_checkpoint_cadence(repo, data_root, 
         train(cfg, tmp_path / f"every{every}", data_root, report=seen.append)
         logged.append([(m["step"], round(m["loss"], 4), round(m["nll"], 4)) for m in seen if "loss" in m])
     assert logged[0] == logged[1] and [s for s, *_ in logged[0]] == [1, 4, 8, 12]
+
+
+def test_every_scored_split_keeps_its_sentence_likelihoods(repo, data_root, tmp_path):
+    """Claims pool sentences across splits: the extra splits and the perplexity-only ones keep per-sentence
+    [NLL, tokens] of the final weights (the dev split has dev_nll_stats), and a perplexity-only split
+    is not decoded."""
+    cfg = _smoke(repo, sets=["train.steps=4", "eval.max_sentences=5", "eval.extra_splits=[test]",
+                             "eval.ppl_splits=[test_2017_flickr]"])
+    assert cfg.data.dataset == "multi30k"
+    s = train(cfg, tmp_path / "run", data_root)
+    test, ppl_only = s.splits["test"], s.splits["test_2017_flickr"]
+    assert test.bleu is not None and len(test.nll_stats) == 5 and all(n > 0 for _, n in test.nll_stats)
+    assert ppl_only.bleu is None and ppl_only.eval_sentences == len(ppl_only.nll_stats) == 5
+    assert ppl_only.ppl == pytest.approx(math.exp(sum(x for x, _ in ppl_only.nll_stats) / sum(n for _, n in ppl_only.nll_stats)))
+    assert 1 < ppl_only.ppl < 1e6 and not (tmp_path / "run" / "hyps.test_2017_flickr.txt").exists()
+    assert s.splits["dev"].nll_stats is None and len(s.dev_nll_stats) >= 5  # dev keeps its own field
+    with pytest.raises(SpecError, match="corpus multi30k has no split 'test_2099'"):
+        _smoke(repo, sets=["eval.ppl_splits=[test_2099]"])
 
 
 def test_averaging_uses_last_k(repo, data_root, tmp_path):

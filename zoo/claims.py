@@ -49,7 +49,9 @@ class RowRun:
     dev_ppl_curve: tuple[float, ...] = ()     # dev perplexity at each evaluation, in step order
     train_loss_tail: float | None = None      # mean training loss (label-smoothed, nats) over the last tenth
     bleu_stats: np.ndarray | None = None      # (sentences, 10): sacreBLEU's per-sentence statistics
-    nll_stats: np.ndarray | None = None       # (sentences, 2): per-sentence dev NLL (nats) and tokens
+    nll_stats: np.ndarray | None = None       # (sentences, 2): per-sentence NLL (nats) and tokens
+    bleu_splits: tuple[str, ...] = ("dev",)   # the splits whose sentences bleu_stats pools, in order
+    nll_splits: tuple[str, ...] = ("dev",)    # and nll_stats's
 
 
 Rows = Mapping[str, Sequence[RowRun]]  # row label -> its finished trials, one per seed
@@ -215,7 +217,8 @@ def compare(claim: Claim, rows: Rows, resampler: Callable[[int], Resampler]) -> 
         return Comparison(claim, missing="rows scored on different sentences")
     n = b.stats.shape[1] if b.stats is not None and w.stats is not None else 0
     est = resampler(n).compare(claim.metric, b, w)
-    what = f"seeds and {n} sentences" if n else         "seeds only (this store keeps no per-sentence dev likelihoods: an exact paired t interval)" if claim.metric == "ppl" else "seeds only"
+    pool = runs[0][0].bleu_splits if claim.metric == "bleu" else runs[0][0].nll_splits
+    what = f"seeds and {n} sentences ({' + '.join(pool)})" if n else         "seeds only (this store keeps no per-sentence dev likelihoods: an exact paired t interval)" if claim.metric == "ppl" else "seeds only"
     reasons = [why for p in claim.needs if (why := p.check(rows))]
     return Comparison(claim, est, untestable="; ".join(reasons), level=float(np.mean(w.full(claim.metric))),
                       sentences=what)

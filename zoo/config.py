@@ -154,6 +154,9 @@ class EvalSpec(_Strict):
     max_sentences: int | None = Field(None, ge=1, le=10**9, description="score only the first K sentences")
     metric: Literal["bleu", "f1"] = "bleu"
     extra_splits: list[str] = Field(default_factory=list, max_length=16, description="also score these splits (e.g. test)")
+    ppl_splits: list[str] = Field(default_factory=list, max_length=16, description=(
+        "also measure these splits' perplexity, sentence by sentence, without decoding them (the eval split "
+        "and the extra splits get theirs too)"))
     min_len: int = Field(1, ge=0, le=100000, description="no eos before this many output tokens (1: never an "
                          "empty output for a non-empty source, as fairseq; an under-trained model's p(eos|bos) "
                          "is tiny, but at alpha 0.6 the empty hypothesis can outscore real ones)")
@@ -166,7 +169,7 @@ class EvalSpec(_Strict):
     def _split_is_a_name(cls, v):  # it names the hyps.<split>.txt file
         return _safe(v)
 
-    @field_validator("extra_splits")
+    @field_validator("extra_splits", "ppl_splits")
     @classmethod
     def _splits_are_names(cls, v):
         return [_safe(x) for x in v]

@@ -126,6 +126,8 @@ class SplitScore(_Record):
     bleu_paper_label: str = ""
     bleu_paper_stats: list[list[int]] | None = None  # its per-sentence statistics
     bleu_final_weights: float | None = None  # averaged runs: the final weights at the same step
+    ppl: float | None = None  # per word-piece perplexity of the final weights (no label smoothing)
+    nll_stats: list[list[float]] | None = None  # per sentence [NLL, target tokens], for bootstraps
     f1: float | None = None
     f1_len40: float | None = None
     precision: float | None = None

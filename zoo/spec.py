@@ -294,7 +294,8 @@ def _check_corpus(doc: Doc, cfg: Config) -> None:
                                 f"{name} is a translation corpus ({CORPORA[name].src}-{CORPORA[name].tgt}); remove it "
                                 "or choose a parsing corpus")
     splits = CORPORA[name].split_choices()
-    for field, split in [("split", cfg.eval.split)] + [("extra_splits", x) for x in cfg.eval.extra_splits]:
+    for field, split in ([("split", cfg.eval.split)] + [("extra_splits", x) for x in cfg.eval.extra_splits]
+                         + [("ppl_splits", x) for x in cfg.eval.ppl_splits]):
         if split not in splits:
             raise SpecError(doc.where(("eval", field)), f"eval.{field}",
                             f"corpus {name} has no split '{split}'{_did_you_mean(split, splits)}")

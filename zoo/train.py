@@ -22,7 +22,7 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -56,6 +56,7 @@ class Prepared:
     train: zdata.EncodedCorpus  # memory-mapped from the encoded cache; len() is the pair count
     dev: list  # [(src_ids, tgt_ids)]: small, kept as lists
     evals: dict  # split -> (sources, references): the spec's eval split first, then extra_splits
+    likelihood: dict = field(default_factory=dict)  # split -> encoded pairs: the perplexity of each split but dev
     tgt_vocab: object = None  # the target side's own vocabulary (trees.SymbolVocab), None = shared BPE
 
     @property
@@ -95,8 +96,14 @@ def prepare(cfg: Config, root: Path | None = None) -> Prepared:
         evals[split] = ([s for s, _ in pairs], [t for _, t in pairs])
     if cfg.eval.max_sentences:
         dev_pairs = dev_pairs[: max(cfg.eval.max_sentences * 4, 64)]
-    return Prepared(sp_path, sp, train,
-                    zdata.encode_pairs(sp, dev_pairs, cfg.data.max_len, tgt_vocab), evals, tgt_vocab)
+    likelihood = {}  # every scored split's per-sentence likelihood but dev's (dev_nll_stats has it)
+    for split in dict.fromkeys([cfg.eval.split, *cfg.eval.extra_splits, *cfg.eval.ppl_splits]):
+        if split != "dev":
+            pairs = zdata.load_pairs(name, split, root)
+            pairs = pairs[: cfg.eval.max_sentences] if cfg.eval.max_sentences else pairs
+            likelihood[split] = zdata.encode_pairs(sp, pairs, cfg.data.max_len, tgt_vocab)
+    return Prepared(sp_path, sp, train, zdata.encode_pairs(sp, dev_pairs, cfg.data.max_len, tgt_vocab), evals,
+                    tgt_vocab=tgt_vocab, likelihood=likelihood)
 
 
 def build(cfg: Config, sp, tgt_vocab=None) -> Transformer:
@@ -213,7 +220,12 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
     if rank == 0:
         if st.dev_ppl is not None:  # the final weights' dev likelihood per sentence, for the claims' resampling
             result.dev_nll_stats = dev_sentence_nll(model, p.dev, cfg.train.batch_tokens)
+        nll = {split: dev_sentence_nll(model, pairs, cfg.train.batch_tokens) for split, pairs in p.likelihood.items()}
         result.splits, result.attention = evaluate(cfg, out, model, p, device)
+        for split, stats in nll.items():  # the final weights' likelihood, as dev's (decoding may average)
+            score = result.splits.setdefault(split, SplitScore(eval_split=split, eval_sentences=len(stats)))
+            score.nll_stats = stats
+            score.ppl = math.exp(sum(x for x, _ in stats) / max(1, sum(n for _, n in stats)))
         result.total_seconds = time.time() - t0
         atomic_write_text(summary_path, result.model_dump_json(indent=2))
         report({"event": "done", **result.model_dump(mode="json")})
