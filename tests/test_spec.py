@@ -235,3 +235,13 @@ def test_a_profile_extends_another_and_changes_only_what_it_says(tmp_path):
     (tmp_path / "d.yaml").write_text("extends: nowhere\n")
     with pytest.raises(SpecError, match=r"d\.yaml:1: extends: profile 'nowhere' not found"):
         resolve("base", profile=str(tmp_path / "d.yaml"))
+
+
+def test_config_hashes_stay_put_when_fields_are_added():
+    """A trial is finished when its config hash matches; a code change that moves the hash of an
+    unchanged spec makes every store redo (and wipe) its finished trials. These values were computed
+    before train.schedule.cooldown and eval.ppl_splits existed: a new field must leave the hash of a
+    config that does not use it alone (zoo.config.Config.config_hash drops it when off)."""
+    assert resolve("base", None, "smoke")[0].config_hash() == "15b28feb430c5331"
+    assert [c.config_hash() for c in resolve("base", None, "ablation_v1")][:2] == ["574cb86203b8c0b5", "c1eb459a397ba53e"]
+    assert resolve("table3_A", "A1", "cpu")[0].config_hash() == "b6a1f16ef40b980e"

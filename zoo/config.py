@@ -286,8 +286,12 @@ class Config(_Strict):
         """Hash of everything that changes the result (not where it runs, not its labels)."""
         body = self.model_dump(mode="json", include={"model", "data", "train", "eval"},
                                exclude={"train": {"compile"}})  # how it runs, like resources
-        if not self.train.schedule.cooldown:  # added later: runs without it keep their hash
+        # fields added later leave the hash of a config that does not use them as it was, so finished
+        # trials of a store stay finished (a default, off, changes no result)
+        if not self.train.schedule.cooldown:
             del body["train"]["schedule"]["cooldown"]
+        if not self.eval.ppl_splits:
+            del body["eval"]["ppl_splits"]
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
 
