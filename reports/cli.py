@@ -15,11 +15,11 @@ DEFAULT_RUNS = default_path()
 
 
 def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], profile: str | None = None,
-          bootstrap_seed: int | None = None) -> list[Path]:
+          bootstrap_seed: int | None = None, addons: tuple[str, ...] = ()) -> list[Path]:
     """Write the chosen tables (and, for all of them, the index); return the files written."""
     from zoo.reports import plots, render, runs as runs_mod, tables as tables_mod
     from zoo.paths import atomic_write_text
-    runs = runs_mod.load(runs_path, profile)
+    runs = runs_mod.load(runs_path, profile, addons)
     img = out / "img"
     meta = render.meta(runs_path, profile, len(runs.trials), runs.note)
     built = [tables_mod.table3(runs, bootstrap_seed=bootstrap_seed) if n == 3 else tables_mod.BUILDERS[n](runs)
@@ -97,7 +97,7 @@ def cmd_report(args) -> int:
         open_store(runs)
     _check_out(out)
     written = build_sweep(runs, out, args.sweep, formats, args.profile) if args.sweep else \
-        build(runs, out, tables, formats, args.profile, args.bootstrap_seed)
+        build(runs, out, tables, formats, args.profile, args.bootstrap_seed, tuple(args.addon or ()))
     pages = [p for p in written if p.suffix != ".png"]
     print(f"report written to {out} ({len(pages)} pages, {len(written) - len(pages)} figures in "
           f"{out / 'img'}, {time.time() - t0:.1f} s)")
@@ -117,6 +117,9 @@ def register(sub) -> None:
     s.add_argument("--sweep", metavar="SPEC", help="instead of the paper's tables: one page for this swept spec "
                    "(every grid point and variant, mean and spread over seeds, a figure per swept field)")
     s.add_argument("--profile", help="only runs of this profile (default: the most recent finished run per row)")
+    s.add_argument("--addon", action="append", metavar="PROFILE", help="also read this profile's runs for the "
+                   "claims its longer budget can test (the dropout claim needs over-fitting, big 3x base's steps); "
+                   "tables show the --profile's rows; repeatable")
     s.add_argument("--bootstrap-seed", type=int, metavar="N", help="seed of the claims' bootstrap resamples "
                    "(default fixed, so a report rebuilds identically; verdicts should not move with it)")
     s.set_defaults(fn=cmd_report)

@@ -79,7 +79,7 @@ def plan(runs: Runs, claims: list[C.Claim] | None = None) -> Plan:
     alpha = C.ALPHA / len(C.CLAIMS)  # the report's family: every claim
     out = []
     for c in claims:
-        comp = _comparison(runs, rows, c, resampler)
+        comp = _comparison(runs, {runs.profile: rows}, c, resampler)
         e, have = comp.estimate, min((len(rows.get(r) or []) for r in c.rows), default=0)
         if e is not None:
             seed_sd, sent_se, source = e.seed_se * math.sqrt(min(e.seeds)), e.sentence_se, \

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zoo.errors import UserError
 from zoo.result import Point, Trial
 from zoo.runner.store import Store, open_store
 from zoo.spec import Config, resolve, specs_dir
@@ -37,11 +38,19 @@ class Runs:
     trials: list[Trial] = field(default_factory=list)
     profile: str | None = None
     note: str = ""          # why the store is empty, when it is
+    addons: tuple[str, ...] = ()  # profiles read for the claims only (a longer budget for some rows)
 
-    def pick(self, table: int, row: str, group: str | None = None) -> Trial | None:
-        """The trial shown for one paper row: most recent finished, else most recently updated."""
+    @property
+    def profiles(self) -> tuple[str | None, ...]:
+        """The main profile (None: any), then the add-ons, in the order given."""
+        return (self.profile, *self.addons)
+
+    def pick(self, table: int, row: str, group: str | None = None, profile: str | None = None) -> Trial | None:
+        """The trial shown for one paper row: most recent finished, else most recently updated; of
+        `profile`, else of the main profile when add-ons are loaded (tables show the main profile)."""
+        want = profile or (self.profile if self.addons else None)
         mine = [t for t in self.trials if t.paper_table == table and (t.paper_row or t.variant) == row
-                and (group is None or t.paper_group == group)]
+                and (group is None or t.paper_group == group) and (want is None or t.profile == want)]
         done = [t for t in mine if t.finished]
         if done:
             return max(done, key=lambda t: t.finished_at or t.updated_at or 0)
@@ -85,17 +94,21 @@ class Runs:
         return self.store.points(*t.key) if self.store else []
 
 
-def load(path: str | Path, profile: str | None = None) -> Runs:
-    """Read the store; a missing or empty file is an empty store, a non-SQLite file a UserError."""
+def load(path: str | Path, profile: str | None = None, addons: tuple[str, ...] = ()) -> Runs:
+    """Read the store; a missing or empty file is an empty store, a non-SQLite file a UserError.
+    `addons`: profiles whose runs the claims may read too (they need a main `profile`)."""
     path = Path(path)
+    addons = tuple(dict.fromkeys(a for a in addons if a != profile))
+    if addons and not profile:
+        raise UserError("--addon needs --profile: the add-ons lengthen the budget of the main profile's rows")
     if not path.exists():
-        return Runs(path, profile=profile, note=f"no results store at {path}: nothing has run yet")
+        return Runs(path, profile=profile, note=f"no results store at {path}: nothing has run yet", addons=addons)
     if path.is_file() and path.stat().st_size == 0:
-        return Runs(path, profile=profile, note=f"{path} is empty: nothing has run yet")
+        return Runs(path, profile=profile, note=f"{path} is empty: nothing has run yet", addons=addons)
     store = open_store(path)  # raises UserError for a file that is not a zoo store (/dev/null, another tool's)
-    trials = store.trials(profile=profile) if profile else store.trials()
+    trials = [t for p in (profile, *addons) for t in store.trials(profile=p)] if profile else store.trials()
     note = "" if trials else f"{path} holds no trials" + (f" of profile {profile}" if profile else "")
-    return Runs(path, store, trials, profile, note)
+    return Runs(path, store, trials, profile, note, addons)
 
 
 def config_of(trial: Trial | None) -> Config | None:

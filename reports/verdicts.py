@@ -3,6 +3,7 @@ verdict (zoo.claims, zoo.stats), and the rank agreement (Spearman, Kendall) of o
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 
@@ -25,7 +26,7 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
     from zoo import claims as C, stats as S
     resamples = resamples or S.RESAMPLES
     bootstrap_seed = S.BOOTSTRAP_SEED if bootstrap_seed is None else bootstrap_seed
-    rows = claim_rows(runs)
+    rows = {p: claim_rows(runs, p) for p in runs.profiles}
     resamplers: dict[int, S.Resampler] = {}
 
     def resampler(n: int) -> S.Resampler:  # one per number of sentences (0: seeds only), shared by all claims
@@ -41,9 +42,10 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
         why = f"{v.verdict}: {v.reason}" if v.reason else v.verdict
         unit = "BLEU" if c.metric == "bleu" else "PPL"
         frame_rows.append([
-            why, f"{c.group}: {c.text} ({unit})", f"{c.better} {'≈' if c.tie else '>'} {c.worse}",
+            why, f"{c.group}: {c.text} ({unit})",
+            f"{c.better} {'≈' if c.tie else '>'} {c.worse}" + (f" ({v.comparison.source})" if v.comparison.source else ""),
             round(c.paper_delta, 2), e and e.delta, e and f"[{e.lo:+.2f}, {e.hi:+.2f}]", e and f"±{e.mc_error:.3f}",
-            None if v.p_holm is None else f"{v.p_holm:.3g}", _paper_metric_delta(rows, c) if e else None,
+            None if v.p_holm is None else f"{v.p_holm:.3g}", _paper_metric_delta(v.comparison.rows or {}, c) if e else None,
             e and "{} / {}".format(*e.seeds)])
         index.append(c.id)
     frame = _frame(frame_rows, index, CLAIM_COLUMNS, names=("claim",))
@@ -95,13 +97,13 @@ def _paper_metric_delta(rows: dict, c):
     return sum(a[s] - b[s] for s in common) / len(common)
 
 
-def claim_rows(runs: Runs) -> dict[str, list]:
-    """Per Table 3 row, its finished seeds as zoo.claims.RowRun (truncated rows left out)."""
-    import numpy as np
+def claim_rows(runs: Runs, profile: str | None = None) -> dict[str, list]:
+    """Per Table 3 row, its finished seeds as zoo.claims.RowRun (truncated rows left out), of `profile`
+    (default: the main one)."""
     from zoo import claims as C
     out = {}
     for row, *_ in paper.TABLE3:
-        t = runs.pick(3, row)
+        t = runs.pick(3, row, profile=profile)
         if not t or not t.finished or truncated(t):
             continue
         got = []
@@ -142,16 +144,57 @@ def _pooled(t, kind: str):
     return np.concatenate(parts), tuple(used)
 
 
-def _comparison(runs: Runs, rows: dict, c, resampler):
+BUDGET = {"steps", "checkpoint_every", "eval_every", "seed"}  # what an add-on profile may change
+
+
+def _comparison(runs: Runs, by_profile: dict, c, resampler):
+    """The claim measured on the first source of its rows that can test it: the main profile, then each
+    add-on (`zoo report --addon`), then, for a claim resting on a step ratio (big: 3x base), its rows
+    from two of them that differ only in the budget. A source where a precondition fails is kept only
+    when none meets them all (the claim is then untestable, and says which add-on would test it)."""
     from zoo import claims as C
-    picked = [runs.pick(3, row) for row in c.rows]
+    profiles = list(by_profile)
+    sources = [(p, p) for p in profiles]
+    if any(n.across_profiles for n in c.needs):
+        sources += [(a, b) for a in profiles for b in profiles if a != b]
+    first = None
+    for pb, pw in sources:
+        comp = _compare_from(runs, by_profile, c, resampler, pb, pw)
+        if comp.estimate is not None and not comp.untestable:
+            return comp
+        if first is None or (first.estimate is None and comp.estimate is not None):
+            first = comp
+    if first.untestable and c.addon and c.addon not in profiles[1:]:
+        first = dataclasses.replace(first, untestable=f"{first.untestable}; the add-on profile {c.addon} gives "
+                                    f"these rows that budget (`zoo report --addon {c.addon}` reads its runs)")
+    return first
+
+
+def _compare_from(runs: Runs, by_profile: dict, c, resampler, pb, pw):
+    from zoo import claims as C
+    picked = [runs.pick(3, c.better, profile=pb), runs.pick(3, c.worse, profile=pw)]
     if not all(t and t.finished for t in picked):
         return C.Comparison(c, missing="not run")
     if any(truncated(t) for t in picked):
         return C.Comparison(c, missing="excluded: truncated")
-    if picked[0].profile != picked[1].profile:
-        return C.Comparison(c, missing="rows ran under different profiles")
-    return C.compare(c, rows, resampler)
+    if picked[0].profile != picked[1].profile and not _budget_only(*picked):
+        return C.Comparison(c, missing="rows ran under profiles that differ in more than the budget")
+    rows = {c.better: by_profile[pb].get(c.better), c.worse: by_profile[pw].get(c.worse)}
+    comp = C.compare(c, rows, resampler)
+    if (pb, pw) != (runs.profile, runs.profile) and runs.addons:
+        comp = dataclasses.replace(comp, source=f"{c.better} of {pb}, {c.worse} of {pw}" if pb != pw else pb)
+    return comp
+
+
+def _budget_only(a, b) -> bool:
+    """Two trials whose recipes (data, evaluation, training apart from its length) are the same."""
+    if not (a.config and b.config):
+        return False
+    ta, tb = (x.config.model_dump(mode="json", include={"data", "eval", "train"}) for x in (a, b))
+    for t in (ta, tb):
+        for k in BUDGET:
+            t["train"].pop(k, None)
+    return ta == tb
 
 
 def _kendall_notes(per_seed: dict) -> list[str]:

@@ -208,6 +208,11 @@ def _sweep(sw: Sweep, cfgs: list, todo: list, local_ray) -> int:
     print(f"zoo run {sw.spec}: {len(todo)} of {len(cfgs)} trials to run ({', '.join(run_dirs)})\n"
           f"profile {profile_description(profile, Path(sw.spec))}\n"
           f"results {st.store_path}  trials {st.root}/{stem}/", file=sw.stream, flush=True)
+    changed = [c.trial for c in todo if (row := sw.store.get(sw.spec_key, c.trial, profile)) and row.finished
+               and row.config_hash != c.config_hash()]
+    if changed:  # their finished results are about to be replaced: say so before it happens
+        print(f"{len(changed)} finished trials have another config now (the spec, profile or --set changed) and "
+              f"start afresh, replacing their results: {', '.join(changed)}", file=sw.stream, flush=True)
     _register(sw, todo, profile, run_dirs, exp_path)
     tuner = _tuner(sw, todo, profile, name, exp_path, run_dirs)
     live = progress.Live(sw.store, sw.spec_key, profile, run_dirs, exp_path,

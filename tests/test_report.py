@@ -511,3 +511,56 @@ def test_rows_that_ran_on_different_machines_or_dtypes_are_flagged(tmp_path):
     assert "Provenance: the rows compared here did not all run alike (machine: AMD EPYC, Intel Xeon; dtype: bf16, fp32)" in text
     rows = {r[0]: r for r in table_rows(text)}
     assert "machine Intel Xeon, dtype bf16" in rows["A3"] and not any("Intel" in c for c in rows["A1"])
+
+
+def test_addon_profiles_give_the_claims_that_need_a_longer_budget_their_rows(tmp_path):
+    """`zoo report --profile P --addon L --addon B`: tables show P's rows; the dropout claim is tested on
+    L's rows, where D1 over-fits, and big (3x base's steps) on big of B against base of P, which differ
+    only in the budget. Without the add-ons both are untestable and name the add-on that would test them."""
+    db = tmp_path / "zoo.db"
+    st = Store(db)
+    t0 = time.time() - 3600
+
+    def add(spec, row, group, profile, steps, ppls, rising=False):
+        for seed, ppl in zip((1, 2, 3), ppls):
+            cfg = resolve(REPO / "specs" / f"{spec}.yaml", row if spec.startswith("table3") else None, "smoke",
+                          [f"train.steps={steps}", f"train.seed={seed}"])[0]
+            cfg = cfg.model_copy(update={"profile": profile, "trial": f"{row}-seed{seed}"})
+            m = _synthetic_metrics(cfg, 20.0 - ppl, ppl)
+            key = (f"specs/{spec}.yaml", f"{row}-seed{seed}", profile)
+            st.upsert(*key, variant=row, config_hash=cfg.config_hash(), config=cfg.model_dump(mode="json"),
+                      paper_table=3, paper_group=group, paper_row=row, steps=steps, status="finished", step=steps,
+                      metrics=m, finished_at=t0 + seed)
+            curve = _curve(steps, ppl)
+            if rising:  # lowest half way, then climbing: over-fitting
+                dev = iter((1.3, 1.0, 1.1, 1.2))
+                for p in curve:
+                    p["dev_ppl"] = ppl * next(dev) if p["dev_ppl"] else None
+            st.add_points(*key, curve)
+
+    add("base", "base", "base", "p", 100, (5.0, 5.2, 5.1))
+    add("table3_D", "D1", "D", "p", 100, (5.6, 5.9, 5.7))  # no over-fitting at p's budget
+    add("big", "big", "big", "p", 100, (5.5, 5.4, 5.6))
+    add("base", "base", "base", "p_long", 400, (4.0, 4.1, 4.05))
+    add("table3_D", "D1", "D", "p_long", 400, (4.9, 5.0, 4.95), rising=True)
+    add("big", "big", "big", "p_big", 300, (3.6, 3.7, 3.65))
+    line = lambda md, cid: [c.strip() for c in next(l for l in md.splitlines() if l.startswith(f"| {cid} |")).split("|")]
+
+    out = tmp_path / "plain"
+    assert main(["report", "--runs", str(db), "--out", str(out), "--table", "3", "--profile", "p"]) == 0
+    md = (out / "table3.md").read_text()
+    assert line(md, "D-dropout-ppl")[2].startswith("untestable at this budget") and "profile ablation_dropout" in md
+    assert line(md, "big-ppl")[2].startswith("untestable at this budget") and "profile ablation_big" in md
+
+    out = tmp_path / "addons"
+    assert main(["report", "--runs", str(db), "--out", str(out), "--table", "3", "--profile", "p",
+                 "--addon", "p_long", "--addon", "p_big"]) == 0
+    md = (out / "table3.md").read_text()
+    dropout, big = line(md, "D-dropout-ppl"), line(md, "big-ppl")
+    assert dropout[2] == "held" and dropout[4] == "base &gt; D1 (p_long)", dropout
+    assert big[2] == "held" and big[4] == "big &gt; base (big of p_big, base of p)", big
+    assert line(md, "D-smoothing-ppl")[2] == "not run"  # D3 ran nowhere; the add-ons lend nothing else
+    table = {r[0]: r for r in table_rows(md)}
+    assert "5.10" in " ".join(table["base"]) and "4.05" not in " ".join(table["base"])  # the table: p's rows
+    r = main(["report", "--runs", str(db), "--out", str(tmp_path / "x"), "--addon", "p_long"])
+    assert r == 2  # an add-on lengthens a main profile's rows: it needs --profile

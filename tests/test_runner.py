@@ -103,6 +103,11 @@ def test_run_smoke_sweep_status_and_cached_rerun(tmp_path, data_root):
     assert again.returncode == 0 and "nothing to run" in again.stdout, again.stdout + again.stderr
     assert time.time() - t0 < 15
     assert {v: r.finished_at for v, r in rows(storage).items()} == {r["trial"]: r["finished_at"] for r in st}
+    # a finished trial whose config changed starts afresh, and the driver says so before it replaces the result
+    changed = subprocess.run([*cmd, "--variant", "A1", "--set", "train.label_smoothing=0.2"], cwd=REPO,
+                             capture_output=True, text=True, timeout=300)
+    assert changed.returncode == 0, changed.stdout + changed.stderr
+    assert "1 finished trials have another config now" in changed.stdout and "replacing their results: A1" in changed.stdout
 
 
 def test_user_mistakes_exit_2_without_traceback(tmp_path, data_root):

@@ -63,6 +63,7 @@ class Precondition:
     `check(rows)` returns why it is not met (None when it is)."""
     needs: str
     check: Callable[[Rows], str | None]
+    across_profiles: bool = False  # its rows may come from two profiles that differ only in the budget
 
 
 def overfits(row: str, rise: float = 0.02, gap: float = 1.25) -> Precondition:
@@ -96,7 +97,7 @@ def step_ratio(longer: str, shorter: str, ratio: float) -> Precondition:
         if sa >= ratio * sb:
             return None
         return f"{longer} trained {sa} steps and {shorter} {sb}: the paper trains {longer} {ratio:g}x as long"
-    return Precondition(f"{longer} trained {ratio:g}x the steps of {shorter}", check)
+    return Precondition(f"{longer} trained {ratio:g}x the steps of {shorter}", check, across_profiles=True)
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,7 @@ class Claim:
     tie: bool = False       # the paper finds no difference
     margin: float = 0.0     # a tie's equivalence margin, relative to the `worse` row's figure
     needs: tuple[Precondition, ...] = ()
+    addon: str = ""         # the profile that gives its rows the budget its preconditions need
 
     @property
     def paper_delta(self) -> float:
@@ -152,7 +154,7 @@ CLAIMS: list[Claim] = [
     *_both("C-width", "C", "bigger models are better: d_model 1024 beats 256", "C5", "C4"),
     *_both("C-ffn", "C", "bigger models are better: d_ff 4096 beats 1024", "C7", "C6"),
     *_both("D-dropout", "D", "dropout is very helpful in avoiding over-fitting (P_drop 0.1 beats 0)", "base", "D1",
-           needs=(overfits("D1"),)),
+           needs=(overfits("D1"),), addon="ablation_dropout"),
     Claim("D-smoothing-ppl", "D", "label smoothing hurts perplexity, as the model learns to be more unsure "
           "(eps_ls 0 has the lower perplexity)", "ppl", "D3", "base"),
     Claim("D-smoothing-bleu", "D", "... but improves accuracy and BLEU score (eps_ls 0.1 beats 0)", "bleu",
@@ -160,7 +162,7 @@ CLAIMS: list[Claim] = [
     *_both("E-positions", "E", "learned positional embeddings give nearly identical results to sinusoids",
            "E", "base", tie=True, margin=TIE_MARGIN),
     *_both("big", "big", "the big model beats base (trained 3x as long)", "big", "base",
-           needs=(step_ratio("big", "base", BIG_STEPS_RATIO),)),
+           needs=(step_ratio("big", "base", BIG_STEPS_RATIO),), addon="ablation_big"),
 ]
 
 
@@ -178,6 +180,8 @@ class Comparison:
     untestable: str = ""
     level: float | None = None
     sentences: str = ""     # what was resampled: "seeds and 1014 sentences", or "seeds only (...)"
+    source: str = ""        # the add-on profile its rows came from (empty: the report's main profile)
+    rows: Rows | None = field(default=None, repr=False, compare=False)  # the rows it was measured on
 
     @property
     def margin(self) -> float | None:
@@ -221,7 +225,7 @@ def compare(claim: Claim, rows: Rows, resampler: Callable[[int], Resampler]) -> 
     what = f"seeds and {n} sentences ({' + '.join(pool)})" if n else         "seeds only (this store keeps no per-sentence dev likelihoods: an exact paired t interval)" if claim.metric == "ppl" else "seeds only"
     reasons = [why for p in claim.needs if (why := p.check(rows))]
     return Comparison(claim, est, untestable="; ".join(reasons), level=float(np.mean(w.full(claim.metric))),
-                      sentences=what)
+                      sentences=what, rows=rows)
 
 
 @dataclass(frozen=True)
