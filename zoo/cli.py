@@ -80,6 +80,13 @@ def cmd_show(args) -> int:
     return 0
 
 
+def _no_size(name: str) -> str:
+    from zoo.data import list_corpora
+    present = any(r["name"] == name and r["status"] == "present" for r in list_corpora())
+    return (f"epochs not counted ({name}'s training split is built from other files, such as trees)" if present
+            else f"{name}'s training data is not here")
+
+
 def budget(c) -> str:
     """A trial's training budget in the corpus's epochs, and the share of the run its averaged (or kept)
     checkpoints span: what a profile's scaling means for this corpus."""
@@ -90,7 +97,7 @@ def budget(c) -> str:
     if size and c.data.max_train_pairs:
         size = (min(size[0], c.data.max_train_pairs), round(size[1] * min(1, c.data.max_train_pairs / size[0])))
     epochs = (f"about {tokens / size[1]:.1f} epochs of {c.data.dataset} ({size[0]:,} pairs, ~{size[1] / 1e6:.2f}M "
-              "word-pieces a pass on its longer side, from its words)") if size else f"{c.data.dataset}'s training data is not here"
+              "word-pieces a pass on its longer side, from its words)") if size else _no_size(c.data.dataset)
     k = c.eval.average_checkpoints
     span = (k or t.keep_checkpoints) * t.checkpoint_every
     window = (f"averages the last {k} checkpoints, every {t.checkpoint_every} steps: the last {100 * min(1, span / t.steps):.0f}% "
