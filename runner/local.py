@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from zoo.errors import UserError
+from zoo.errors import UserError, reclaim_sigterm
 
 PIDFILE = ".ray-local.json"
 LOCKFILE = ".zoo-run.lock"  # held (flock) by the one `zoo run` using a storage; holds its pid
@@ -180,6 +180,7 @@ class LocalRay:
         ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False,
                  _node_ip_address="127.0.0.1", object_store_memory=256 * 2**20, log_to_driver=False,
                  logging_level=logging.ERROR, runtime_env=_job_env())
+        reclaim_sigterm()
         self.refresh()
 
     def refresh(self) -> None:
@@ -266,6 +267,7 @@ def connect(address: str) -> None:
                         f"{e.strerror or e}). {hint}") from None
     try:
         ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR, runtime_env=_job_env())
+        reclaim_sigterm()
     except (ConnectionError, ValueError, RuntimeError, TimeoutError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         auth = (f"Ray refused or ignored the token from {token}: check that it is the cluster's token "

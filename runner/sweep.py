@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zoo.errors import UserError
+from zoo.errors import SIGTERMS, Terminated, UserError
 from zoo.paths import inside, inside_uri
 from zoo.result import Trial, TrialStatus
 from zoo.runner.store import DEFAULT_STORAGE, Store, default_path
@@ -76,7 +76,7 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
         max_concurrent: int | None = None, data_dir: str | None = None, seeds: list[int] | None = None,
         loggers: list[str] | None = None,
         stream=sys.stdout) -> int:
-    """Run the spec's variants; return the exit code (0 all finished, 1 some failed, 130 interrupted)."""
+    """Run the spec's variants; return the exit code (0 all finished, 1 some failed, 130 interrupted, 143 by SIGTERM)."""
     from zoo.runner.store import open_store
     address = address or os.environ.get("RAY_ADDRESS") or None  # as `ray` itself: the variable names the cluster
     spec_key = _spec_key(spec)
@@ -219,16 +219,18 @@ def _sweep(sw: Sweep, cfgs: list, todo: list, local_ray) -> int:
                          on_tick=local_ray.refresh if local_ray else None, stream=sw.stream)
     live.scheduled = sw.asha is not None
     progress.LIVE = live
+    signal = None
     try:
         for result in tuner.fit():
             live.reconcile(result)
-    except KeyboardInterrupt:
-        pass
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (zoo.errors.Terminated)
+        signal = e
     finally:
         progress.LIVE = None
     if live.tty:
         live.draw()
-    return _summary(live, sw.store, sw.spec_key, profile, st, sw.stream)
+    code = _summary(live, sw.store, sw.spec_key, profile, st, sw.stream)
+    return 143 if code == 130 and (isinstance(signal, Terminated) or SIGTERMS) else code
 
 
 def _register(sw: Sweep, todo: list, profile: str, run_dirs: dict, exp_path: str) -> None:

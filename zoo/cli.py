@@ -9,7 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
-from zoo.errors import UserError
+from zoo.errors import Terminated, UserError, on_sigterm
 
 
 def _table(rows: list[dict], cols: list[str]) -> str:
@@ -188,14 +188,6 @@ def _more_commands(sub):
     commands.register(sub)
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the process is, as Ctrl-C's KeyboardInterrupt is."""
-
-
-def _terminated(signum, frame):
-    raise Terminated()
-
-
 def main(argv: list[str] | None = None) -> int:
     try:
         parser = build_parser()
@@ -210,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["ZOO_DOWNLOAD"] = "0"  # an environment variable: `zoo run` passes ZOO_* on to every trial
     # SIGTERM (what a cluster scheduler or `kill` sends) ends zoo as Ctrl-C does: checkpoints are written
     # atomically, so the same message and the same resume apply
-    before = signal.signal(signal.SIGTERM, _terminated)
+    before = signal.signal(signal.SIGTERM, on_sigterm)
     try:
         if getattr(args, "spec", None):  # a file, or a built-in spec by name (`zoo run table3_A`)
             from zoo.spec import spec_path
