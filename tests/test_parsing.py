@@ -126,3 +126,25 @@ def test_word_pointer_decodes_incrementally_as_in_training(vocab):
         cache = model.reorder_cache(cache, torch.tensor([0, 1]))
     assert torch.allclose(full, torch.cat(steps, 1), atol=1e-5)
     assert cache[0]["n_pre"].flatten().tolist() == [3, 3]
+
+
+def test_symbol_targets_may_keep_the_pos_tags():
+    """data.preterminals: tags keeps each preterminal's tag in the target (XX by default); every tag is
+    a preterminal for the constraint and the word pointer, and an unseen one becomes XX."""
+    from zoo.trees import PLACEHOLDER, SymbolVocab
+    train = ["(S (NP DT NN )NP (VP VBZ )VP . )S"]
+    plain, tagged = SymbolVocab.from_targets(train), SymbolVocab.from_targets(train, tags=True)
+    assert plain.decode(plain.encode(train[0])) == "(S (NP XX XX )NP (VP XX )VP XX )S"
+    assert tagged.decode(tagged.encode(train[0])) == train[0]
+    assert tagged.decode(tagged.encode("(S FOO )S")) == f"(S {PLACEHOLDER} )S"  # not a tag it knows
+    assert all(tagged.is_preterminal(i) for i in tagged.encode("DT NN VBZ . -LRB- PRP$"))
+    assert not any(tagged.is_preterminal(i) for i in tagged.encode("(S )S (NP"))
+    assert tagged.get_piece_size() > plain.get_piece_size() + 40  # the PTB's tags are always in
+
+
+def test_tags_as_preterminals_needs_the_symbol_vocabulary():
+    from zoo.spec import resolve
+    c = resolve("table4_wsj", "wsj_only", "smoke", ["data.preterminals=tags"])[0]
+    assert c.data.preterminals == "tags" and c.config_hash() != resolve("table4_wsj", "wsj_only", "smoke")[0].config_hash()
+    with pytest.raises(Exception, match="data.preterminals: tags needs data.target_vocab: symbols"):
+        resolve("base", None, "smoke", ["data.preterminals=tags"])

@@ -4,6 +4,7 @@ trains; `zoo.spec` makes them from spec files. This module imports neither torch
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -79,6 +80,9 @@ class DataSpec(_Strict):
     target_vocab: Literal["shared", "symbols"] = Field(
         "shared", description="shared: one BPE for both sides (translation, the paper); symbols: the "
         "tree side has its own whole-symbol vocabulary and vocab_size is the source-only BPE (parsing)")
+    preterminals: Literal["XX", "tags"] = Field(
+        "XX", description="symbols only: every preterminal as the placeholder XX (Vinyals, Kaiser et al. 2014) "
+        "or as its POS tag, so the model also predicts the tags (the F1 puts the gold tags back either way)")
 
     @field_validator("dataset")
     @classmethod
@@ -203,6 +207,11 @@ class PaperRef(_Strict):
     row: str | None = Field(None, max_length=200)
 
 
+# Fields added after stores existed, with the value that means "off": left out of the config hash
+# when off (a new field must be added here, or every finished trial in every store reruns).
+ADDED_LATER = {("train", "schedule", "cooldown"): 0.0, ("eval", "ppl_splits"): [], ("data", "preterminals"): "XX"}
+
+
 class Config(_Strict):
     """One fully resolved variant: what a trial trains."""
     variant: str
@@ -253,6 +262,10 @@ class Config(_Strict):
 
     @model_validator(mode="after")
     def _pointer_needs_symbols(self):
+        if self.data.preterminals != "XX" and self.data.target_vocab != "symbols":
+            raise CrossFieldError(("data.preterminals", "data.target_vocab"),
+                                  "data.preterminals: tags needs data.target_vocab: symbols (only the tree "
+                                  "side's own vocabulary has preterminal symbols)")
         if self.model.word_pointer and self.data.target_vocab != "symbols":
             raise CrossFieldError(("model.word_pointer", "data.target_vocab"),
                                   "model.word_pointer needs data.target_vocab: symbols (it counts the "
@@ -287,11 +300,11 @@ class Config(_Strict):
         body = self.model_dump(mode="json", include={"model", "data", "train", "eval"},
                                exclude={"train": {"compile"}})  # how it runs, like resources
         # fields added later leave the hash of a config that does not use them as it was, so finished
-        # trials of a store stay finished (a default, off, changes no result)
-        if not self.train.schedule.cooldown:
-            del body["train"]["schedule"]["cooldown"]
-        if not self.eval.ppl_splits:
-            del body["eval"]["ppl_splits"]
+        # trials of a store stay finished (the field off changes no result)
+        for *path, name in ADDED_LATER:
+            part = functools.reduce(dict.get, path, body)
+            if part.get(name) == ADDED_LATER[(*path, name)]:
+                del part[name]
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -74,7 +74,8 @@ def target_vocab(cfg: Config, root: Path | None = None):
     if cfg.data.target_vocab != "symbols":
         return None
     from zoo.trees import SymbolVocab
-    return SymbolVocab.from_targets(t for _, t in zdata.load_pairs(cfg.data.dataset, "train", zdata.data_dir(root)))
+    return SymbolVocab.from_targets((t for _, t in zdata.load_pairs(cfg.data.dataset, "train", zdata.data_dir(root))),
+                                    tags=cfg.data.preterminals == "tags")
 
 
 def prepare(cfg: Config, root: Path | None = None) -> Prepared:

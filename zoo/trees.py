@@ -315,30 +315,34 @@ SPECIALS = ("<pad>", "<unk>", "<s>", "</s>")  # ids 0-3, as in the BPE models
 # training split (the sample's dev has one WHADJP) still has its symbols.
 PTB_LABELS = ("ADJP ADVP CONJP FRAG INTJ LST NAC NP NX PP PRN PRT QP RRC S SBAR SBARQ SINV SQ UCP "
               "VP WHADJP WHADVP WHNP WHPP X").split()
+# ... and its part-of-speech tags (Santorini 1990), for targets that keep them (data.preterminals: tags)
+PTB_TAGS = ("CC CD DT EX FW IN JJ JJR JJS LS MD NN NNS NNP NNPS PDT POS PRP PRP$ RB RBR RBS RP SYM TO UH "
+            "VB VBD VBG VBN VBP VBZ WDT WP WP$ WRB # $ '' `` , . : -LRB- -RRB- -NONE-").split()
 
 
 class SymbolVocab:
     """The tree side's own vocabulary: one id per whole symbol, `(NP`, `)NP` or `XX`.
 
-    Preterminals are normalized to XX: the F1 we report puts the gold POS tags back on the words
-    (zoo.metrics.parse_f1), so predicting tags would only spend the model's capacity on something
-    the score ignores, and the search constraint needs one preterminal symbol per word anyway.
+    Preterminals are normalized to XX by default: the F1 we report puts the gold POS tags back on the
+    words (zoo.metrics.parse_f1), so the tags are not scored. With `tags` (data.preterminals: tags)
+    each keeps its POS tag: the model predicts them too, a richer target for the same words (the
+    search constraint counts any non-bracket symbol as a preterminal; a tag never seen becomes XX).
     Built from the training targets only (sorted, so the ids are a function of the data);
     the PTB's phrase labels are always in; other labels first seen in dev or test map to <unk>. Same calls as a sentencepiece model where the
     code shares them: encode, decode, get_piece_size, id_to_piece."""
 
-    def __init__(self, symbols):
-        ptb = {b + x for x in PTB_LABELS for b in "()"}
+    def __init__(self, symbols, tags: bool = False):
+        self.tags = tags  # keep each preterminal's POS tag (else XX for all)
+        ptb = {b + x for x in PTB_LABELS for b in "()"} | (set(PTB_TAGS) if tags else set())
         self.pieces = list(SPECIALS) + sorted(set(symbols) | ptb | {PLACEHOLDER})
         self.ids = {p: i for i, p in enumerate(self.pieces)}
 
     @classmethod
-    def from_targets(cls, targets) -> "SymbolVocab":
-        return cls(s for t in targets for s in map(cls.normalize, t.split()))
+    def from_targets(cls, targets, tags: bool = False) -> "SymbolVocab":
+        return cls((s for t in targets for s in t.split() if tags or s[0] in "()"), tags)
 
-    @staticmethod
-    def normalize(tok: str) -> str:
-        return tok if tok[0] in "()" else PLACEHOLDER
+    def normalize(self, tok: str) -> str:
+        return tok if tok[0] in "()" or (self.tags and tok in self.ids) else PLACEHOLDER
 
     def encode(self, text: str) -> list[int]:
         return [self.ids.get(self.normalize(t), 1) for t in text.split()]
