@@ -242,8 +242,9 @@ def _check_size(doc: Doc, variants: int, points: int, seeds: int) -> None:
     raw = doc.variants_from
     key = next((k for k in ("sweep", "seeds", "variants") if k in doc.data or k in raw.data), "variants")
     where = doc.where((key,)) if key in doc.data else raw.where((key,))
-    raise SpecError(where, key, f"makes {n:,} trials ({variants} variants x {points} sweep points x {seeds} "
-                    f"seeds); at most {MAX_TRIALS:,} per spec: split the study into several specs, or sweep "
+    count = lambda k, what: f"{k:,} {what}" + ("" if k == 1 else "s")
+    raise SpecError(where, key, f"makes {n:,} trials ({count(variants, 'variant')} x {count(points, 'sweep point')} "
+                    f"x {count(seeds, 'seed')}); at most {MAX_TRIALS:,} per spec: split the study into several specs, or sweep "
                     "fewer values")
 
 
