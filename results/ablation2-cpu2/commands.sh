@@ -31,12 +31,15 @@ run() { local store=$1 profile=$2; shift 2
   .venv/bin/zoo run "$@" --profile "$profile" --address 127.0.0.1:$PORT --storage "$store"; }
 chain() { local store=$1; shift; for s in "$@"; do run "$store" ablation "specs/$s.yaml"; done; }
 # The pilots (dev only, chosen before the sweep; see README): the learning rate and warmup, then
-# where base without dropout begins to over-fit (it sets the dropout add-on's budget).
+# where base without dropout begins to over-fit (it sets the dropout add-on's data and budget).
 lr_pilot() {
   run runs-pilot ablation specs/pilots/ablation_lr.yaml --seeds 1 --set 'eval.extra_splits=[]' --set 'eval.ppl_splits=[]'; }
-overfit_pilot() {
+overfit_pilot() {  # the whole corpus (about 26 epochs), then a quarter of it (about 47 of its epochs)
   run runs-pilot-overfit ablation specs/pilots/ablation_overfit.yaml --seeds 1 --set train.steps=6600 \
     --set train.eval_every=100 --set train.checkpoint_every=500 --set train.schedule.cooldown=0 \
+    --set 'eval.extra_splits=[]' --set 'eval.ppl_splits=[]'
+  run runs-pilot-overfit ablation specs/pilots/ablation_overfit_quarter.yaml --seeds 1 --set train.steps=3000 \
+    --set train.eval_every=32 --set train.checkpoint_every=500 --set train.schedule.cooldown=0 \
     --set 'eval.extra_splits=[]' --set 'eval.ppl_splits=[]'; }
 want() { [ -z "$STAGES" ] || [[ " $STAGES " == *" $1 "* ]]; }
 STAGES="$*"  # any of: lr_pilot overfit_pilot main addons report (default: all, in that order)
