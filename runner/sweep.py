@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zoo.errors import SIGTERMS, Terminated, UserError
+from zoo.errors import SIGTERMS, UserError
 from zoo.paths import inside, inside_uri
 from zoo.result import Trial, TrialStatus
 from zoo.runner.store import DEFAULT_STORAGE, Store, default_path
@@ -219,18 +219,17 @@ def _sweep(sw: Sweep, cfgs: list, todo: list, local_ray) -> int:
                          on_tick=local_ray.refresh if local_ray else None, stream=sw.stream)
     live.scheduled = sw.asha is not None
     progress.LIVE = live
-    signal = None
     try:
         for result in tuner.fit():
             live.reconcile(result)
-    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (zoo.errors.Terminated)
-        signal = e
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (zoo.errors.on_sigterm records it in SIGTERMS)
+        pass
     finally:
         progress.LIVE = None
     if live.tty:
         live.draw()
     code = _summary(live, sw.store, sw.spec_key, profile, st, sw.stream)
-    return 143 if code == 130 and (isinstance(signal, Terminated) or SIGTERMS) else code
+    return 143 if code == 130 and SIGTERMS else code  # Ray Tune may re-raise the interrupt bare
 
 
 def _register(sw: Sweep, todo: list, profile: str, run_dirs: dict, exp_path: str) -> None:
