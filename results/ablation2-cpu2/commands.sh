@@ -45,8 +45,8 @@ want() { [ -z "$STAGES" ] || [[ " $STAGES " == *" $1 "* ]]; }
 STAGES="$*"  # any of: lr_pilot overfit_pilot main addons report (default: all, in that order)
 want lr_pilot && lr_pilot > runs-pilot.log 2>&1
 if want main || want overfit_pilot; then  # the longest trials first, so the last ones to finish are short
-  { want main && chain $STORE big table3_C; } > $STORE.chain1.log 2>&1 &
-  { want overfit_pilot && overfit_pilot; want main && chain $STORE-b table3_A table3_B table3_D table3_E base; } \
+  { want main && chain $STORE big table3_C table3_D; } > $STORE.chain1.log 2>&1 &
+  { want overfit_pilot && overfit_pilot; want main && chain $STORE-b table3_A table3_B table3_E base; } \
     > $STORE-b.chain2.log 2>&1 &
   wait
 fi
