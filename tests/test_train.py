@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 import torch
 
@@ -171,6 +172,19 @@ def test_resume_continues_exactly(repo, data_root, tmp_path):
     a = torch.load(checkpoints(tmp_path / "a")[-1], weights_only=True)["model"]
     b = torch.load(checkpoints(tmp_path / "b")[-1], weights_only=True)["model"]
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+
+
+def test_resumed_at_the_final_checkpoint_keeps_dev_perplexity(repo, data_root, tmp_path):
+    """Killed after its last checkpoint but before scoring, a run resumes with no step left to train:
+    its dev perplexity (and per-sentence likelihood, which the claims resample) is still measured."""
+    cfg = _smoke(repo, sets=["train.steps=6", "train.checkpoint_every=3", "eval.max_sentences=2"])
+    first = train(cfg, tmp_path / "run", data_root)
+    (tmp_path / "run" / "summary.json").unlink()
+    events = []
+    again = train(cfg, tmp_path / "run", data_root, report=events.append)
+    assert {"event": "resumed", "step": 6} in events
+    assert again.dev_ppl == pytest.approx(first.dev_ppl, rel=1e-5) 
+    assert np.allclose(again.dev_nll_stats, first.dev_nll_stats, rtol=1e-5)
 
 
 def test_killed_zoo_train_resumes_from_last_checkpoint(repo, data_root, tmp_path):
