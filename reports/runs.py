@@ -62,7 +62,10 @@ class Runs:
             return []
 
         def unseeded(x: Trial) -> str:
-            c = x.config.model_dump(mode="json", exclude={"trial": True, "train": {"seed"}}) if x.config else {}
+            if not x.config:
+                return "{}"
+            c = x.config.model_dump(mode="json", exclude={"trial": True, "train": {"seed"}})
+            c["overrides"].pop("train.seed", None)  # a seeds axis records the seed there too
             return json.dumps(c, sort_keys=True)
         key = (t.spec, t.profile, unseeded(t))
         by_seed: dict = {}  # one per seed: the most recent (a run before the seeds axis may repeat seed 1)
