@@ -414,7 +414,8 @@ def test_seeds_show_as_mean_spread_and_count(tmp_path):
     for seed, bleu in ((2, a1.result.primary.bleu + 1.0), (3, a1.result.primary.bleu + 2.0)):
         m = a1.result.model_copy(deep=True)
         m.primary.bleu = bleu
-        cfg = a1.config.model_copy(update={"trial": f"A1-seed{seed}", "overrides": {**a1.config.overrides, "train.seed": seed},  # as a seeds axis
+        cfg = a1.config.model_copy(update={"trial": f"A1-seed{seed}",
+                                            "overrides": {**a1.config.overrides, "train.seed": seed},  # as a seeds axis
                                             "train": a1.config.train.model_copy(update={"seed": seed})})
         st.upsert(a1.spec, f"A1-seed{seed}", a1.profile, variant="A1", **{k: getattr(a1, k) for k in (
             "config_hash", "paper_table", "paper_group", "paper_row", "status", "step", "steps")},

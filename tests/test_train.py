@@ -183,7 +183,7 @@ def test_resumed_at_the_final_checkpoint_keeps_dev_perplexity(repo, data_root, t
     events = []
     again = train(cfg, tmp_path / "run", data_root, report=events.append)
     assert {"event": "resumed", "step": 6} in events
-    assert again.dev_ppl == pytest.approx(first.dev_ppl, rel=1e-5) 
+    assert again.dev_ppl == pytest.approx(first.dev_ppl, rel=1e-5)
     assert np.allclose(again.dev_nll_stats, first.dev_nll_stats, rtol=1e-5)
 
 

@@ -211,7 +211,6 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
         raise _out_of_memory(cfg, model, device, st.step, world, e) from None
     if st.dev_ppl is None and st.step:  # resumed from its final checkpoint: no step was left to evaluate at
         st.dev_ppl = dev_perplexity(model, p.dev, cfg.train.batch_tokens)
-        model.train()
 
     result = RunResult(
         config_hash=cfg.config_hash(), variant=cfg.variant, profile=cfg.profile, steps_done=st.step,
