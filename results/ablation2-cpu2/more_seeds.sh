@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# More seeds for the claims that `zoo run --plan --power --pilot results/ablation2-cpu2/zoo.db`
+# says a few more seeds would resolve at 80% power (Holm's strictest level over 19 claims), in
+# the seed counts it printed from the 3-seed run, chosen before any new seed was seen:
+#   B-small-dk-ppl 8 seeds (B1, base), C-width-ppl 6 (C4, C5), D-smoothing-ppl 4 (D3, base).
+# Claims no seed count reaches (the test set's own noise is larger than the paper's effect), or that
+# need more than a few hours (A-too-many-heads-ppl 18, C-depth-ppl 12, C-ffn-ppl 45), get none.
+# Same profile and stores as commands.sh (which merges them in its report stage); its own
+# loopback-only Ray head, so it can run beside commands.sh. Interrupted, run it again.
+set -uo pipefail
+cd "$(git rev-parse --show-toplevel)"
+export ZOO_DATA_DIR="${ZOO_DATA_DIR:-../shared/data}"
+export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0  # bind 127.0.0.1 only
+export RAY_AUTH_MODE=disabled               # allowed only because nothing outside this machine can reach it
+PORT=6393
+
+before=$(ps -eo pid= | sort)
+.venv/bin/ray start --head --node-ip-address=127.0.0.1 --port=$PORT --num-cpus=2 \
+  --include-dashboard=false --disable-usage-stats >/dev/null
+ray_pids=$(comm -13 <(echo "$before") <(ps -eo pid= | sort) | while read -r p; do
+  grep -qa -e 'site-packages/ray' -e 'ray::' /proc/$p/cmdline 2>/dev/null && echo "$p"; done)
+trap 'kill $ray_pids 2>/dev/null; sleep 3; kill -9 $ray_pids 2>/dev/null' EXIT
+
+run() { local store=$1 spec=$2 n=$3; shift 3
+  .venv/bin/zoo run "specs/$spec.yaml" "$@" --seeds "$n" --profile ablation --address 127.0.0.1:$PORT --storage "$store"; }
+{ run runs-ablation2-b base 8 && run runs-ablation2-b table3_B 8 --variant B1; } > runs-ablation2-b.seeds.log 2>&1 &
+{ run runs-ablation2 table3_C 6 --variant C5 --variant C4 && run runs-ablation2 table3_D 4 --variant D3; } \
+  > runs-ablation2.seeds.log 2>&1 &
+wait
