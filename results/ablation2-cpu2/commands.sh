@@ -4,7 +4,7 @@
 # a longer budget their own runs (profiles `ablation_dropout` and `ablation_big`, which extend
 # `ablation`). Run from the repository root after README's set-up:
 #   bash results/ablation2-cpu2/commands.sh                 # everything, in order
-#   bash results/ablation2-cpu2/commands.sh main report     # some stages: lr_pilot overfit_pilot main addons report
+#   bash results/ablation2-cpu2/commands.sh main report     # some stages: lr_pilot overfit_pilot main addons seeds report
 # Two chains of `zoo run` share one loopback-only Ray head with 2 CPUs; each trial takes 1 CPU
 # (1 thread). A `zoo run` holds its --storage for itself, so each chain has its own and `zoo merge`
 # joins them for the report. The budget is steps, so a slower or busier machine takes longer, not
@@ -25,7 +25,9 @@ before=$(ps -eo pid= | sort)
 # the head's processes, by process id (never by name): new since the line above, and Ray's
 ray_pids=$(comm -13 <(echo "$before") <(ps -eo pid= | sort) | while read -r p; do
   grep -qa -e 'site-packages/ray' -e 'ray::' /proc/$p/cmdline 2>/dev/null && echo "$p"; done)
-trap 'kill $ray_pids 2>/dev/null; sleep 3; kill -9 $ray_pids 2>/dev/null' EXIT
+# and those the head starts later for its clients (Ray's client server), which name its address
+ray_pids() { echo $ray_pids; grep -las -e "127.0.0.1:$PORT" /proc/[0-9]*/cmdline | cut -d/ -f3; }
+trap 'p=$(ray_pids); kill $p 2>/dev/null; sleep 3; kill -9 $p 2>/dev/null' EXIT
 
 run() { local store=$1 profile=$2; shift 2
   .venv/bin/zoo run "$@" --profile "$profile" --address 127.0.0.1:$PORT --storage "$store"; }
@@ -42,7 +44,7 @@ overfit_pilot() {  # the whole corpus (about 26 epochs), then a quarter of it (a
     --set train.eval_every=32 --set train.checkpoint_every=500 --set train.schedule.cooldown=0 \
     --set 'eval.extra_splits=[]' --set 'eval.ppl_splits=[]'; }
 want() { [ -z "$STAGES" ] || [[ " $STAGES " == *" $1 "* ]]; }
-STAGES="$*"  # any of: lr_pilot overfit_pilot main addons report (default: all, in that order)
+STAGES="$*"  # any of: lr_pilot overfit_pilot main addons seeds report (default: all, in that order)
 want lr_pilot && lr_pilot > runs-pilot.log 2>&1
 if want main || want overfit_pilot; then  # the longest trials first, so the last ones to finish are short
   { want main && chain $STORE big table3_C table3_D; } > $STORE.chain1.log 2>&1 &
@@ -56,6 +58,8 @@ if want addons; then  # the budgets two claims need, after the 20 rows
     run $STORE-d ablation_dropout specs/table3_D.yaml --variant D2; } > $STORE-d.chain2.log 2>&1 &
   wait
 fi
+# the seed counts `zoo run --plan --power` printed from the 3-seed run (more_seeds.sh: its own Ray head)
+if want seeds; then bash results/ablation2-cpu2/more_seeds.sh; fi
 if want report; then
   for s in $STORE-b $STORE-c $STORE-d; do [ -f $s/zoo.db ] && .venv/bin/zoo merge $STORE/zoo.db $s/zoo.db; done
   .venv/bin/zoo status --runs $STORE/zoo.db

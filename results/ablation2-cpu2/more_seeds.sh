@@ -19,7 +19,9 @@ before=$(ps -eo pid= | sort)
   --include-dashboard=false --disable-usage-stats >/dev/null
 ray_pids=$(comm -13 <(echo "$before") <(ps -eo pid= | sort) | while read -r p; do
   grep -qa -e 'site-packages/ray' -e 'ray::' /proc/$p/cmdline 2>/dev/null && echo "$p"; done)
-trap 'kill $ray_pids 2>/dev/null; sleep 3; kill -9 $ray_pids 2>/dev/null' EXIT
+# and those the head starts later for its clients (Ray's client server), which name its address
+ray_pids() { echo $ray_pids; grep -las -e "127.0.0.1:$PORT" /proc/[0-9]*/cmdline | cut -d/ -f3; }
+trap 'p=$(ray_pids); kill $p 2>/dev/null; sleep 3; kill -9 $p 2>/dev/null' EXIT
 
 run() { local store=$1 spec=$2 n=$3; shift 3
   .venv/bin/zoo run "specs/$spec.yaml" "$@" --seeds "$n" --profile ablation --address 127.0.0.1:$PORT --storage "$store"; }
