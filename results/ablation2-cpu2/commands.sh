@@ -13,21 +13,11 @@
 set -uo pipefail
 cd "$(git rev-parse --show-toplevel)"
 export ZOO_DATA_DIR="${ZOO_DATA_DIR:-../shared/data}"
-export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0  # bind 127.0.0.1 only
-export RAY_AUTH_MODE=disabled               # allowed only because nothing outside this machine can reach it
 STORE=runs-ablation2
 OUT=results/ablation2-cpu2
 PORT=6392
 
-before=$(ps -eo pid= | sort)
-.venv/bin/ray start --head --node-ip-address=127.0.0.1 --port=$PORT --num-cpus=2 \
-  --include-dashboard=false --disable-usage-stats >/dev/null
-# the head's processes, by process id (never by name): new since the line above, and Ray's
-ray_pids=$(comm -13 <(echo "$before") <(ps -eo pid= | sort) | while read -r p; do
-  grep -qa -e 'site-packages/ray' -e 'ray::' /proc/$p/cmdline 2>/dev/null && echo "$p"; done)
-# and those the head starts later for its clients (Ray's client server), which name its address
-ray_pids() { echo $ray_pids; grep -las -e "127.0.0.1:$PORT" /proc/[0-9]*/cmdline | cut -d/ -f3; }
-trap 'p=$(ray_pids); kill $p 2>/dev/null; sleep 3; kill -9 $p 2>/dev/null' EXIT
+source scripts/loopback_ray_head.sh  # the head on $PORT, ended with this script
 
 run() { local store=$1 profile=$2; shift 2
   .venv/bin/zoo run "$@" --profile "$profile" --address 127.0.0.1:$PORT --storage "$store"; }
