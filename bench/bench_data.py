@@ -84,7 +84,8 @@ def child_lists(a: dict) -> dict:
     """The data path before the cache: ids as lists of Python ints, lengths as tuples, batches as lists."""
     import torch  # noqa: F401
     import zoo.train  # noqa: F401
-    from zoo import data as D, encoded as E
+    from zoo import data as D
+    from zoo.data import encoded as E
     gc.collect()
     base = mem()
     sp = D.load_sp(a["sp"])

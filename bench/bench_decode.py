@@ -23,7 +23,7 @@ import torch
 
 from zoo.decode import beam_search, beam_search_nocache
 from zoo.model import build_model
-from zoo.spec import ModelSpec
+from zoo.config import ModelSpec
 
 
 def decode_last_only(self, tgt_in, memory, src_mask, cache=None):

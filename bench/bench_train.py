@@ -42,7 +42,7 @@ from zoo import data as zdata
 from zoo import spec as zspec
 from zoo.costs import forward_flops
 from zoo.model import build_model
-from zoo.spec import ModelSpec
+from zoo.config import ModelSpec
 from zoo.train import autocast, autocast_dtype, cpu_has_bf16, keep_freed_memory, make_optimizer, smoothed_loss
 
 
@@ -275,7 +275,7 @@ def _meta_batch(B: int, S: int, T: int):
 
 def predict(args) -> None:
     import roofline
-    from zoo import recipe as zrecipe, train as ztrain
+    from zoo.train import loop as ztrain, recipe as zrecipe
     print("roofline: matmul FLOPs at the bf16 peak, every other op's bytes at the memory bandwidth (per op, "
           "the slower of the two), fused Adam; source of the peaks: bench/roofline.py")
     L = 32  # WMT14's BPE sentences average ~27 tokens; padded batches of length-sorted pairs

@@ -9,7 +9,7 @@ Adam update (fp32 weight, gradient and two moments read, three written: 28 bytes
 `fused` models torch.compile: a chain of pointwise ops (each consuming the one before) becomes one
 kernel, so the intermediate tensors between them are neither written nor read back. Attention is
 traced as the memory-efficient SDPA kernel (its FLOPs, its inputs and outputs: scores never reach
-memory), as on a GPU where cuDNN attention is off (zoo.device._device).
+memory), as on a GPU where cuDNN attention is off (zoo.train.device.train_device).
 """
 from __future__ import annotations
 

@@ -13,7 +13,8 @@ import pandas as pd
 from zoo import costs
 from zoo.errors import UserError
 from zoo.result import RunResult, Trial, TrialStatus, differs
-from zoo.spec import Config, profile_description
+from zoo.config import Config
+from zoo.spec import profile_description
 from zoo.config import noam_lr
 
 

@@ -20,7 +20,7 @@ from zoo import stats as S
 from zoo.reports.runs import Runs
 from zoo.spec import MAX_SEEDS  # a spec may ask no more: advice beyond it could not be run
 from zoo.reports.verdicts import _comparison, claim_rows
-from zoo.runner.text import text_table
+from zoo.text import text_table
 
 POWER = 0.8
 # A stated prior where no pilot has run: per-seed sd of a row difference and the sentence se, in the

@@ -18,7 +18,7 @@ import pandas as pd
 from zoo.reports.cells import Table, state
 from zoo.paths import atomic_write_text
 from zoo.result import Trial
-from zoo.runner.text import duration
+from zoo.text import duration
 
 TEMPLATES = Path(__file__).parent / "templates"
 PAGES = {"table2": "Table 2", "table3": "Table 3", "table4": "Table 4"}

@@ -14,7 +14,8 @@ from pathlib import Path
 from zoo.errors import UserError
 from zoo.result import Point, Trial
 from zoo.runner.store import Store, open_store
-from zoo.spec import Config, resolve, specs_dir
+from zoo.config import Config
+from zoo.spec import resolve, specs_dir
 
 SPECS = specs_dir()
 

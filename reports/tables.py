@@ -12,7 +12,7 @@ from zoo.reports.cells import (CITED, COUNTING, OLDER, PAPER_METRIC_NOTE, Scatte
 from zoo.reports.runs import TABLE2_SPECS, TABLE3_SPECS, TABLE4_SPECS, Runs, config_of, paper_configs
 from zoo.reports.verdicts import _kendall_notes, claims_section, spearman_frame
 from zoo.result import SplitScore, Trial
-from zoo.spec import Config
+from zoo.config import Config
 
 
 # -- Table 3 --------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from zoo.errors import UserError
 from zoo.result import TrialStatus
-from zoo.runner.text import text_table
+from zoo.text import text_table
 
 
 def cmd_run(args) -> int:

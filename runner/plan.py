@@ -16,8 +16,8 @@ import time
 from pydantic import BaseModel
 
 from zoo import costs
-from zoo.runner.text import duration, text_table
-from zoo.spec import Config
+from zoo.text import duration, text_table
+from zoo.config import Config
 
 MEASURE_TOKENS = 512  # target tokens per measured step: seconds even for the paper's big model on a CPU
 

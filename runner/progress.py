@@ -17,7 +17,7 @@ from ray import tune
 
 from zoo.result import (BadCheckpoint, Best, Done, LogPoint, NoOptimizerState, Placement, Point, Resumed, RunResult,
                         Started, event)
-from zoo.runner.text import duration, text_table
+from zoo.text import duration, text_table
 
 LIVE: "Live | None" = None
 

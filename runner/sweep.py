@@ -520,7 +520,7 @@ FRESH = ("warning", "step", "metrics", "best", "attention", "placement", "hardwa
 def _stale(row: Trial | None, scratch: str, cfg) -> bool:
     """The trial's folder holds another config's checkpoints (the spec or --set changed): start afresh
     rather than resume them into this config."""
-    from zoo.spec import Config
+    from zoo.config import Config
     if row and row.config_hash not in ("", cfg.config_hash()):
         return True
     f = Path(scratch) / "config.json"

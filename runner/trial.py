@@ -24,7 +24,7 @@ from ray import tune
 from pydantic import BaseModel
 
 from zoo.result import Done, Hardware, LogPoint, Provenance, Started, event, wire
-from zoo.spec import Config
+from zoo.config import Config
 
 
 class Setup(BaseModel):

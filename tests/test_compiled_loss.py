@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from zoo import compiled_loss
-from zoo.recipe import smoothed_loss
+from zoo.train import compiled_loss
+from zoo.train.recipe import smoothed_loss
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

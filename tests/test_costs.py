@@ -6,7 +6,8 @@ from torch.utils.flop_counter import FlopCounterMode
 from zoo.cli import main
 from zoo.costs import forward_flops, params_analytic, paper_cost_flops, train_flops_per_step
 from zoo.model import build_model, count_params
-from zoo.spec import ModelSpec, resolve, spec_files
+from zoo.config import ModelSpec
+from zoo.spec import resolve, spec_files
 
 
 def test_analytic_params_equal_numel_for_every_spec(repo):

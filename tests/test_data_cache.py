@@ -1,4 +1,4 @@
-"""The encoded corpus cache (zoo.encoded.encoded_corpus): built once, memory-mapped after, safe to race."""
+"""The encoded corpus cache (zoo.data.encoded.encoded_corpus): built once, memory-mapped after, safe to race."""
 from __future__ import annotations
 
 import fcntl
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from zoo import data as D
-from zoo import encoded as E  # the cache's own helpers
+from zoo.data import encoded as E  # the cache's own helpers
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,8 @@ def test_second_call_maps_without_encoding(sp_path, data_root, tmp_path, monkeyp
 
 RACER = """
 import sys
-from zoo import data as D, encoded as E
+from zoo import data as D
+from zoo.data import encoded as E
 real = E._encode_into
 def counted(*a, **k):
     print("ENCODED", flush=True)

@@ -8,7 +8,7 @@ from torch import nn
 
 from zoo.decode import beam_search, beam_search_nocache, greedy, length_penalty, translate
 from zoo.model import Transformer
-from zoo.spec import ModelSpec
+from zoo.config import ModelSpec
 
 BOS, EOS = 2, 3
 A, B, C, D, E = 4, 5, 6, 7, 8

@@ -2,7 +2,7 @@
 import torch
 
 from zoo.model import build_model, count_params, sinusoid_table
-from zoo.spec import ModelSpec
+from zoo.config import ModelSpec
 
 TINY = ModelSpec(N=2, d_model=32, d_ff=64, h=4, d_k=8, d_v=12, dropout=0.1, max_len=64)
 

@@ -12,9 +12,9 @@ import torch.multiprocessing as mp
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from zoo import data as zdata
-from zoo import recipe, train as ztrain
+from zoo.train import loop as ztrain, recipe
 from zoo.model import build_model
-from zoo.spec import Config, ModelSpec
+from zoo.config import Config, ModelSpec
 
 V = 24
 TINY = ModelSpec(N=1, d_model=16, d_ff=32, h=2, d_k=8, d_v=8, dropout=0.0)

@@ -5,9 +5,11 @@ import random
 import pytest
 import torch
 
-from zoo import decode, metrics, trees
+from zoo import decode, metrics
+from zoo.data import trees
 from zoo.model import build_model
-from zoo.spec import ModelSpec, SpecError, resolve
+from zoo.config import ModelSpec
+from zoo.spec import SpecError, resolve
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +133,7 @@ def test_word_pointer_decodes_incrementally_as_in_training(vocab):
 def test_symbol_targets_may_keep_the_pos_tags():
     """data.preterminals: tags keeps each preterminal's tag in the target (XX by default); every tag is
     a preterminal for the constraint and the word pointer, and an unseen one becomes XX."""
-    from zoo.trees import PLACEHOLDER, SymbolVocab
+    from zoo.data.trees import PLACEHOLDER, SymbolVocab
     train = ["(S (NP DT NN )NP (VP VBZ )VP . )S"]
     plain, tagged = SymbolVocab.from_targets(train), SymbolVocab.from_targets(train, tags=True)
     assert plain.decode(plain.encode(train[0])) == "(S (NP XX XX )NP (VP XX )VP XX )S"

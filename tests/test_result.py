@@ -43,7 +43,7 @@ def test_the_committed_reference_stores_load_as_typed_records_untouched(db):
     import hashlib
     from zoo.result import Point, Trial, TrialStatus
     from zoo.runner.store import Store
-    from zoo.spec import Config
+    from zoo.config import Config
     digest = hashlib.sha256(db.read_bytes()).hexdigest()
     st = Store(db, readonly=True)
     trials = st.trials()

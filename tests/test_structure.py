@@ -1,36 +1,55 @@
-"""The structure stays a straight line (issue 11): spec -> model -> trial -> store -> report.
+"""The structure stays a straight line (issues 11 and 33): spec -> model -> trial -> store -> report.
 
-Read from the source with ast (nothing is imported): no import circle among module-level imports, and
-no module imports a later stage, not even lazily inside a function (the CLI modules sit on top)."""
+Read from the source with ast (nothing is imported): no import circle among module-level imports, no
+module imports a later stage (not even lazily inside a function; the CLI modules sit on top), the longest
+chain of module-level imports stays short, no file borrows another file's `_private` name, and a package's
+parts never go through their own door (its __init__, which is for outsiders)."""
 import ast
+import functools
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 FOLDERS = {"zoo": "zoo", "runner": "zoo.runner", "reports": "zoo.reports"}
+PACKAGES = {"zoo.spec", "zoo.data", "zoo.train"}  # zoo's own packages: a door (__init__) and its parts
+SPEC = {"zoo.spec", "zoo.spec.yaml12", "zoo.spec.specfile", "zoo.spec.profiles", "zoo.spec.sweep_axes",
+        "zoo.spec.resolution", "zoo.spec.schema"}
+DATA = {"zoo.data", "zoo.data.corpora", "zoo.data.files", "zoo.data.download", "zoo.data.read", "zoo.data.bpe",
+        "zoo.data.encoded", "zoo.data.batching", "zoo.data.trees"}
+TRAIN = {"zoo.train", "zoo.train.recipe", "zoo.train.compiled_loss", "zoo.train.checkpoints", "zoo.train.device",
+         "zoo.train.loop"}
 # stages in order; a module may import its own stage and earlier ones
 STAGES = [
-    # the spec, and the corpora it names (validation checks names and splits against zoo.data's catalog)
-    {"zoo.errors", "zoo.paths", "zoo.paper", "zoo.result", "zoo.yaml12", "zoo.config", "zoo.specfile",
-     "zoo.profiles", "zoo.sweep_axes", "zoo.spec", "zoo.schema", "zoo.corpora", "zoo.fetch",
-     "zoo.bpe", "zoo.encoded", "zoo.batching", "zoo.data", "zoo.trees"},
-    {"zoo.evalb_params", "zoo.evalb", "zoo.model", "zoo.costs", "zoo.metrics", "zoo.decode", "zoo.stats", "zoo.claims",
-     "zoo.recipe", "zoo.compiled_loss", "zoo.checkpoints", "zoo.device"},  # model, scores, the recipe and where it runs
-    {"zoo.train"},                                                                        # a trial's work
-    {"zoo.runner.store", "zoo.runner.text"},                                              # the store, terminal text
+    {"zoo._door", "zoo.errors", "zoo.paths", "zoo.paper", "zoo.tokens", "zoo.config", "zoo.result", "zoo.text"},
+    SPEC | DATA,  # the spec, and the corpora it names (validation checks names and splits against the catalog)
+    {"zoo.evalb_params", "zoo.evalb", "zoo.model", "zoo.costs", "zoo.metrics", "zoo.decode", "zoo.stats",
+     "zoo.claims"},                                                                        # the model and its scores
+    TRAIN,                                                                                 # a trial's work
+    {"zoo.runner.store"},                                                                  # the store
     {"zoo.runner.local", "zoo.runner.trial", "zoo.runner.progress", "zoo.runner.sweep",
      "zoo.runner.plan"},                                                                   # trials on Ray
-    {"zoo.reports.peaks", "zoo.reports.runs", "zoo.reports.cells", "zoo.reports.verdicts", "zoo.reports.tables", "zoo.reports.plots",
-     "zoo.reports.render", "zoo.reports.sweep", "zoo.reports.power", "zoo.reports.share"},  # the report
+    {"zoo.reports.peaks", "zoo.reports.runs", "zoo.reports.cells", "zoo.reports.verdicts", "zoo.reports.tables",
+     "zoo.reports.plots", "zoo.reports.render", "zoo.reports.sweep", "zoo.reports.power", "zoo.reports.share"},
 ]
 CLI = {"zoo", "zoo.cli", "zoo.commands", "zoo.runner.cli", "zoo.reports.cli", "zoo.runner", "zoo.reports"}
+LONGEST_CHAIN = 8  # modules, counted along module-level imports (12 before the packages got their seams)
 
 
 def modules() -> dict[str, Path]:
     out = {}
     for folder, pkg in FOLDERS.items():
-        for f in (REPO / folder).glob("*.py"):
-            out[pkg if f.stem == "__init__" else f"{pkg}.{f.stem}"] = f
+        for f in (REPO / folder).rglob("*.py"):
+            parts = [pkg, *f.relative_to(REPO / folder).with_suffix("").parts]
+            out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = f
     return out
+
+
+def _source(name: str, path: Path, node: ast.ImportFrom) -> str:
+    """The module an ImportFrom names, relative imports resolved."""
+    if node.level == 0:
+        return node.module
+    base = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    base = base[:len(base) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
 
 
 def imports(path: Path, name: str, top_only: bool) -> set[str]:
@@ -40,10 +59,16 @@ def imports(path: Path, name: str, top_only: bool) -> set[str]:
     for n in nodes:
         if isinstance(n, ast.Import):
             got |= {a.name for a in n.names}
-        elif isinstance(n, ast.ImportFrom) and n.module and n.level == 0:
-            got.add(n.module)
-            got |= {f"{n.module}.{a.name}" for a in n.names}  # `from zoo import data`
+        elif isinstance(n, ast.ImportFrom):
+            src = _source(name, path, n)
+            got.add(src)
+            got |= {f"{src}.{a.name}" for a in n.names}  # `from zoo import data`
     return got
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    return {m: {x for x in imports(p, m, top_only=True) if x in mods and x != m} for m, p in mods.items()}
 
 
 def test_every_module_has_a_stage():
@@ -51,20 +76,31 @@ def test_every_module_has_a_stage():
 
 
 def test_no_import_circle():
-    mods = modules()
-    graph = {m: {x for x in imports(p, m, top_only=True) if x in mods and x != m} for m, p in mods.items()}
+    g = graph()
     state: dict[str, int] = {}
 
     def visit(m, path):
         state[m] = 1
-        for x in graph[m]:
+        for x in g[m]:
             assert state.get(x) != 1, "import circle: " + " -> ".join(path + [x])
             if x not in state:
                 visit(x, path + [x])
         state[m] = 2
-    for m in graph:
+    for m in g:
         if m not in state:
             visit(m, [m])
+
+
+def test_the_longest_import_chain_is_short():
+    """A module's import-time world is its chain of module-level imports: five stages should not need twelve
+    floors. (A door is lazy, PEP 562: importing it imports none of its parts, so it ends a chain.)"""
+    g = graph()
+
+    @functools.cache
+    def longest(m: str) -> tuple[str, ...]:
+        return max(((m, *longest(x)) for x in g[m]), key=len, default=(m,))
+    chain = max((longest(m) for m in g), key=len)
+    assert len(chain) <= LONGEST_CHAIN, " -> ".join(chain)
 
 
 def test_no_module_imports_a_later_stage():
@@ -76,18 +112,48 @@ def test_no_module_imports_a_later_stage():
     assert not bad, "\n".join(bad)
 
 
+def test_no_file_borrows_a_private_name():
+    """A name another file uses is public; a `_private` one stays in its file (timm's rule: a private module
+    may hold public names, a public module lends no private ones)."""
+    mods = modules()
+    bad = []
+    for m, p in mods.items():
+        for n in ast.walk(ast.parse(p.read_text())):
+            if isinstance(n, ast.ImportFrom) and (src := _source(m, p, n)) in mods:
+                bad += [f"{m} imports {src}.{a.name}" for a in n.names
+                        if a.name.startswith("_") and not a.name.startswith("__") and f"{src}.{a.name}" not in mods]
+    assert not bad, "\n".join(bad)
+
+
+def test_a_part_never_imports_its_own_door():
+    """zoo.spec's parts import zoo.spec.specfile, never `from zoo.spec import SpecError`: the door is for outsiders."""
+    mods = modules()
+    bad = []
+    for m, p in mods.items():
+        door = next((d for d in PACKAGES if m.startswith(d + ".")), None)
+        if door is None:
+            continue
+        for n in ast.walk(ast.parse(p.read_text())):
+            if isinstance(n, ast.ImportFrom) and _source(m, p, n) == door:
+                bad += [f"{m}: from {door} import {a.name}" for a in n.names if f"{door}.{a.name}" not in mods]
+            elif isinstance(n, ast.Import):
+                bad += [f"{m}: import {a.name}" for a in n.names if a.name == door]
+    assert not bad, "\n".join(bad)
+
+
 def test_readme_architecture_lists_every_module():
-    """README's Architecture section names each module of zoo/, runner/ and reports/ once, and no other."""
+    """README's Architecture section names each package folder and each module of zoo/, runner/ and reports/ once."""
     text = (REPO / "README.md").read_text()
     section = text.split("## Architecture\n", 1)[1].split("\n## ", 1)[0]
-    listed = [line.split("`")[1] for line in section.splitlines() if line.startswith("- `")]
-    tree = sorted(f"{folder}/{f.name}" for folder in FOLDERS for f in (REPO / folder).glob("*.py"))
-    assert sorted(listed) == tree and len(listed) == len(set(listed))
+    listed = [line.split("`")[1] for line in section.splitlines() if line.lstrip().startswith("- `")]
+    files = [f.relative_to(REPO).as_posix() for folder in FOLDERS for f in (REPO / folder).rglob("*.py")]
+    folders = [f"{m.replace('.', '/')}/" for m in PACKAGES]
+    assert sorted(listed) == sorted(files + folders) and len(listed) == len(set(listed))
 
 
 def test_modules_read_in_one_sitting():
     # one idea per module, each at most 600 lines, in zoo/, runner/ and reports/ alike
-    long = {str(f.relative_to(REPO)): n for folder in FOLDERS for f in (REPO / folder).glob("*.py")
+    long = {str(f.relative_to(REPO)): n for folder in FOLDERS for f in (REPO / folder).rglob("*.py")
             if (n := len(f.read_text().splitlines())) > 600}
     assert not long, long
 

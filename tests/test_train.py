@@ -12,8 +12,9 @@ import pytest
 import torch
 
 from zoo.spec import resolve
-from zoo.specfile import SpecError
-from zoo.train import average_checkpoints, checkpoints, load_checkpoint, noam_lr, smoothed_loss, train
+from zoo.spec.specfile import SpecError
+from zoo.config import noam_lr
+from zoo.train import average_checkpoints, checkpoints, load_checkpoint, smoothed_loss, train
 
 
 def test_noam_schedule_at_known_steps():

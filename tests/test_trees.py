@@ -1,8 +1,9 @@
 """zoo.trees on the real WSJ sample (../shared/data/ptb-wsj-sample)."""
 import pytest
 
-from zoo import evalb, trees
-from zoo.trees import Tree, clean, delinearize, linearize, parse_trees, to_bracketed
+from zoo import evalb
+from zoo.data import trees
+from zoo.data.trees import Tree, clean, delinearize, linearize, parse_trees, to_bracketed
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ def _table(rows: list[dict], cols: list[str]) -> str:
         if isinstance(v, float):
             return f"{v:.2g}" if abs(v) >= 1e5 or (v and abs(v) < 1e-2) else f"{v:.2f}"
         return str(v)
-    from zoo.runner.text import text_table
+    from zoo.text import text_table
     cells = [[fmt(r.get(c)) for c in cols] for r in rows]
     widths = [max(len(c), *(len(x[i]) for x in cells)) if cells else len(c) for i, c in enumerate(cols)]
     return text_table([cols, ["-" * w for w in widths], *cells], right=tuple(range(1, len(cols))))
@@ -140,7 +140,7 @@ def cmd_flops(args) -> int:
 
 
 def cmd_schema(args) -> int:
-    from zoo.schema import profile_schema, spec_schema
+    from zoo.spec.schema import profile_schema, spec_schema
     print(json.dumps(profile_schema() if args.profile_file else spec_schema(), indent=2))
     return 0
 

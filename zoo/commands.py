@@ -104,7 +104,7 @@ class Progress:
     def _point(self, pt) -> None:
         import math
         import time
-        from zoo.runner.text import duration
+        from zoo.text import duration
         now, step, steps = time.time(), pt.step, pt.steps or pt.step
         if self.t0 is None:
             self.t0, self.s0 = now, step - 1
@@ -126,7 +126,7 @@ class Progress:
 def cmd_train(args) -> int:
     from zoo.paths import inside
     from zoo.spec import auto_profile, profile_description, resolve
-    from zoo.specfile import SpecError
+    from zoo.spec.specfile import SpecError
     profile = auto_profile(args.profile)
     try:
         cfgs = resolve(args.spec, args.variant, profile, args.set, data_dir=args.data_dir)
@@ -159,7 +159,7 @@ def cmd_train(args) -> int:
 
 def _summary_text(r) -> str:
     """What `zoo train` prints at the end, from its zoo.result.RunResult."""
-    from zoo.runner.text import duration
+    from zoo.text import duration
     lines = [f"variant {r.variant} ({r.profile}): {r.steps_done} steps, {r.tokens_seen} target tokens in "
              f"{duration(r.train_seconds)} ({r.tokens_per_s:.0f} tok/s) on {r.hardware.device}"
              f"{' (bf16 autocast)' if r.hardware.compute_dtype == 'bf16' else ''}",
@@ -183,7 +183,7 @@ def _summary_text(r) -> str:
 
 def cmd_translate(args) -> int:
     from zoo import data as zdata, decode
-    from zoo.spec import Config
+    from zoo.config import Config
     from zoo.result import RunResult
     from zoo.train import average_checkpoints, build, checkpoints, load_checkpoint, target_vocab
     path = Path(args.checkpoint)

@@ -19,7 +19,7 @@ from zoo.paths import name_problem
 # The typed config. Defaults are the paper's base model (section 3, 5 and Table 3 row "base").
 
 
-class _Strict(BaseModel):
+class Strict(BaseModel):
     # strict: `N: true` or `N: "6"` is a mistake, not 1 or 6 (an int still fills a float field);
     # finite floats only: `lr_scale: .inf` is a mistake, not a run that diverges at step 1
     model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True, allow_inf_nan=False)
@@ -46,7 +46,7 @@ def _safe(value: str) -> str:
     return value
 
 
-class ModelSpec(_Strict):
+class ModelSpec(Strict):
     N: int = Field(6, ge=1, le=64, description="layers in each of encoder and decoder")
     d_model: int = Field(512, ge=2, le=16384)
     d_ff: int = Field(2048, ge=1, le=65536)
@@ -72,7 +72,7 @@ class ModelSpec(_Strict):
         return self
 
 
-class DataSpec(_Strict):
+class DataSpec(Strict):
     dataset: str = Field("wmt14_en_de", description="corpus name from `zoo data list`")
     vocab_size: int = Field(37000, ge=16, le=1_000_000, description="shared source/target BPE size")
     max_len: int = Field(256, ge=4, le=100000, description="drop training pairs longer than this (word-pieces)")
@@ -90,7 +90,7 @@ class DataSpec(_Strict):
         return _safe(v)
 
 
-class OptimizerSpec(_Strict):
+class OptimizerSpec(Strict):
     name: Literal["adam"] = "adam"
     betas: tuple[StrictFloat, StrictFloat] = Field((0.9, 0.98), strict=False)  # a YAML list is fine
     eps: float = Field(1e-9, gt=0, le=1)
@@ -109,7 +109,7 @@ def noam_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
     return scale * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
 
 
-class ScheduleSpec(_Strict):
+class ScheduleSpec(Strict):
     # lr = lr_scale * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5)   (eq. 3)
     name: Literal["noam"] = "noam"
     warmup_steps: int = Field(4000, ge=1, le=MAX_STEPS)
@@ -125,7 +125,7 @@ class ScheduleSpec(_Strict):
         return lr if step <= start else lr * (steps - step + 1) / (steps - start + 1)
 
 
-class TrainSpec(_Strict):
+class TrainSpec(Strict):
     steps: int = Field(100_000, ge=1, le=MAX_STEPS)
     batch_tokens: int = Field(25_000, ge=1, le=MAX_TOKENS, description="source and target tokens per optimizer step")
     max_tokens_per_device: int | None = Field(
@@ -149,7 +149,7 @@ class TrainSpec(_Strict):
         "the same arithmetic, so it is not part of the config hash")
 
 
-class EvalSpec(_Strict):
+class EvalSpec(Strict):
     split: str = Field("dev", max_length=64, description="dev (Table 3) or test (Table 2)")
     beam_size: int = Field(4, ge=1, le=256)
     length_penalty: float = Field(0.6, ge=0.0, le=100, description="GNMT alpha")
@@ -179,7 +179,7 @@ class EvalSpec(_Strict):
         return [_safe(x) for x in v]
 
 
-class ResourcesSpec(_Strict):
+class ResourcesSpec(Strict):
     gpus: float = Field(0, ge=0, le=1024, description=(
         "GPUs per worker: 1, or a share of one (0.25: four trials on one GPU); several GPUs are several workers"))
     cpus: float = Field(1, gt=0, le=4096, description="CPUs per worker")
@@ -201,7 +201,7 @@ class ResourcesSpec(_Strict):
         return self
 
 
-class PaperRef(_Strict):
+class PaperRef(Strict):
     table: int | None = Field(None, ge=2, le=4)
     group: str | None = Field(None, max_length=200)
     row: str | None = Field(None, max_length=200)
@@ -212,7 +212,7 @@ class PaperRef(_Strict):
 ADDED_LATER = {("train", "schedule", "cooldown"): 0.0, ("eval", "ppl_splits"): [], ("data", "preterminals"): "XX"}
 
 
-class Config(_Strict):
+class Config(Strict):
     """One fully resolved variant: what a trial trains."""
     variant: str
     trial: str = Field("", description="the trial's unique name: the variant, plus -seedN on a seeds axis")

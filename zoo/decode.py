@@ -19,7 +19,7 @@ import functools
 
 import torch
 
-from zoo.bpe import BOS, EOS, PAD, UNK  # the token ids have one home: the BPE that defines them
+from zoo.tokens import BOS, EOS, PAD  # the token ids have one home, on the ground floor
 NEG_INF = float("-inf")
 
 

@@ -456,7 +456,7 @@ def evalb_main(gold_path, test_path, params_path=None, legacy: bool = False) -> 
 def f1(gold_trees, test_trees, params: Params = COLLINS) -> float:
     """Bracketing F-measure (percent, EVALB 'All' block) for training-time evaluation.
 
-    Trees are one-line bracketed strings or objects whose str() is one (zoo.trees.Tree).
+    Trees are one-line bracketed strings or objects whose str() is one (zoo.data.trees.Tree).
     Never stops on errors (MAX_ERROR is lifted); 0.0 when nothing matches."""
     gold, test = [str(t) for t in gold_trees], [str(t) for t in test_trees]
     if len(gold) != len(test):

@@ -13,7 +13,7 @@ import re
 import torch
 import torch.nn.functional as F
 
-from zoo.bpe import PAD  # the token ids have one home: the BPE that defines them
+from zoo.tokens import PAD  # the token ids have one home, on the ground floor
 
 
 def _check(hyps: list[str], refs: list[str]) -> None:
@@ -154,7 +154,8 @@ def parse_f1(sources: list[str], hyps: list[str], refs: list[str]) -> dict:
     only decide which words EVALB drops as punctuation), so every output scores. `malformed` counts
     the predictions that needed a repair (trees.malformed), before it. Beside it, on the same gold
     trees, the F1 of two trivial parsers: the flat tree and the right-branching tree."""
-    from zoo import evalb, trees
+    from zoo import evalb
+    from zoo.data import trees
     gold, test, flat, right, bad = [], [], [], [], 0
     for src, hyp, ref in zip(sources, hyps, refs):
         words = src.split(" ")

@@ -21,7 +21,7 @@ from torch import nn
 
 from zoo.config import ModelSpec
 
-from zoo.bpe import PAD  # the token ids have one home: the BPE that defines them
+from zoo.tokens import PAD  # the token ids have one home, on the ground floor
 
 
 class MultiHeadAttention(nn.Module):
@@ -295,7 +295,7 @@ def build_model(m: ModelSpec, vocab_size: int, tgt_vocab_size: int | None = None
                 word_pointer: tuple | None = None) -> Transformer:
     """vocab_size: the shared (or source) vocabulary; tgt_vocab_size: a separate target one.
     word_pointer: (word_start, preterminal), the vocabularies' tables of a `model.word_pointer` model
-    (zoo.trees.word_pointer_tables); without them such a model runs on stand-ins (see Transformer)."""
+    (zoo.data.trees.word_pointer_tables); without them such a model runs on stand-ins (see Transformer)."""
     model = Transformer(m, vocab_size, tgt_vocab_size=tgt_vocab_size)
     if word_pointer is not None:
         model.set_word_pointer(*word_pointer)

@@ -15,7 +15,7 @@ from typing import Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from zoo.spec import Config
+from zoo.config import Config
 
 
 class _Record(BaseModel):

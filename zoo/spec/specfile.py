@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-from zoo import yaml12
+from zoo.spec import yaml12
 from zoo.errors import UserError
 from zoo.paths import SAFE_NAME, name_problem, shorten
 
@@ -35,7 +35,7 @@ class SpecError(UserError):
         super().__init__(f"{where}: {field + ': ' if field else ''}{message}")
 
 
-def _did_you_mean(word: str, choices) -> str:
+def did_you_mean(word: str, choices) -> str:
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     hint = f"; did you mean '{close[0]}'?" if close else ""
     return f"{hint} Allowed: {', '.join(sorted(choices))}"
@@ -113,7 +113,7 @@ def read_yaml(path: Path) -> Doc:
                         f"{', '.join(SECTIONS)} or `extends:`")
     if not isinstance(data, dict):
         raise SpecError(f"{path}:{line}", "",
-                        f"the top level must be a mapping of sections, not {_kind(data)}")
+                        f"the top level must be a mapping of sections, not {kind_of(data)}")
     return Doc(data, locs, f"{path}:1")
 
 
@@ -144,17 +144,17 @@ def deep_merge(base: Doc, over: dict, over_locs: dict, origin: str | None = None
 
 def _check_mapping(doc: Doc, key: str, value) -> None:
     if not isinstance(value, dict):
-        raise SpecError(doc.where((key,)), key, f"must be a mapping of fields, not {_kind(value)}")
+        raise SpecError(doc.where((key,)), key, f"must be a mapping of fields, not {kind_of(value)}")
 
 
-def _kind(value) -> str:
+def kind_of(value) -> str:
     return {list: "a list", type(None): "null", str: "a string", bool: "a boolean"}.get(
         type(value), f"a {type(value).__name__}")
 
 
-def _unknown(what: str, key, allowed) -> str:
+def unknown_key(what: str, key, allowed) -> str:
     odd = "" if str(key).isascii() else " (it holds non-ASCII characters: a look-alike letter?)"
-    return f"unknown {what} '{shorten(key)}'{odd}{_did_you_mean(str(key), allowed)}"
+    return f"unknown {what} '{shorten(key)}'{odd}{did_you_mean(str(key), allowed)}"
 
 
 def load_file(path: Path, _stack: tuple = ()) -> Doc:
@@ -176,7 +176,7 @@ def load_file(path: Path, _stack: tuple = ()) -> Doc:
         del doc.data[k]  # a section whose lines are all commented out: as if absent
     for k in doc.data:
         if k not in FILE_KEYS:
-            raise SpecError(doc.where((str(k),)), shorten(k), _unknown("top-level key", k, FILE_KEYS))
+            raise SpecError(doc.where((str(k),)), shorten(k), unknown_key("top-level key", k, FILE_KEYS))
     for k in SECTIONS:
         if k in doc.data:
             _check_mapping(doc, k, doc.data[k])
@@ -190,7 +190,7 @@ def load_file(path: Path, _stack: tuple = ()) -> Doc:
         where = doc.where(("extends",))
         if not isinstance(parent, str) or not parent.strip():
             raise SpecError(where, "extends", f"must be the path of a .yaml spec file, relative to this "
-                            f"file or absolute (got {_kind(parent)})")
+                            f"file or absolute (got {kind_of(parent)})")
         ppath = key.parent / parent
         if not ppath.exists() and SAFE_NAME.fullmatch(parent) and (specs_dir() / f"{parent}.yaml").is_file():
             ppath = specs_dir() / f"{parent}.yaml"  # `extends: base`: the built-in spec of that name
@@ -214,10 +214,10 @@ def load_file(path: Path, _stack: tuple = ()) -> Doc:
 
 def variant_names(path: Path) -> list[str]:
     doc = load_file(path)
-    return list(_variants(doc, path))
+    return list(read_variants(doc, path))
 
 
-def _variants(doc: Doc, path: Path) -> dict[str, dict]:
+def read_variants(doc: Doc, path: Path) -> dict[str, dict]:
     raw = doc.variants_from
     vs = raw.data.get("variants")
     if vs is None:
@@ -239,22 +239,22 @@ def _variants(doc: Doc, path: Path) -> dict[str, dict]:
             raise SpecError(where, field, f"the variant name {problem}")
         over = {} if over is None else over
         if not isinstance(over, dict):
-            raise SpecError(where, field, f"overrides must be a mapping of sections, not {_kind(over)}")
+            raise SpecError(where, field, f"overrides must be a mapping of sections, not {kind_of(over)}")
         for k in over:
             if k not in SECTIONS and k not in ("description", "paper"):
                 raise SpecError(raw.where(("variants", name, str(k))), f"{field}.{shorten(k)}",
-                                _unknown("section", k, set(SECTIONS) | {"description", "paper"}))
+                                unknown_key("section", k, set(SECTIONS) | {"description", "paper"}))
             if k in SECTIONS and not isinstance(over[k], dict):
                 raise SpecError(raw.where(("variants", name, k)), f"{field}.{k}",
-                                f"must be a mapping of fields, not {_kind(over[k])}")
+                                f"must be a mapping of fields, not {kind_of(over[k])}")
         out[name] = over
     return out
 
 
 def specs_dir() -> Path:
     """The built-in specs: zoo/specs in an installed package, the repository's specs/ in a checkout."""
-    here = Path(__file__).resolve().parent
-    return here / "specs" if (here / "specs" / "base.yaml").is_file() else here.parent / "specs"
+    package = Path(__file__).resolve().parents[1]  # zoo/
+    return package / "specs" if (package / "specs" / "base.yaml").is_file() else package.parent / "specs"
 
 
 def builtin_specs() -> list[str]:
@@ -269,6 +269,6 @@ def spec_path(arg: str | Path) -> Path:
     if SAFE_NAME.fullmatch(str(arg)) and (specs_dir() / f"{arg}.yaml").is_file():
         return specs_dir() / f"{arg}.yaml"
     raise SpecError(str(arg), "", f"no spec file '{shorten(arg)}' here and no built-in spec of that name"
-                    f"{_did_you_mean(str(arg), builtin_specs())}; built-in: {', '.join(builtin_specs())}")
+                    f"{did_you_mean(str(arg), builtin_specs())}; built-in: {', '.join(builtin_specs())}")
 
 

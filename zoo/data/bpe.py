@@ -13,20 +13,21 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from zoo.corpora import DataError, _user_cache, corpus, data_dir
-from zoo.fetch import _atomic_write, _lines, _split_files, load_pairs
+from zoo.tokens import BOS, EOS, PAD, UNK
+from zoo.data.corpora import DataError, user_cache, corpus, data_dir
+from zoo.data.files import atomic_write_stream, lines
+from zoo.data.read import load_pairs, split_files
 
 
 log = logging.getLogger(__name__)
 
-PAD, UNK, BOS, EOS = 0, 1, 2, 3
 
 
 # --------------------------------------------------------------------------- shared BPE
 _BPE_VERSION = 1  # bump when the training settings below change: old cache files go stale
 
 
-def _cache_dir(root: Path, explicit: str | Path | None, kind: str = "bpe") -> Path:
+def cache_folder(root: Path, explicit: str | Path | None, kind: str = "bpe") -> Path:
     """<data dir>/.zoo-cache/<kind> (BPE models, encoded corpora), or `explicit`."""
     if explicit:
         return Path(explicit).expanduser()
@@ -37,7 +38,7 @@ def _cache_dir(root: Path, explicit: str | Path | None, kind: str = "bpe") -> Pa
             return preferred
     except OSError:
         pass
-    return _user_cache() / kind
+    return user_cache() / kind
 
 
 def _train_text(name: str, root: Path, explicit, source_only: bool = False) -> Iterator[str]:
@@ -49,9 +50,9 @@ def _train_text(name: str, root: Path, explicit, source_only: bool = False) -> I
             if not source_only:
                 yield t
         return
-    srcs, tgts = _split_files(c, "train", root, explicit)
+    srcs, tgts = split_files(c, "train", root, explicit)
     for p in (*srcs, *(() if source_only else tgts)):
-        yield from _lines(p)
+        yield from lines(p)
 
 
 def bpe_model(name: str, vocab_size: int, root: str | Path | None = None,
@@ -69,10 +70,10 @@ def bpe_model(name: str, vocab_size: int, root: str | Path | None = None,
     # Fingerprint the training data so a changed corpus never reuses a stale model.
     fp = hashlib.sha256(repr((_BPE_VERSION, [f.sha256 for f in c.files])).encode())
     if "train" in c.splits:  # user-supplied WMT14 training files have no registered hash
-        srcs, tgts = _split_files(c, "train", base, root)
+        srcs, tgts = split_files(c, "train", base, root)
         for p in srcs + tgts:
             fp.update(f"{p.name}:{p.stat().st_size}".encode())
-    cache = _cache_dir(base, cache_dir)
+    cache = cache_folder(base, cache_dir)
     side = "-src" if source_only else ""
     path = cache / f"{name}{side}-bpe{vocab_size}-{fp.hexdigest()[:10]}.model"
     if path.is_file():
@@ -101,7 +102,7 @@ def bpe_model(name: str, vocab_size: int, root: str | Path | None = None,
             raise DataError(f"vocab_size {vocab_size} is too large for corpus '{name}': its training "
                             f"data supports at most {m.group(1)} BPE pieces. Set the spec's "
                             f"vocabulary size to {m.group(1)} or less.") from None
-        _atomic_write(path, iter([model.getvalue()]),
+        atomic_write_stream(path, iter([model.getvalue()]),
                       hashlib.sha256(model.getvalue()).hexdigest(), "sentencepiece")
         log.info("trained BPE %s (%d pieces) in %.1f s", path.name, vocab_size,
                  time.perf_counter() - t0)

@@ -11,8 +11,11 @@ from __future__ import annotations
 from pydantic.json_schema import models_json_schema
 
 from zoo.paths import SAFE_NAME
-from zoo.spec import (MAX_SEEDS, Asha, SCALE_KEYS, SECTIONS, DataSpec, EvalSpec, ModelSpec, PaperRef, ResourcesSpec,
-                      TrainSpec)
+from zoo.config import DataSpec, EvalSpec, ModelSpec, PaperRef, ResourcesSpec, TrainSpec
+from zoo.spec.profiles import SCALE_KEYS
+from zoo.spec.resolution import MAX_SEEDS
+from zoo.spec.specfile import SECTIONS
+from zoo.spec.sweep_axes import Asha
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 SECTION_MODELS = {"model": ModelSpec, "data": DataSpec, "train": TrainSpec, "eval": EvalSpec,

@@ -7,10 +7,9 @@ paper), may `extends:` another file (relative to it, or absolute; chains allowed
     extends chain (root first) -> this file -> variant overrides -> profile -> --set overrides
 
 Every user mistake raises SpecError carrying `path:line: field.path: message`. This module imports
-neither torch nor ray: `zoo validate` must start fast. Its parts live beside it, one idea each:
-zoo.config (the pydantic models), zoo.specfile (reading files, `extends:`, variants, built-in specs),
-zoo.profiles (the budget overlays) and zoo.sweep_axes (grid, random, ASHA); what they define for a
-caller is re-exported here, so `zoo.spec.Config`, `zoo.spec.SpecError` and friends stay the public API.
+neither torch nor ray: `zoo validate` must start fast. It puts together the parts beside it in zoo.spec
+(specfile: files, `extends:`, variants; profiles: the budget overlays; sweep_axes: grid, random, ASHA) and
+the ground floor's typed config (zoo.config); outsiders reach all of them through the door, zoo.spec.
 """
 from __future__ import annotations
 
@@ -24,18 +23,10 @@ from pydantic import BaseModel, ValidationError
 
 from zoo.config import Config, CrossFieldError
 from zoo.paths import name_problem, shorten
-from zoo.profiles import _description, apply_profile, find_profile, profile_name, read_profile
-from zoo.specfile import (SECTIONS, Doc, SpecError, _did_you_mean, _unknown, _variants, deep_merge, load_file,
+from zoo.spec.profiles import profile_text, apply_profile, find_profile, profile_name, read_profile
+from zoo.spec.specfile import (SECTIONS, Doc, SpecError, did_you_mean, unknown_key, read_variants, deep_merge, load_file,
                           load_yaml, spec_path)
-from zoo.sweep_axes import _asha, _grid, _split_scaled, sweep_size
-
-# re-exported: the public API of the spec language (see the module docstring)
-from zoo.config import (MAX_STEPS, MAX_TOKENS, DataSpec, EvalSpec, ModelSpec, OptimizerSpec,  # noqa: F401,E402
-                        PaperRef, ResourcesSpec, ScheduleSpec, TrainSpec)
-from zoo.profiles import (PROFILE_KEYS, SCALE_KEYS, WIDTHS, auto_profile,  # noqa: F401,E402
-                          profile_description, profiles_dir)
-from zoo.specfile import FILE_KEYS, builtin_specs, specs_dir, variant_names  # noqa: F401,E402
-from zoo.sweep_axes import MAX_GRID, Asha, scheduler  # noqa: F401,E402
+from zoo.spec.sweep_axes import read_asha, read_grid, split_scaled, sweep_size
 
 
 MAX_SEEDS = 100
@@ -59,7 +50,7 @@ def parse_set(items: list[str] | None) -> tuple[dict, dict]:
         key, val = item.split("=", 1)
         parts = tuple(p for p in key.strip().split("."))
         if not all(parts) or parts[0] not in SECTIONS:
-            raise SpecError(f"--set {item}", key, f"must start with a section{_did_you_mean(parts[0], SECTIONS)}")
+            raise SpecError(f"--set {item}", key, f"must start with a section{did_you_mean(parts[0], SECTIONS)}")
         if any(p.isdigit() for p in parts):
             head = ".".join(parts[: next(i for i, p in enumerate(parts) if p.isdigit())])
             raise SpecError(f"--set {item}", key, f"a list is set whole, not by index: --set '{head}=[...]' "
@@ -124,7 +115,7 @@ def _validate(doc: Doc, header: dict) -> Config:
             for part in loc[:-1]:
                 model = model.model_fields[part].annotation if part in model.model_fields else model
             allowed = getattr(model, "model_fields", {}).keys()
-            msg = _unknown("field", loc[-1], allowed)
+            msg = unknown_key("field", loc[-1], allowed)
         else:
             msg = err["msg"].removeprefix("Value error, ")
             if "input" in err and not isinstance(err["input"], dict) and "is not a safe name" not in msg \
@@ -171,17 +162,17 @@ def resolve(path: str | Path, variant: str | None = None, profile: str = "paper"
     problem = name_problem(path.stem)
     if problem:  # STORAGE/<spec stem>/... is a folder
         raise SpecError(f"{path}:1", "spec", f"the file name {problem}; rename the file")
-    variants = _variants(doc, path)
+    variants = read_variants(doc, path)
     if variant is not None and variant not in variants:
-        raise SpecError(f"{path}", "--variant", f"no variant '{shorten(variant)}'{_did_you_mean(variant, variants)}")
+        raise SpecError(f"{path}", "--variant", f"no variant '{shorten(variant)}'{did_you_mean(variant, variants)}")
     prof_path = find_profile(profile, path)
     set_data, set_locs = parse_set(sets)
     axis = _seeds(doc, prof_path, seeds)
     _check_size(doc, 1 if variant is not None else len(variants), sweep_size(doc), len(axis or [None]))
     _check_seed_axes(doc, axis, seeds)
-    grid = _grid(doc)
-    asha = _asha(doc)  # validated with the rest (the runner reads it with `scheduler`)
-    prof_text = _description(prof_path)
+    grid = read_grid(doc)
+    asha = read_asha(doc)  # validated with the rest (the runner reads it with `scheduler`)
+    prof_text = profile_text(prof_path)
     out = []
     for (name, over), (suffix, point, plocs) in itertools.product(variants.items(), grid):
         if variant is not None and name != variant:
@@ -189,7 +180,7 @@ def resolve(path: str | Path, variant: str | None = None, profile: str = "paper"
         vlocs = {p[2:]: l for p, l in doc.variants_from.locs.items() if p[:2] == ("variants", name) and len(p) > 2}
         # variant x sweep point: the sizes a profile scales (widths, layers, steps) go in before it, so it
         # scales them as it scales the spec's own; every other swept value is what the trial runs with
-        sized, exact = _split_scaled(point)
+        sized, exact = split_scaled(point)
         d = deep_merge(deep_merge(doc, over, vlocs), sized, plocs)
         stem = trial_name(name, suffix)
         over = {**_dotted(over), **_dotted(point)}
@@ -280,11 +271,11 @@ def _say(note: str) -> None:
 def _check_corpus(doc: Doc, cfg: Config) -> None:
     """The corpus and splits exist in the registry (zoo.corpora: no torch there), so a typo fails here,
     not when the run starts."""
-    from zoo.corpora import CORPORA
+    from zoo.data.corpora import CORPORA
     name = cfg.data.dataset
     if name not in CORPORA:
         raise SpecError(doc.where(("data", "dataset")), "data.dataset",
-                        _unknown("corpus", name, CORPORA) + " (see `zoo data list`)")
+                        unknown_key("corpus", name, CORPORA) + " (see `zoo data list`)")
     if CORPORA[name].tgt != "tree":  # parsing-only options on a translation corpus would fail or mislead later
         for field, value, set_ in (("data.target_vocab", cfg.data.target_vocab, "symbols"), ("eval.metric", cfg.eval.metric, "f1"),
                                    ("eval.tree_constraint", cfg.eval.tree_constraint, True),
@@ -299,7 +290,7 @@ def _check_corpus(doc: Doc, cfg: Config) -> None:
                          + [("ppl_splits", x) for x in cfg.eval.ppl_splits]):
         if split not in splits:
             raise SpecError(doc.where(("eval", field)), f"eval.{field}",
-                            f"corpus {name} has no split '{split}'{_did_you_mean(split, splits)}")
+                            f"corpus {name} has no split '{split}'{did_you_mean(split, splits)}")
 
 
 def spec_files(paths: list[str | Path]) -> list[Path]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from zoo.paths import name_problem, shorten
 from zoo.config import DataSpec, MAX_STEPS, ModelSpec, TrainSpec
-from zoo.specfile import (MAX_EXTENDS, Doc, SECTIONS, SpecError, _did_you_mean, _kind, _unknown, deep_merge, read_yaml,
+from zoo.spec.specfile import (MAX_EXTENDS, Doc, SECTIONS, SpecError, did_you_mean, kind_of, unknown_key, deep_merge, read_yaml,
                           specs_dir)
 
 
@@ -49,7 +49,7 @@ def find_profile(name: str, spec_path: Path | None = None) -> Path | None:
         if (d / f"{name}.yaml").exists():
             return d / f"{name}.yaml"
     known = sorted({p.stem for d in dirs if d.is_dir() for p in d.glob("*.yaml")} | {"paper"})
-    raise SpecError("--profile", "", f"unknown profile '{name}'{_did_you_mean(name, known)}")
+    raise SpecError("--profile", "", f"unknown profile '{name}'{did_you_mean(name, known)}")
 
 
 def read_profile(path: Path, _seen: tuple = ()) -> Doc:
@@ -100,13 +100,13 @@ def apply_profile(doc: Doc, profile_path: Path | None, data_dir: str | Path | No
     prof = read_profile(profile_path)
     for k in prof.data:
         if k not in PROFILE_KEYS:
-            raise SpecError(prof.where((str(k),)), shorten(k), _unknown("profile key", k, PROFILE_KEYS))
+            raise SpecError(prof.where((str(k),)), shorten(k), unknown_key("profile key", k, PROFILE_KEYS))
     scale = prof.data.get("scale") or {}
     if not isinstance(scale, dict):
         raise SpecError(prof.where(("scale",)), "scale", "must be a mapping like {width: 0.5, depth: 0.5, steps: 0.01}")
     for k, v in scale.items():
         if k not in SCALE_KEYS:
-            raise SpecError(prof.where(("scale", str(k))), f"scale.{shorten(k)}", _unknown("scale", k, SCALE_KEYS))
+            raise SpecError(prof.where(("scale", str(k))), f"scale.{shorten(k)}", unknown_key("scale", k, SCALE_KEYS))
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 < v <= 1000:  # NaN fails too
             raise SpecError(prof.where(("scale", k)), f"scale.{k}", f"must be a number in (0, 1000] (got {shorten(repr(v))})")
     data = copy.deepcopy(doc.data)
@@ -148,9 +148,9 @@ def apply_profile(doc: Doc, profile_path: Path | None, data_dir: str | Path | No
     set_locs = {p[1:]: loc for p, loc in prof.locs.items() if p[0] == "set" and len(p) > 1}
     for k in sets:
         if k not in SECTIONS:
-            raise SpecError(prof.where(("set", str(k))), f"set.{shorten(k)}", _unknown("section", k, SECTIONS))
+            raise SpecError(prof.where(("set", str(k))), f"set.{shorten(k)}", unknown_key("section", k, SECTIONS))
         if not isinstance(sets[k], dict):
-            raise SpecError(prof.where(("set", k)), f"set.{k}", f"must be a mapping of fields, not {_kind(sets[k])}")
+            raise SpecError(prof.where(("set", k)), f"set.{k}", f"must be a mapping of fields, not {kind_of(sets[k])}")
     out = deep_merge(out, sets, set_locs)
     # `datasets:` maps the spec's corpus to the one this budget uses, with its data settings
     # (e.g. wmt14_en_de -> multi30k), so a translation profile never rewrites a parsing spec.
@@ -203,8 +203,8 @@ def _keep_checkpoint_share(doc: Doc, before: dict, base_t: "TrainSpec") -> Doc:
 def _prefer(prof: Doc, name: str, entry: dict, m_locs: dict, data_dir, notes: list[str] | None) -> dict:
     """`datasets: {X: {prefer: {dataset: P, ...}, dataset: F, ...}}`: P's settings when P's training
     split is in the data directory (`zoo data fetch P` put it there), else F's. Never downloads."""
-    from zoo.corpora import data_dir as resolve_dir  # no torch there
-    from zoo.fetch import split_present
+    from zoo.data.corpora import data_dir as resolve_dir  # no torch there
+    from zoo.data.download import split_present
     pref = entry.pop("prefer")
     if not isinstance(pref, dict) or not isinstance(pref.get("dataset"), str):
         raise SpecError(prof.where(("datasets", name, "prefer")), f"datasets.{shorten(name)}.prefer",
@@ -228,10 +228,10 @@ def _prefer(prof: Doc, name: str, entry: dict, m_locs: dict, data_dir, notes: li
 
 
 def profile_description(name: str, spec_path: Path | None = None) -> str:
-    return f"{profile_name(name)}: {_description(find_profile(name, spec_path))}"
+    return f"{profile_name(name)}: {profile_text(find_profile(name, spec_path))}"
 
 
-def _description(profile_path: Path | None) -> str:
+def profile_text(profile_path: Path | None) -> str:
     if profile_path is None:
         return "the spec exactly as written"
     return str(read_profile(profile_path).data.get("description") or "").strip()[:10_000]

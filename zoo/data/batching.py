@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from zoo.bpe import BOS, EOS, PAD
-from zoo.encoded import EncodedCorpus
+from zoo.tokens import BOS, EOS, PAD
+from zoo.data.encoded import EncodedCorpus
 
 if TYPE_CHECKING:  # torch is imported where tensors are made: `zoo data list` stays quick
     import torch

@@ -11,8 +11,8 @@ initialised (the runner's data-parallel workers), each worker takes its shards o
 the gradients are summed across workers, so the update equals the single-worker one.
 
 This module holds the data preparation, the loop and the evaluation; the recipe's pieces live in
-zoo.recipe, the checkpoint files in zoo.checkpoints, the device, dtype and memory in zoo.device. Their
-public names are re-exported here (`zoo.train.noam_lr`, `zoo.train.checkpoints`, ...).
+zoo.train.recipe, the checkpoint files in zoo.train.checkpoints, the device, dtype and memory in
+zoo.train.device (the package's door, zoo.train, serves all their public names).
 """
 from __future__ import annotations
 
@@ -29,20 +29,22 @@ from typing import Callable
 import torch
 import torch.distributed as dist
 
-from zoo import compiled_loss, data as zdata
-from zoo.bpe import EOS
-from zoo.checkpoints import _atomic_save, _writing, average_checkpoints, checkpoints, load_checkpoint
+from zoo.data.batching import collate, encode_pairs, make_batches, pair_lengths, shard
+from zoo.data.bpe import bpe_model, load_sp
+from zoo.data.corpora import corpus, data_dir
+from zoo.data.encoded import EncodedCorpus, encoded_corpus
+from zoo.data.read import load_pairs
+from zoo.train import compiled_loss
+from zoo.tokens import EOS
+from zoo.train.checkpoints import atomic_save, writing, average_checkpoints, checkpoints, load_checkpoint
 from zoo.config import Config
-from zoo.device import _device, _world, autocast, autocast_dtype, check_memory, gpu_share, keep_freed_memory
+from zoo.train.device import train_device, rank_and_world, autocast, autocast_dtype, check_memory, gpu_share, keep_freed_memory
 from zoo.errors import UserError
 from zoo.model import Transformer, build_model, count_params
 from zoo.paths import atomic_write_text, inside
-from zoo import recipe
-from zoo.recipe import make_optimizer, noam_lr, smoothed_loss
+from zoo.train import recipe
+from zoo.train.recipe import make_optimizer, smoothed_loss
 from zoo.result import Attention, Hardware, LogPoint, RunResult, SplitScore
-
-# re-exported: the public names of the training modules (see the module docstring)
-from zoo.device import NoGPU, available_memory, cpu_has_bf16, cuda_seen  # noqa: F401,E402
 
 Report = Callable[[dict], None]
 
@@ -53,7 +55,7 @@ Report = Callable[[dict], None]
 class Prepared:
     sp_path: Path
     sp: object  # the loaded sentencepiece model of sp_path (the shared or source-side BPE)
-    train: zdata.EncodedCorpus  # memory-mapped from the encoded cache; len() is the pair count
+    train: EncodedCorpus  # memory-mapped from the encoded cache; len() is the pair count
     dev: list  # [(src_ids, tgt_ids)]: small, kept as lists
     evals: dict  # split -> (sources, references): the spec's eval split first, then extra_splits
     likelihood: dict = field(default_factory=dict)  # split -> encoded pairs: the perplexity of each split but dev
@@ -73,26 +75,26 @@ def target_vocab(cfg: Config, root: Path | None = None):
     for one (data.target_vocab: symbols), else None: source and target share the BPE."""
     if cfg.data.target_vocab != "symbols":
         return None
-    from zoo.trees import SymbolVocab
-    return SymbolVocab.from_targets((t for _, t in zdata.load_pairs(cfg.data.dataset, "train", zdata.data_dir(root))),
+    from zoo.data.trees import SymbolVocab
+    return SymbolVocab.from_targets((t for _, t in load_pairs(cfg.data.dataset, "train", data_dir(root))),
                                     tags=cfg.data.preterminals == "tags")
 
 
 def prepare(cfg: Config, root: Path | None = None) -> Prepared:
-    root = zdata.data_dir(root)
+    root = data_dir(root)
     name = cfg.data.dataset
     tgt_vocab = target_vocab(cfg, root)
-    sp_path = zdata.bpe_model(name, cfg.data.vocab_size, root, source_only=tgt_vocab is not None)
-    sp = zdata.load_sp(sp_path)
+    sp_path = bpe_model(name, cfg.data.vocab_size, root, source_only=tgt_vocab is not None)
+    sp = load_sp(sp_path)
     # Encoded once per (corpus, BPE, max_len, max_train_pairs, target vocabulary), then memory-mapped.
-    train = zdata.encoded_corpus(name, sp_path, root, cfg.data.max_len, cfg.data.max_train_pairs, tgt_vocab)
+    train = encoded_corpus(name, sp_path, root, cfg.data.max_len, cfg.data.max_train_pairs, tgt_vocab)
     if len(train.lengths) == 0:  # every pair was longer than data.max_len: nothing to train on
         raise UserError(f"data.max_len: {cfg.data.max_len} word-pieces leaves no training pair of {name} (all "
                         f"{train.dropped} are longer on one side); raise data.max_len (the paper's specs use 256)")
-    dev_pairs = zdata.load_pairs(name, "dev", root)
+    dev_pairs = load_pairs(name, "dev", root)
     evals = {}
     for split in dict.fromkeys([cfg.eval.split, *cfg.eval.extra_splits]):
-        pairs = dev_pairs if split == "dev" else zdata.load_pairs(name, split, root)
+        pairs = dev_pairs if split == "dev" else load_pairs(name, split, root)
         pairs = pairs[: cfg.eval.max_sentences] if cfg.eval.max_sentences else pairs
         evals[split] = ([s for s, _ in pairs], [t for _, t in pairs])
     if cfg.eval.max_sentences:
@@ -100,10 +102,10 @@ def prepare(cfg: Config, root: Path | None = None) -> Prepared:
     likelihood = {}  # every scored split's per-sentence likelihood but dev's (dev_nll_stats has it)
     for split in dict.fromkeys([cfg.eval.split, *cfg.eval.extra_splits, *cfg.eval.ppl_splits]):
         if split != "dev":
-            pairs = zdata.load_pairs(name, split, root)
+            pairs = load_pairs(name, split, root)
             pairs = pairs[: cfg.eval.max_sentences] if cfg.eval.max_sentences else pairs
-            likelihood[split] = zdata.encode_pairs(sp, pairs, cfg.data.max_len, tgt_vocab)
-    return Prepared(sp_path, sp, train, zdata.encode_pairs(sp, dev_pairs, cfg.data.max_len, tgt_vocab), evals,
+            likelihood[split] = encode_pairs(sp, pairs, cfg.data.max_len, tgt_vocab)
+    return Prepared(sp_path, sp, train, encode_pairs(sp, dev_pairs, cfg.data.max_len, tgt_vocab), evals,
                     tgt_vocab=tgt_vocab, likelihood=likelihood)
 
 
@@ -111,7 +113,7 @@ def build(cfg: Config, sp, tgt_vocab=None) -> Transformer:
     """cfg's model over its vocabularies: sp the (source or shared) BPE, tgt_vocab the tree side's own."""
     model = build_model(cfg.model, sp.get_piece_size(), tgt_vocab and tgt_vocab.get_piece_size())
     if cfg.model.word_pointer:
-        from zoo.trees import word_pointer_tables
+        from zoo.data.trees import word_pointer_tables
         model.set_word_pointer(*word_pointer_tables(sp, tgt_vocab))
     return model
 
@@ -171,13 +173,13 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
     written to summary.json). A run whose summary matches its config returns it without training."""
     out = Path(out)
     report = report or (lambda m: None)
-    rank, world = _world()
+    rank, world = rank_and_world()
     summary_path = out / "summary.json"
     done = _finished(summary_path)
     if done is not None and done.config_hash == cfg.config_hash():
         return done  # finished before: nothing to redo
     t0 = time.time()
-    device = _device(cfg)  # a GPU request without CUDA stops here, before anything is written
+    device = train_device(cfg)  # a GPU request without CUDA stops here, before anything is written
     (out / "checkpoints").mkdir(parents=True, exist_ok=True)
     if rank == 0:
         atomic_write_text(out / "config.json", json.dumps(cfg.model_dump(mode="json"), indent=2))
@@ -250,7 +252,7 @@ class _Work:
     epoch: int  # where the loop stands once this step is done
     cursor: int
     n_tgt: int  # the whole step's target tokens (all ranks'), known on every rank without a collective
-    parts: list  # [(zdata.Batch, weight)]: this rank's micro-batches; weight 0 marks a stand-in (see rank_parts)
+    parts: list  # [(Batch, weight)]: this rank's micro-batches; weight 0 marks a stand-in (see rank_parts)
 
 
 def rank_parts(batch, lengths, world: int, accumulation: int, rank: int) -> list[tuple]:
@@ -260,7 +262,7 @@ def rank_parts(batch, lengths, world: int, accumulation: int, rank: int) -> list
     rank without a pair repeats the batch's first one at weight 0 (a zero gradient, but its
     all-reduces line up with the others')."""
     k = max(1, min(accumulation, len(batch) // world))
-    parts = zdata.shard(batch, lengths, world * k)[rank::world]
+    parts = shard(batch, lengths, world * k)[rank::world]
     return [(part, 1.0) if len(part) else (batch[:1], 0.0) for part in parts]
 
 
@@ -271,21 +273,21 @@ class _Loader:
     def __init__(self, cfg: Config, pairs, lengths, epoch: int, cursor: int, pin: bool):
         self.cfg, self.pairs, self.lengths, self.pin = cfg, pairs, lengths, pin
         self.epoch, self.cursor = epoch, cursor
-        self.rank, self.world = _world()
+        self.rank, self.world = rank_and_world()
         self.accumulation = _accumulation(cfg, self.world)
-        self.batches = zdata.make_batches(lengths, cfg.train.batch_tokens, cfg.train.seed, epoch)
+        self.batches = make_batches(lengths, cfg.train.batch_tokens, cfg.train.seed, epoch)
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="zoo-batches")
         self.ahead = self.pool.submit(self._build)
 
     def _build(self) -> _Work:
         if self.cursor >= len(self.batches):
             self.epoch, self.cursor = self.epoch + 1, 0
-            self.batches = zdata.make_batches(self.lengths, self.cfg.train.batch_tokens, self.cfg.train.seed, self.epoch)
+            self.batches = make_batches(self.lengths, self.cfg.train.batch_tokens, self.cfg.train.seed, self.epoch)
         batch = self.batches[self.cursor]
         self.cursor += 1
         parts = []
         for idx, w in rank_parts(batch, self.lengths, self.world, self.accumulation, self.rank):
-            b = zdata.collate(self.pairs, idx)
+            b = collate(self.pairs, idx)
             parts.append((b.pinned() if self.pin else b, w))
         return _Work(self.epoch, self.cursor, int(self.lengths[batch, 1].sum()), parts)
 
@@ -302,7 +304,7 @@ def data_parallel(model: Transformer, device) -> torch.nn.Module:
     """The module the training forward runs through: torch's DistributedDataParallel when this process
     is one of several ranks (bucketed gradient all-reduces, overlapped with the backward pass, on the
     model's device), else the model itself."""
-    if _world()[1] == 1:
+    if rank_and_world()[1] == 1:
         return model
     from torch.nn.parallel import DistributedDataParallel as DDP
     return DDP(model, device_ids=[device.index] if device.type == "cuda" else None, gradient_as_bucket_view=True)
@@ -322,9 +324,9 @@ def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, 
     The loss statistics stay on the device (summed over the log interval) and are read, all-reduced
     on the device, only at log, evaluation and checkpoint steps: the host never waits on the device
     in between, so the CPU queues the next step's kernels while the GPU runs this one."""
-    rank, world = _world()
+    rank, world = rank_and_world()
     saved = [] if saved is None else saved  # _save's [path, contents] of the newest checkpoint
-    lengths = zdata.pair_lengths(p.train)  # (pairs, 2): + eos / bos
+    lengths = pair_lengths(p.train)  # (pairs, 2): + eos / bos
     fwd = compiled(data_parallel(model, device), cfg)
     loader = _Loader(cfg, p.train, lengths, st.epoch, st.cursor, pin=device.type == "cuda")
     stats = torch.zeros(2, dtype=torch.float64, device=device)  # summed loss and NLL since the last read
@@ -379,7 +381,7 @@ def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, 
             if point:
                 row = point.model_dump(exclude_none=True)
                 if rank == 0:
-                    with _writing(out / "metrics.jsonl"), open(out / "metrics.jsonl", "a") as f:
+                    with writing(out / "metrics.jsonl"), open(out / "metrics.jsonl", "a") as f:
                         f.write(json.dumps(row) + "\n")
                 report(row)
             if save and rank == 0:
@@ -394,7 +396,7 @@ def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, 
 def read_stats(stats: torch.Tensor) -> tuple[float, float]:
     """The summed (loss, NLL) of every rank since the last read, then zeroed: all-reduced where the
     statistics live, on the model's device (NCCL serves only CUDA tensors), every rank at the same step."""
-    if _world()[1] > 1:
+    if rank_and_world()[1] > 1:
         dist.all_reduce(stats)
     loss_sum, nll_sum = stats.tolist()
     stats.zero_()
@@ -407,7 +409,7 @@ def _step(cfg: Config, fwd: torch.nn.Module, opt, device, work: _Work, stats: to
     all-reduce during the last micro-batch's backward (no_sync before it: accumulation stays local).
     Adds the step's summed loss and NLL to `stats` on the device (no host sync); returns the last
     micro-batch's padding fraction (a host figure)."""
-    world = _world()[1]
+    world = rank_and_world()[1]
     opt.zero_grad(set_to_none=True)
     # DDP averages gradients over ranks; scaled by world / (the step's tokens) the sum of all ranks'
     # losses is the single-worker one: splitting a batch does not change its gradient.
@@ -462,9 +464,9 @@ def _save(out: Path, cfg: Config, model, opt, st: _State, elapsed: float, device
     if device.type == "cuda":  # the GPU's dropout masks come from its own generator
         ck["cuda_rng"] = torch.cuda.get_rng_state(device)
     path = out / "checkpoints" / f"step_{st.step:08d}.pt"
-    _atomic_save(ck, path)
+    atomic_save(ck, path)
     if prev and prev[0] != path and prev[0].exists():
-        _atomic_save({k: v for k, v in prev[1].items() if k != "optim"}, prev[0])
+        atomic_save({k: v for k, v in prev[1].items() if k != "optim"}, prev[0])
     prev[:] = [path, ck]
     for old in checkpoints(out)[: -cfg.train.keep_checkpoints]:
         old.unlink(missing_ok=True)
@@ -473,16 +475,16 @@ def _save(out: Path, cfg: Config, model, opt, st: _State, elapsed: float, device
 def dev_perplexity(model: Transformer, pairs: list, batch_tokens: int) -> float:
     """Per-word-piece perplexity on the dev pairs, without label smoothing (zoo.metrics computes it)."""
     from zoo import metrics
-    lengths = zdata.pair_lengths(pairs)
-    batches = (zdata.collate(pairs, b) for b in zdata.make_batches(lengths, max(batch_tokens, 2000), 0, 0))
+    lengths = pair_lengths(pairs)
+    batches = (collate(pairs, b) for b in make_batches(lengths, max(batch_tokens, 2000), 0, 0))
     return metrics.dev_perplexity(model, batches)
 
 
 def dev_sentence_nll(model: Transformer, pairs: list, batch_tokens: int) -> list[list[float]]:
     """Per dev sentence [NLL, tokens], in the split's order, the same batches as dev_perplexity."""
     from zoo import metrics
-    lengths = zdata.pair_lengths(pairs)
-    batches = (zdata.collate(pairs, b) for b in zdata.make_batches(lengths, max(batch_tokens, 2000), 0, 0))
+    lengths = pair_lengths(pairs)
+    batches = (collate(pairs, b) for b in make_batches(lengths, max(batch_tokens, 2000), 0, 0))
     return metrics.dev_sentence_nll(model, batches, len(pairs))
 
 
@@ -519,7 +521,7 @@ def evaluate(cfg: Config, out: Path, model: Transformer, p: Prepared, device) ->
         if cfg.eval.metric == "f1":
             res |= metrics.parse_f1(srcs, hyps, refs)
         else:
-            b, tok, pb = metrics.bleu(hyps, refs), metrics.tokenized_bleu(hyps, refs), metrics.paper_bleu(hyps, refs, zdata.corpus(cfg.data.dataset).tgt)
+            b, tok, pb = metrics.bleu(hyps, refs), metrics.tokenized_bleu(hyps, refs), metrics.paper_bleu(hyps, refs, corpus(cfg.data.dataset).tgt)
             res |= {"bleu_paper": pb["bleu"], "bleu_paper_label": pb["label"], "bleu_paper_stats": pb["stats"]}
             res |= {"bleu": b["bleu"], "bleu_signature": b["signature"], "bleu_tokenized": tok["bleu"],
                     "bleu_tokenized_label": tok.get("label", ""), "bleu_stats": metrics.bleu_stats(hyps, refs),

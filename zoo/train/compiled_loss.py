@@ -1,6 +1,6 @@
 """The label-smoothed loss as compiled kernels (train.compile on): what keeps the loss off the GPU's critical path.
 
-Eager, zoo.recipe.smoothed_loss runs about ten passes over the (tokens x V) logits per step (upcast,
+Eager, zoo.train.recipe.smoothed_loss runs about ten passes over the (tokens x V) logits per step (upcast,
 log_softmax, gather, sums; softmax, subtract, scatter, scale, downcast): ~42 bytes moved per logit,
 a third of the paper's base step on an H100 (bench_train.py --predict). Compiled, each chunk of rows is
 one reduction kernel forward (max, then log-sum-exp with the target's and the smoothing sum in the same
@@ -16,7 +16,7 @@ import functools
 
 import torch
 
-from zoo.bpe import PAD
+from zoo.tokens import PAD
 
 BACKEND = "inductor"  # tests use "aot_eager": the same graphs without a C++ build
 

@@ -1,11 +1,10 @@
-"""A corpus's files: read (`load_pairs`), downloaded (`fetch`, also on first use; it builds WMT14
+"""A corpus's files downloaded (`fetch`, also on first use; it builds WMT14
 EN-DE's training split from the public archives) and checked (`verify`, `list_corpora`).
 """
 from __future__ import annotations
 
 import fcntl
 import functools
-import gzip
 import hashlib
 import itertools
 import json
@@ -20,7 +19,8 @@ import zipfile
 from pathlib import Path
 from typing import Iterator
 
-from zoo.corpora import ARCHIVE_SHA256, Archive, CORPORA, Corpus, DataError, _where, corpus, data_dir
+from zoo.data.corpora import ARCHIVE_SHA256, Archive, CORPORA, Corpus, DataError, corpus, data_dir, where
+from zoo.data.files import atomic_write_stream, find_file, lines, sha256_file
 
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ def downloads_allowed() -> bool:
 def fetch_on_first_use(c: Corpus, base: Path, missing: list[str], explicit) -> None:
     """Fetch corpus `c` into `base` when a file a run needs is missing and the registry can fetch it.
     Several trials may ask at once: a lock per corpus lets one download while the others wait."""
-    built = _built_paths(c)
+    built = built_paths(c)
     registered = {f.path for f in c.files if f.url or f.member or os.environ.get(MIRROR_ENV)} | built
     if not downloads_allowed() or not any(m in registered or m.removesuffix(".gz") in registered
                                           or m + ".gz" in registered for m in missing):
@@ -53,7 +53,7 @@ def fetch_on_first_use(c: Corpus, base: Path, missing: list[str], explicit) -> N
         lock = open(lock_path, "a")
     except OSError as e:
         raise DataError(f"Corpus '{c.name}' is missing {', '.join(missing)} in the data directory {base} "
-                        f"({_where(explicit)}), and it cannot be fetched there: {e}. Point $ZOO_DATA_DIR / "
+                        f"({where(explicit)}), and it cannot be fetched there: {e}. Point $ZOO_DATA_DIR / "
                         f"--data-dir at a writable folder, or at one that already holds the corpus.") from None
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if we crash
@@ -63,12 +63,25 @@ def fetch_on_first_use(c: Corpus, base: Path, missing: list[str], explicit) -> N
               build=any(m in built for m in missing))  # the GB archives only when a run needs them
 
 
+def missing_error(c: Corpus, split: str, root: Path, missing: list[str], explicit) -> DataError:
+    manual = [m for m in missing if m not in {f.path for f in c.files} | built_paths(c)]
+    origin = ("from its public origin, checking sha256" if not c.built.get(split) else
+              "it downloads the training archives from " + ", ".join(a.url for a in c.built[split])
+              + ", checks their published sha256 and builds the split from them")
+    how = (c.manual if manual else
+           f"Download it with `zoo data fetch {c.name}` ({origin}), "
+           f"or point $ZOO_DATA_DIR / --data-dir at a folder that already holds it."
+           + ("" if downloads_allowed() else f" (It was not fetched on first use: {DOWNLOAD_ENV}=0.)"))
+    return DataError(f"Corpus '{c.name}' split '{split}' is not available: missing "
+                     f"{', '.join(missing)} in the data directory {root} ({where(explicit)}). {how}")
+
+
 def split_present(name: str, split: str, root: str | Path | None = None) -> bool:
     """Whether a split's files are all in the data directory (nothing downloaded, no hash checked)."""
     c = CORPORA.get(name)
     if c is None or split not in c.splits:
         return False
-    return all(_find(data_dir(root), rel) for rel in (*c.splits[split][0], *c.splits[split][1]))
+    return all(find_file(data_dir(root), rel) for rel in (*c.splits[split][0], *c.splits[split][1]))
 
 
 WORD_PIECES_PER_WORD = 1.3  # what a 16k-37k shared BPE makes of news/caption text (the cache's exact counts differ by a few %)
@@ -88,117 +101,12 @@ def train_size(name: str, root: str | Path | None = None) -> tuple[int, int] | N
     for files in c.splits["train"][:2]:  # source files, then target files
         words = 0
         for rel in files:
-            for line in _lines(_find(base, rel)):
+            for line in lines(find_file(base, rel)):
                 words += len(line.split())
                 pairs += 1
         side_words.append(words)
     pairs //= 2
     return pairs, round(max(side_words) * WORD_PIECES_PER_WORD) + pairs  # + eos
-
-def _find(root: Path, rel: str) -> Path | None:
-    """The file for `rel` under root; a path without .gz may also exist gzipped."""
-    for cand in (rel,) if rel.endswith(".gz") else (rel, rel + ".gz"):
-        if (root / cand).is_file():
-            return root / cand
-    return None
-
-
-def _lines(path: Path) -> Iterator[str]:
-    """Lines without their trailing newline. Only "\\n" ends a line: the corpora contain NBSPs,
-    thin spaces and a TAB inside sentences, which str.split()/strip() would mangle."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8", newline="\n") as f:
-        for line in f:
-            yield line[:-1] if line.endswith("\n") else line
-
-
-def _missing_error(c: Corpus, split: str, root: Path, missing: list[str], explicit) -> DataError:
-    manual = [m for m in missing if m not in {f.path for f in c.files} | _built_paths(c)]
-    origin = ("from its public origin, checking sha256" if not c.built.get(split) else
-              "it downloads the training archives from " + ", ".join(a.url for a in c.built[split])
-              + ", checks their published sha256 and builds the split from them")
-    how = (c.manual if manual else
-           f"Download it with `zoo data fetch {c.name}` ({origin}), "
-           f"or point $ZOO_DATA_DIR / --data-dir at a folder that already holds it."
-           + ("" if downloads_allowed() else f" (It was not fetched on first use: {DOWNLOAD_ENV}=0.)"))
-    return DataError(f"Corpus '{c.name}' split '{split}' is not available: missing "
-                     f"{', '.join(missing)} in the data directory {root} ({_where(explicit)}). {how}")
-
-
-def _split_files(c: Corpus, split: str, root: Path, explicit) -> tuple[list[Path], list[Path]]:
-    if split not in c.split_choices():
-        raise DataError(f"Corpus '{c.name}' has no split '{split}'; choose one of: "
-                        f"{', '.join(c.split_choices())}.")
-    srcs, tgts = c.splits[split]
-    missing = [rel for rel in (*srcs, *tgts) if _find(root, rel) is None]
-    if missing:
-        fetch_on_first_use(c, root, missing, explicit)
-    found = {rel: _find(root, rel) for rel in (*srcs, *tgts)}
-    missing = [rel for rel, p in found.items() if p is None]
-    if missing:
-        raise _missing_error(c, split, root, missing, explicit)
-    return [found[r] for r in srcs], [found[r] for r in tgts]
-
-
-def load_pairs(name: str, split: str, root: str | Path | None = None) -> list[tuple[str, str]]:
-    """(source, target) sentence pairs of one split, raw text, in file order."""
-    c = corpus(name)
-    base = data_dir(root)
-    if name == "wsj_sample":
-        if split not in c.split_choices():
-            raise DataError(f"Corpus 'wsj_sample' has no split '{split}'; choose one of: "
-                            f"{', '.join(c.split_choices())}.")
-        need = [f.path for f in c.files if not f.optional and not (base / f.path).is_file()]
-        if need:
-            fetch_on_first_use(c, base, need, root)
-            need = [f.path for f in c.files if not f.optional and not (base / f.path).is_file()]
-        if need:
-            raise _missing_error(c, split, base, need, root)
-        from zoo import trees  # lazy: parsing lives in its own module
-
-        return trees.load_pairs(base, split)
-    srcs, tgts = _split_files(c, split, base, root)
-    pairs: list[tuple[str, str]] = []
-    for s, t in zip(srcs, tgts):
-        a, b = list(_lines(s)), list(_lines(t))
-        if len(a) != len(b):
-            raise DataError(f"Corpus '{name}' split '{split}': {s} has {len(a)} lines but {t} has "
-                            f"{len(b)}; the two sides must be line-aligned. Run `zoo data verify "
-                            f"{name}` or re-fetch the files.")
-        pairs.extend(zip(a, b))
-    return pairs
-
-
-# --------------------------------------------------------------------------- fetch and verify
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _atomic_write(dest: Path, chunks: Iterator[bytes], sha256: str, source: str) -> None:
-    """Write to a temp file next to dest, check the hash, then os.replace: readers (and other
-    processes) never see a partial or corrupt file under the final name."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-    try:
-        h = hashlib.sha256()
-        with os.fdopen(fd, "wb") as out:
-            for chunk in chunks:
-                h.update(chunk)
-                out.write(chunk)
-        if h.hexdigest() != sha256:
-            raise DataError(f"Checksum mismatch for {dest.name} from {source}: expected sha256 "
-                            f"{sha256}, got {h.hexdigest()}. The file was not kept; the source may "
-                            f"have changed or the download was corrupted; try again or use another "
-                            f"mirror (--base-url).")
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
 
 def _http_chunks(url: str) -> Iterator[bytes]:
     with urllib.request.urlopen(url, timeout=60) as r:
@@ -241,7 +149,7 @@ def _zip_member(path: Path, member: str) -> Iterator[bytes]:
 BUILD_STAMP = "build.json"  # next to a built split's files: archive hashes, counts, output sha256s
 
 
-def _built_paths(c: Corpus) -> set[str]:
+def built_paths(c: Corpus) -> set[str]:
     return {rel for split in c.built for rel in (*c.splits[split][0], *c.splits[split][1])}
 
 
@@ -251,16 +159,16 @@ def _norm(line: str) -> str:
 
 def _download_archive(a: Archive, base: Path, base_url: str | None, name: str, explicit) -> Path:
     dest, sha = base / a.path, ARCHIVE_SHA256[Path(a.path).name]
-    if dest.is_file() and _sha256(dest) == sha:
+    if dest.is_file() and sha256_file(dest) == sha:
         log.info("%s: present, sha256 ok", a.path)
         return dest
     src = base_url.rstrip("/") + "/" + urllib.parse.quote(a.path) if base_url else a.url
     log.warning("%s: downloading %s (checked against its published sha256)", a.path, src)
     try:
-        _atomic_write(dest, _http_chunks(src), sha, src)
+        atomic_write_stream(dest, _http_chunks(src), sha, src)
     except OSError as e:
         raise DataError(f"Could not fetch {a.path} of corpus '{name}' from {src} into {base} "
-                        f"({_where(explicit)}): {e}. Check the network, or fetch from a mirror with "
+                        f"({where(explicit)}): {e}. Check the network, or fetch from a mirror with "
                         f"--base-url, or set $ZOO_DATA_DIR / --data-dir to a writable folder.") from None
     return dest
 
@@ -304,18 +212,18 @@ def _archive_pairs(path: Path, members: tuple[str, str], into: Path) -> Iterator
 def _build_split(c: Corpus, split: str, base: Path, base_url: str | None, explicit) -> list[Path]:
     """Build one split from its archives (skipped when its files are present). Returns its files."""
     (src_rel,), (tgt_rel,) = c.splits[split]
-    if _find(base, src_rel) and _find(base, tgt_rel):
+    if find_file(base, src_rel) and find_file(base, tgt_rel):
         log.info("%s %s: present", c.name, split)
-        return [_find(base, src_rel), _find(base, tgt_rel)]
+        return [find_file(base, src_rel), find_file(base, tgt_rel)]
     archives = [_download_archive(a, base, base_url, c.name, explicit) for a in c.built[split]]
     held_out: tuple[set[str], set[str]] = (set(), set())  # dev and test sentences, per side
     for other in ("dev", "test"):  # fetched above with the corpus's files
         for side, rels in zip(held_out, c.splits[other]):
             for rel in rels:
-                if (p := _find(base, rel)) is None:
+                if (p := find_file(base, rel)) is None:
                     raise DataError(f"Cannot build {c.name} {split} without {rel} (its overlap is removed): "
-                                    f"it is missing from {base} ({_where(explicit)}).")
-                side.update(_norm(line) for line in _lines(p))
+                                    f"it is missing from {base} ({where(explicit)}).")
+                side.update(_norm(line) for line in lines(p))
     dest_src, dest_tgt = base / src_rel, base / tgt_rel
     dest_src.parent.mkdir(parents=True, exist_ok=True)
     stamp = {"rule": "dropped: a side equal (whitespace collapsed) to a dev/test sentence of that "
@@ -340,10 +248,10 @@ def _build_split(c: Corpus, split: str, base: Path, base_url: str | None, explic
                             split, Path(a.path).name, n["pairs"], n["kept"], n["overlap"], n["empty"])
                 stamp["archives"].append({"path": a.path, "sha256": ARCHIVE_SHA256[Path(a.path).name],
                                           "members": list(a.members), **n})
-        stamp["files"] = {rel: _sha256(p) for rel, p in zip((src_rel, tgt_rel), out_paths)}
+        stamp["files"] = {rel: sha256_file(p) for rel, p in zip((src_rel, tgt_rel), out_paths)}
         # the stamp first, the source side last: a split counts as present only with both sides
         stamp_path = dest_src.parent / BUILD_STAMP
-        _atomic_write(stamp_path, iter([json.dumps(stamp, indent=1).encode()]),
+        atomic_write_stream(stamp_path, iter([json.dumps(stamp, indent=1).encode()]),
                       hashlib.sha256(json.dumps(stamp, indent=1).encode()).hexdigest(), "build")
         os.replace(out_paths[1], dest_tgt)
         os.replace(out_paths[0], dest_src)
@@ -363,7 +271,7 @@ def fetch(name: str, root: str | Path | None = None, base_url: str | None = None
     last_zip: Path | None = None
     for f in c.files:
         dest = base / f.path
-        if dest.is_file() and _sha256(dest) == f.sha256:
+        if dest.is_file() and sha256_file(dest) == f.sha256:
             log.info("%s: present, sha256 ok", f.path)
         else:
             if base_url:
@@ -379,13 +287,13 @@ def fetch(name: str, root: str | Path | None = None, base_url: str | None = None
                 continue
             log.info("%s: downloading %s", f.path, src)
             try:
-                _atomic_write(dest, chunks, f.sha256, src)
+                atomic_write_stream(dest, chunks, f.sha256, src)
             except (OSError, zipfile.BadZipFile, KeyError) as e:  # network, HTTP, disk errors
                 if f.optional:
                     log.warning("%s: optional copy not fetched from %s: %s", f.path, src, e)
                     continue
                 raise DataError(f"Could not fetch {f.path} of corpus '{name}' from {src} into "
-                                f"{base} ({_where(root)}): {e}. Check the network, or fetch "
+                                f"{base} ({where(root)}): {e}. Check the network, or fetch "
                                 f"from a mirror with --base-url, or set $ZOO_DATA_DIR / "
                                 f"--data-dir to a writable folder.") from None
         if dest.suffix == ".zip":
@@ -395,7 +303,7 @@ def fetch(name: str, root: str | Path | None = None, base_url: str | None = None
         for split in c.built:
             done += _build_split(c, split, base, base_url, root)
     missing_manual = [r for s in c.splits.values() for r in (*s[0], *s[1])
-                      if r not in {f.path for f in c.files} | _built_paths(c) and _find(base, r) is None]
+                      if r not in {f.path for f in c.files} | built_paths(c) and find_file(base, r) is None]
     if missing_manual:
         log.warning("%s: %s", name, c.manual)
     return done
@@ -412,23 +320,23 @@ def verify(name: str, root: str | Path | None = None) -> list[tuple[str, bool, s
         if not p.is_file():
             out.append((f.path, f.optional, "absent (optional mirror-only copy)" if f.optional
                         else f"missing: run `zoo data fetch {name}`"))
-        elif (got := _sha256(p)) != f.sha256:
+        elif (got := sha256_file(p)) != f.sha256:
             out.append((f.path, False, f"sha256 mismatch: expected {f.sha256}, got {got}"))
         else:
             out.append((f.path, True, "ok"))
     for a in (a for archives in c.built.values() for a in archives if (base / a.path).is_file()):
         sha = ARCHIVE_SHA256[Path(a.path).name]  # kept after a build; only needed to rebuild
-        got = _sha256(base / a.path)
+        got = sha256_file(base / a.path)
         out.append((a.path, got == sha, "ok" if got == sha else f"sha256 mismatch: expected {sha}, got {got}"))
     told = False
-    built = _built_paths(c)
+    built = built_paths(c)
     for rel in dict.fromkeys(r for s in c.splits.values() for r in (*s[0], *s[1])):
         if rel not in {f.path for f in c.files}:
-            p = _find(base, rel)
+            p = find_file(base, rel)
             stamp = base / Path(rel).parent / BUILD_STAMP
             recorded = json.loads(stamp.read_text())["files"].get(rel) if p and stamp.is_file() else None
             if recorded:  # built by fetch: the output's hash was recorded then
-                got = _sha256(p)
+                got = sha256_file(p)
                 out.append((rel, got == recorded, f"ok (built by `zoo data fetch {name}`, see {stamp.name})"
                             if got == recorded else f"sha256 mismatch with {stamp.name}: expected "
                             f"{recorded}, got {got}; delete it and run `zoo data fetch {name}`"))
@@ -449,7 +357,7 @@ def list_corpora(root: str | Path | None = None) -> list[dict]:
     for c in CORPORA.values():
         needed = [f.path for f in c.files if not f.optional]
         needed += [r for s in c.splits.values() for r in (*s[0], *s[1]) if r not in needed]
-        missing = [r for r in dict.fromkeys(needed) if _find(base, r) is None]
+        missing = [r for r in dict.fromkeys(needed) if find_file(base, r) is None]
         status = "present" if not missing else "missing" if len(missing) == len(set(needed)) \
             else "partial"
         rows.append({"name": c.name, "languages": f"{c.src}-{c.tgt}", "splits": c.split_choices(),

@@ -7,8 +7,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from zoo.bpe import PAD
-from zoo.config import noam_lr  # noqa: F401 (the schedule is a fact of the config: reports read it without torch)
+from zoo.tokens import PAD
 
 
 # -- the recipe's pieces ------------------------------------------------------------------------

@@ -22,7 +22,7 @@ class DataError(UserError):
     The CLI prints the message and exits 2 (no traceback)."""
 
 
-def _user_cache() -> Path:
+def user_cache() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "zoo"
 
 
@@ -32,15 +32,15 @@ def data_dir(explicit: str | Path | None = None) -> Path:
         return Path(explicit).expanduser()
     if os.environ.get("ZOO_DATA_DIR"):
         return Path(os.environ["ZOO_DATA_DIR"]).expanduser()
-    return _user_cache() / "data"
+    return user_cache() / "data"
 
 
-def _where(root: str | Path | None) -> str:
+def where(root: str | Path | None) -> str:
     """Where `data_dir(root)` came from, for error messages (callers may pass the resolved path)."""
     p, env = data_dir(root), os.environ.get("ZOO_DATA_DIR")
     if env and p == Path(env).expanduser():
         return "from $ZOO_DATA_DIR"
-    if p == _user_cache() / "data":
+    if p == user_cache() / "data":
         return "the default; set $ZOO_DATA_DIR or --data-dir to use another folder"
     return "given with --data-dir"
 
@@ -274,7 +274,7 @@ CORPORA: dict[str, Corpus] = {
                "corpus and the BerkeleyParser corpus, [37]) and the full WSJ treebank are licensed "
                "or unpublished, so zoo cannot download them. To run this row, write the sentences "
                "as wsj_semi/{train,dev,test}.words (space-separated words, one sentence per line) "
-               "and their trees linearized with zoo.trees.linearize as wsj_semi/{train,dev,test}.tree "
+               "and their trees linearized with zoo.data.trees.linearize as wsj_semi/{train,dev,test}.tree "
                "in the data directory (dev = WSJ section 22, test = section 23).",
     ),
     "wsj_sample": Corpus(

@@ -20,9 +20,10 @@ from typing import Iterator
 import numpy as np
 
 from zoo.errors import disk_full
-from zoo.corpora import Corpus, DataError, corpus, data_dir
-from zoo.fetch import _lines, _sha256, _split_files, load_pairs
-from zoo.bpe import _cache_dir, load_sp
+from zoo.data.corpora import Corpus, DataError, corpus, data_dir
+from zoo.data.files import lines, sha256_file
+from zoo.data.read import load_pairs, split_files
+from zoo.data.bpe import cache_folder, load_sp
 
 
 log = logging.getLogger(__name__)
@@ -123,9 +124,9 @@ def _stream_pairs(name: str, split: str, root: str | Path | None = None) -> Iter
     if not c.splits:  # parsed from a treebank: small, read whole
         yield from load_pairs(name, split, root)
         return
-    srcs, tgts = _split_files(c, split, data_dir(root), root)
+    srcs, tgts = split_files(c, split, data_dir(root), root)
     for s, t in zip(srcs, tgts):
-        for n, (a, b) in enumerate(itertools.zip_longest(_lines(s), _lines(t))):
+        for n, (a, b) in enumerate(itertools.zip_longest(lines(s), lines(t))):
             if a is None or b is None:
                 raise DataError(f"Corpus '{name}' split '{split}': {s} and {t} differ in length (one ends "
                                 f"after {n} lines); the two sides must be line-aligned. Run `zoo data "
@@ -136,10 +137,10 @@ def _stream_pairs(name: str, split: str, root: str | Path | None = None) -> Iter
 def _encoded_key(c: Corpus, base: Path, root, sp_path: Path, max_len: int | None,
                  max_pairs: int | None, tgt_vocab) -> str:
     """Names the cache: any change to the BPE model, the training files or the settings misses it."""
-    fp = hashlib.sha256(repr((_ENCODED_VERSION, _sha256(sp_path), [f.sha256 for f in c.files],
+    fp = hashlib.sha256(repr((_ENCODED_VERSION, sha256_file(sp_path), [f.sha256 for f in c.files],
                               max_len, max_pairs)).encode())
     if "train" in c.splits:  # user-supplied training files have no registered hash
-        srcs, tgts = _split_files(c, "train", base, root)
+        srcs, tgts = split_files(c, "train", base, root)
         for p in srcs + tgts:
             st = p.stat()
             fp.update(f"{p.name}:{st.st_size}:{st.st_mtime_ns}".encode())
@@ -161,7 +162,7 @@ def encoded_corpus(name: str, sp_path: str | Path, root: str | Path | None = Non
     c = corpus(name)
     base = data_dir(root)
     key = _encoded_key(c, base, root, Path(sp_path), max_len, max_pairs, tgt_vocab)
-    cache = _cache_dir(base, cache_dir, "encoded")
+    cache = cache_folder(base, cache_dir, "encoded")
     path = cache / key
     if (path / "meta.json").is_file():
         return EncodedCorpus.open(path)

@@ -16,7 +16,7 @@ from zoo.errors import disk_full
 # -- checkpoints --------------------------------------------------------------------------------
 
 @contextmanager
-def _writing(path: Path, tmp: Path | None = None):
+def writing(path: Path, tmp: Path | None = None):
     """A full disk is a clear error naming the file (a half-written temporary file goes)."""
     try:
         yield
@@ -28,9 +28,9 @@ def _writing(path: Path, tmp: Path | None = None):
         raise
 
 
-def _atomic_save(obj, path: Path) -> None:
+def atomic_save(obj, path: Path) -> None:
     tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
-    with _writing(path, tmp):
+    with writing(path, tmp):
         torch.save(obj, tmp)
         os.replace(tmp, path)
 

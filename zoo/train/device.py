@@ -18,7 +18,7 @@ from zoo.errors import UserError
 from zoo.config import Config
 
 
-def _world() -> tuple[int, int]:
+def rank_and_world() -> tuple[int, int]:
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
     return 0, 1
@@ -35,7 +35,7 @@ def cuda_seen() -> str:
             f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}")
 
 
-def _device(cfg: Config) -> torch.device:
+def train_device(cfg: Config) -> torch.device:
     """The device this process trains on. A GPU request without CUDA stops here, before anything is
     built, unless the spec opts into the CPU (resources.allow_cpu_fallback): a run that asked for a GPU
     and silently took hours on a CPU is a worse outcome than an error."""

@@ -16,9 +16,9 @@ from typing import Literal
 from pydantic import Field, ValidationError
 
 from zoo.paths import name_problem, shorten
-from zoo.config import MAX_STEPS, _Strict
-from zoo.specfile import Doc, SECTIONS, SpecError, load_file, spec_path
-from zoo.profiles import WIDTHS
+from zoo.config import MAX_STEPS, Strict
+from zoo.spec.specfile import Doc, SECTIONS, SpecError, load_file, spec_path
+from zoo.spec.profiles import WIDTHS
 
 
 MAX_GRID = 1000  # points one sweep may make (grid x random samples, before variants and seeds)
@@ -27,7 +27,7 @@ MAX_GRID = 1000  # points one sweep may make (grid x random samples, before vari
 SPACES = {"uniform": 2, "loguniform": 2, "randint": 2, "choice": None}  # as Ray Tune's search spaces
 
 
-def _grid(doc: Doc) -> list[tuple[str, dict, dict]]:
+def read_grid(doc: Doc) -> list[tuple[str, dict, dict]]:
     """The points of `sweep:`, per point (a path-safe name suffix, the nested overrides, their
     locations for errors): every combination of `grid:` x `random:`'s `samples` draws; one empty
     point without a sweep. Random draws are a function of the `random:` block, so a rerun makes the
@@ -73,7 +73,7 @@ def _grid(doc: Doc) -> list[tuple[str, dict, dict]]:
 
 def sweep_size(doc: Doc) -> int:
     """How many points `sweep:` makes (1 without one), from the lengths alone. A malformed sweep counts
-    as 1 here: _grid reports it."""
+    as 1 here: read_grid reports it."""
     sw = doc.data.get("sweep")
     if not isinstance(sw, dict):
         return 1
@@ -87,7 +87,7 @@ def sweep_size(doc: Doc) -> int:
     return n
 
 
-class Asha(_Strict):
+class Asha(Strict):
     """`sweep.scheduler.asha`: Ray Tune's ASHA stops trials whose metric trails the others' at the
     same step (rungs at grace_steps x reduction_factor^k, up to the longest trial's steps)."""
     metric: Literal["dev_ppl"] = "dev_ppl"
@@ -98,10 +98,10 @@ class Asha(_Strict):
 
 def scheduler(path: str | Path) -> Asha | None:
     """The spec's early-stopping scheduler (`sweep: {scheduler: {asha: {...}}}`), or None."""
-    return _asha(load_file(spec_path(path)))
+    return read_asha(load_file(spec_path(path)))
 
 
-def _asha(doc: Doc) -> Asha | None:
+def read_asha(doc: Doc) -> Asha | None:
     sw = doc.data.get("sweep")
     sch = sw.get("scheduler") if isinstance(sw, dict) else None
     if sch is None:
@@ -123,7 +123,7 @@ SCALED = {*(("model", k) for k in WIDTHS), ("model", "N"), ("model", "h"), ("tra
           ("train", "checkpoint_every")}  # what a profile's `scale:` changes (apply_profile)
 
 
-def _split_scaled(point: dict) -> tuple[dict, dict]:
+def split_scaled(point: dict) -> tuple[dict, dict]:
     """A sweep point's nested overrides: (the fields a profile scales, the rest)."""
     sized, exact = {}, {}
     for sec, fields in point.items():
