@@ -21,7 +21,7 @@ def cmd_run(args) -> int:
     if args.plan:  # what it would cost; nothing runs, no Ray starts
         from zoo.runner import plan
         from zoo.spec import auto_profile
-        cfgs = sweep._resolve(args.spec, args.variant, auto_profile(args.profile), args.set, seeds, args.data_dir)
+        cfgs = sweep.resolve_trials(args.spec, args.variant, auto_profile(args.profile), args.set, seeds, args.data_dir)
         if args.power:
             return _power(args, cfgs)
         plan.print_plan(plan.plan(cfgs, measure=not args.no_measure), args.json)
@@ -68,7 +68,7 @@ def _until_resolved(args, seeds) -> int:
     k = len(seeds) if seeds else 2  # two seeds: the fewest that can give a verdict
     if args.max_seeds < k:
         raise UserError(f"--max-seeds {args.max_seeds} is below the {k} seeds of the first round")
-    cfgs = sweep._resolve(args.spec, args.variant, auto_profile(args.profile), args.set, [1], args.data_dir)
+    cfgs = sweep.resolve_trials(args.spec, args.variant, auto_profile(args.profile), args.set, [1], args.data_dir)
     variant_of = {c.paper.row: c.variant for c in cfgs if c.paper and c.paper.row}
     claims = {c.id for c in C.CLAIMS if set(c.rows) & set(variant_of)}
     if not claims:

@@ -77,7 +77,7 @@ class Live:
 
     # -- Tune events --------------------------------------------------------------------------
     def started(self, trial) -> None:
-        v = _variant(trial)
+        v = trial_name(trial)
         self.rows[v].state = "running"
         self._save(v, status="running", started_at=time.time(), error=None, finished_at=None,
                    experiment=self.experiment)
@@ -85,7 +85,7 @@ class Live:
 
     def result(self, trial, m: dict) -> None:
         """One event from the trial (see runner.trial), parsed into its zoo.result model."""
-        v, row, e = _variant(trial), self.rows[_variant(trial)], event(m)
+        v, row, e = trial_name(trial), self.rows[trial_name(trial)], event(m)
         if isinstance(e, Started):
             p = e.placement
             self._save(v, placement=p, hardware=_hardware(p))
@@ -141,7 +141,7 @@ class Live:
 
     def completed(self, trial) -> None:
         """Tune ended the trial without an error. No "done" event came: a scheduler stopped it early."""
-        v = _variant(trial)
+        v = trial_name(trial)
         if not self.scheduled or self.rows[v].state in ("finished", "failed"):
             return  # without a scheduler nothing stops a trial early (an interrupted one stays resumable)
         step = self.rows[v].step or 0
@@ -150,14 +150,14 @@ class Live:
         self._say(f"{v}: stopped early at step {step} (the scheduler: it trailed the others)")
 
     def failed(self, trial) -> None:
-        v = _variant(trial)
+        v = trial_name(trial)
         err = short_error(_error_text(trial))
         self.rows[v].state = "failed"
         self._save(v, status="failed", error=err, finished_at=time.time())
         self._say(f"{v}: FAILED  {err}")
 
     def retrying(self, trial) -> None:
-        v = _variant(trial)
+        v = trial_name(trial)
         self._say(f"{v}: failed, retrying ({short_error(_error_text(trial))})")
 
     # -- drawing -----------------------------------------------------------------------------
@@ -197,16 +197,16 @@ class Live:
 
 
 def _ours(trial) -> bool:
-    return LIVE is not None and _variant(trial) in LIVE.rows
+    return LIVE is not None and trial_name(trial) in LIVE.rows
 
 
 def trial_name(trial) -> str:
     """The trial's name, from the runner.trial.Setup that runner.sweep gave Tune (which keeps it as a
     plain dict: read by key, not parsed whole, on every event)."""
-    return trial.config["trial"]["variant"]
+    setup = trial.config["trial"]
+    return setup["trial"] if "trial" in setup else setup["variant"]  # the key before the rename
 
 
-_variant = trial_name
 
 
 def _zoo(metrics: dict | None) -> dict:

@@ -84,7 +84,7 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
     data_dir = os.path.abspath(os.path.expanduser(data_dir)) if data_dir else None
     if os.environ.get("ZOO_DATA_DIR"):
         os.environ["ZOO_DATA_DIR"] = os.path.abspath(os.path.expanduser(os.environ["ZOO_DATA_DIR"]))
-    _resolve(spec, variants, "paper" if profile == "auto" else profile, sets, seeds, data_dir)  # spec mistakes first
+    resolve_trials(spec, variants, "paper" if profile == "auto" else profile, sets, seeds, data_dir)  # spec mistakes first
     callbacks = logger_callbacks(loggers)  # a logger that is not installed: said before anything starts
     from zoo.spec import scheduler
     asha = scheduler(spec)  # early stopping, validated before anything starts
@@ -128,7 +128,7 @@ class Sweep:
 
     def plan(self, profile: str, variants, sets, seeds) -> tuple[list, list]:
         """(every resolved trial config, those not finished yet with this config)."""
-        cfgs = _resolve(self.spec, variants, profile, sets, seeds, self.data_dir)
+        cfgs = resolve_trials(self.spec, variants, profile, sets, seeds, self.data_dir)
         return cfgs, _todo(self.store, self.spec_key, cfgs, self.rerun)
 
 
@@ -265,7 +265,7 @@ def _tuner(sw: Sweep, todo: list, profile: str, name: str, exp_path: str, run_di
     if not st.uri and Path(exp_path).exists():
         shutil.rmtree(inside(st.local, "tune", name))  # a finished or --rerun experiment: Tune bookkeeping only
     # Tune's param_space takes plain values: each trial's Setup as a dict (runner.trial reads it back)
-    trials = [trial.Setup(variant=c.trial, config=c.model_dump(mode="json"), data_dir=sw.data_dir,
+    trials = [trial.Setup(trial=c.trial, config=c.model_dump(mode="json"), data_dir=sw.data_dir,
                           spec_file=os.path.abspath(sw.spec),
                     out_dir=st.scratch_dir(stem, c.trial, profile), mirror=run_dirs[c.trial] if st.uri else None,
                     train_storage=f"{st.root}/tune/{name}-train").model_dump(mode="json") for c in todo]
@@ -398,7 +398,7 @@ def _nothing_to_do(cfgs, st: Storage, stream) -> int:
 
 # -- checks before anything starts ----------------------------------------------------------------
 
-def _resolve(spec, variants, profile, sets, seeds, data_dir=None):
+def resolve_trials(spec, variants, profile, sets, seeds, data_dir=None):
     from zoo.spec import resolve
     if not Path(spec).is_file():
         raise UserError(f"{spec}: no such spec file (see specs/ for the paper's, or `zoo validate PATH`)")

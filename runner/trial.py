@@ -21,7 +21,7 @@ from pathlib import Path
 import ray
 from ray import tune
 
-from pydantic import BaseModel
+from pydantic import AliasChoices, BaseModel, Field
 
 from zoo.result import Done, Hardware, LogPoint, Provenance, Started, event, wire
 from zoo.config import Config
@@ -29,7 +29,9 @@ from zoo.config import Config
 
 class Setup(BaseModel):
     """What one trial is given, under Tune's config key "trial" (as a plain dict: Tune's contract)."""
-    variant: str  # the trial's name (the key Tune's grid and the driver's callbacks know it by)
+    # the trial's name (the key Tune's grid and the driver's callbacks know it by); an experiment saved before
+    # the field was renamed from `variant` (it never held the variant) resumes under the old key
+    trial: str = Field(validation_alias=AliasChoices("trial", "variant"))
     config: Config
     out_dir: str  # the trial's stable working folder: zoo.train's checkpoints resume it
     data_dir: str | None = None

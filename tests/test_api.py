@@ -51,3 +51,20 @@ def test_unknown_name_is_an_attribute_error():
         assert "nope" in str(e)
     else:
         raise AssertionError("zoo.nope resolved")
+
+
+def test_documented_names_that_moved_still_import_with_a_warning():
+    """The doors (issue 33) serve their parts' names silently; a documented name that moved to the ground floor
+    (zoo.spec.Config, zoo.data.PAD, zoo.train.noam_lr) still resolves, warning where it lives now."""
+    import zoo.config
+    import zoo.tokens
+    from zoo import data, spec, train
+    with pytest.warns(DeprecationWarning, match="zoo.config"):
+        assert spec.Config is zoo.config.Config
+    with pytest.warns(DeprecationWarning, match="zoo.tokens"):
+        assert data.PAD == zoo.tokens.PAD == 0
+    with pytest.warns(DeprecationWarning, match="zoo.config"):
+        assert train.noam_lr is zoo.config.noam_lr
+    from zoo.spec import resolve, SpecError  # noqa: F401  (served by the door, no warning)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        spec.nope

@@ -27,10 +27,10 @@ os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
 os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
 
 _API = {  # public name -> (module, attribute): one home per fact, these are re-exports
-    "Config": ("zoo.spec", "Config"),
+    "Config": ("zoo.config", "Config"),
     "load": ("zoo.spec", "resolve"),
     "build_model": ("zoo.model", "build_model"),
-    "fit": ("zoo.train", "train"),  # not `train`: that is the submodule zoo.train
+    "fit": ("zoo.train", "train"),  # not `train`: that is the package zoo.train
     "results": ("zoo.reports.runs", "load"),
 }
 __all__ = sorted(_API)
