@@ -1,6 +1,8 @@
 """The HTML report in a real browser: Debian's headless Chromium renders the pages, loads every image
 and draws something that is not blank, at a wide and at a phone width. The store is SYNTHETIC
-(see test_report.synthetic_store): the test is about rendering, not results."""
+(see test_report.synthetic_store): the test is about rendering, not results. One test also renders
+every page built from copies of the committed reference stores (results/*/zoo.db): each must fit a
+1280px window, every table inside its box."""
 import re
 import shutil
 import subprocess
@@ -8,7 +10,7 @@ import subprocess
 import pytest
 from matplotlib.image import imread
 
-from test_report import HOSTILE, SVG, assert_no_injected_markup, hostile_store, synthetic_store
+from test_report import HOSTILE, REPO, SVG, assert_no_injected_markup, hostile_store, synthetic_store
 from zoo.cli import main
 from zoo.paper import TABLE3
 
@@ -41,6 +43,12 @@ def dom(tmp_path, page, width):
                     "--dump-dom").stdout
 
 
+def assert_tables_fit(body: str) -> None:
+    """The table that overflows its box the most (base.html.j2's data-widest-table) fits it."""
+    table, box = map(int, re.search(r'data-widest-table="(\d+)/(\d+)"', body).groups())
+    assert table <= box, f"a table is {table}px wide in a {box}px box: its right columns are cut off"
+
+
 @pytest.mark.parametrize("width", [1280, 390])
 def test_table3_page_renders_rows_and_images(site, tmp_path, width):
     html = dom(tmp_path, site / "table3.html", width)
@@ -55,12 +63,14 @@ def test_table3_page_renders_rows_and_images(site, tmp_path, width):
     if width >= 1280:  # the claims table, verdicts second, fits its box: nothing to scroll sideways for
         inner, box = map(int, re.search(r'data-claims-width="(\d+)/(\d+)"', body).groups())
         assert inner <= box, f"the claims table is {inner}px wide in a {box}px box"
+        assert_tables_fit(body)  # and so does every other table (issue 33)
 
 
 @pytest.mark.parametrize("name", ["index", "table2", "table4"])
 def test_other_pages_load_their_images(site, tmp_path, name):
     body = re.search(r"<body[^>]*>", dom(tmp_path, site / f"{name}.html", 1280)).group(0)
     assert 'data-images-loaded="true"' in body, body
+    assert_tables_fit(body)
 
 
 def test_index_screenshot_is_not_blank(site, tmp_path):
@@ -86,3 +96,46 @@ def test_hostile_strings_build_no_element_in_the_browser(tmp_path):
     assert_no_injected_markup(html)
     for text in (SVG, HOSTILE["hardware"], HOSTILE["variant"], "<iframe src=javascript:alert(4)>"):
         assert text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") in html, text
+
+
+# Issue 33: every page of a report built from the committed reference stores fits a 1280px window, each
+# table inside its box (Table 3's provenance and Table 4's data / split columns once ran off the edge).
+STORES = {"ablation2": REPO / "results" / "ablation2-cpu2" / "zoo.db",
+          "table4": REPO / "results" / "table4-cpu2" / "zoo.db"}
+BUILDS = [  # (store, extra options): every kind of page `zoo report` writes (index, Tables 2-4 and claims, a sweep)
+    ("ablation2", ["--profile", "ablation", "--addon", "ablation_dropout", "--addon", "ablation_big"]),
+    ("ablation2", ["--sweep", str(REPO / "specs" / "table3_C.yaml")]),
+    ("table4", []),
+    ("table4", ["--sweep", str(REPO / "specs" / "table4_wsj.yaml")]),
+]
+
+
+@pytest.fixture(scope="module")
+def reference_pages(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("reference")
+    pages = []
+    for i, (name, options) in enumerate(BUILDS):
+        store = tmp / f"{name}.db"
+        if not store.exists():  # a copy: the report only reads, but results/ is never written
+            shutil.copyfile(STORES[name], store)
+        out = tmp / f"out{i}"
+        assert main(["report", "--runs", str(store), "--out", str(out), "--format", "html", *options]) == 0
+        pages += sorted(out.glob("*.html"))
+    return pages
+
+
+@pytest.mark.slow
+def test_every_reference_page_fits_a_1280px_window(reference_pages, tmp_path):
+    names = {p.name for p in reference_pages}
+    assert {"index.html", "table2.html", "table3.html", "table4.html"} <= names, names
+    assert any(n.startswith("sweep-") for n in names), names
+    clipped = []
+    for page in reference_pages:
+        body = re.search(r"<body[^>]*>", dom(tmp_path, page, 1280)).group(0)
+        doc, window = map(int, re.search(r'data-page-width="(\d+)/(\d+)"', body).groups())
+        assert window == 1280, body
+        table, box = map(int, re.search(r'data-widest-table="(\d+)/(\d+)"', body).groups())
+        if doc > window or table > box:
+            clipped.append(f"{page.parent.name}/{page.name}: page {doc}px in a {window}px window, "
+                           f"widest table {table}px in a {box}px box")
+    assert not clipped, "cut off at 1280px:\n" + "\n".join(clipped)
