@@ -4,24 +4,34 @@ A trial is keyed by (spec, trial, profile): the trial's name (`A1-seed2`), with 
 runs (`A1`) in a column of its own. Reads return zoo.result.Trial and Point records. `config_hash` is the hash of the fully resolved config:
 a finished row with the same hash means "already done, skip". Training curves go to `points`
 (one row per logged step). Plain sqlite3, no ORM, no Ray: reports import this module too.
+A store opened read-only (zoo status, zoo report) is never written, nor is anything beside it.
 """
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
+import tempfile
 import time
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 
 from pydantic import BaseModel
 
+from zoo.config import Config
+from zoo.errors import UserError
 from zoo.result import Point, Trial, TrialStatus
-from zoo.spec import Config
 
 STATES = tuple(s.value for s in TrialStatus)
 
-SCHEMA = """
+# A trial's result (zoo.result.RunResult) is kept in the column `metrics`, its name from before RunResult
+# existed; stores already written keep it. This is the one place the two names meet: `upsert(result=...)`
+# writes the column, and Trial reads it back as its `result`.
+RESULT_COLUMN = "metrics"
+
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS trials (
     spec TEXT NOT NULL,            -- spec path as given (also its stem for display)
     trial TEXT NOT NULL,           -- the trial's name: the variant, plus -seedN on a seeds axis
@@ -32,7 +42,7 @@ CREATE TABLE IF NOT EXISTS trials (
     paper_table INTEGER, paper_group TEXT, paper_row TEXT,
     status TEXT NOT NULL,          -- pending | running | finished | failed
     step INTEGER DEFAULT 0, steps INTEGER,           -- progress
-    metrics TEXT,                  -- JSON: final metrics (train summary: bleu, dev_ppl, splits, ...)
+    {RESULT_COLUMN} TEXT,          -- JSON: the result (zoo.result.RunResult: bleu, dev_ppl, splits, ...)
     best TEXT,                     -- JSON: best values seen (lowest dev_ppl, ...)
     attention TEXT,                -- JSON: one dev sentence's attention weights, each head of one layer
     tokens_seen INTEGER, train_seconds REAL,
@@ -56,7 +66,7 @@ ADDED = {
     "resumed_from": "INTEGER",   # the checkpoint step the latest attempt resumed from (NULL: fresh start)
     "warning": "TEXT",           # something the trial worked around, e.g. an unloadable checkpoint it skipped
 }
-JSON_COLS = ("config", "metrics", "best", "attention", "placement")
+JSON_COLS = ("config", RESULT_COLUMN, "best", "attention", "placement")
 
 # A store says it is zoo's: SQLite's application_id in the file header (offset 68) and a zoo_meta table
 # with the schema version, both set on creation. zoo opens a file only after reading them, so another
@@ -66,7 +76,7 @@ SCHEMA_VERSION = 2  # 2: the trial's name in its own column, `variant` the varia
 META = "CREATE TABLE IF NOT EXISTS zoo_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 # Stores written before the application_id (the committed reference stores among them) are known by
 # their tables: zoo's trials columns and a points table.
-LEGACY_COLUMNS = {"spec", "variant", "profile", "config_hash", "config", "status", "metrics", "run_dir"}
+LEGACY_COLUMNS = {"spec", "variant", "profile", "config_hash", "config", "status", RESULT_COLUMN, "run_dir"}
 
 
 DEFAULT_STORAGE = Path("runs")  # `zoo run`'s --storage, relative to where it runs
@@ -80,14 +90,23 @@ def default_path(storage: str | Path | None = None) -> Path:
 
 class Store:
     """The store, opened for writing (creating the schema, migrating an older one) or, with readonly,
-    strictly for reading: a read command never writes, not even a schema into an empty file."""
+    strictly for reading: a read command never writes, not even a schema into an empty file, and
+    leaves no byte beside the store changed (see _read_copy and _rows)."""
 
     def __init__(self, path: str | Path, readonly: bool = False):
         self.path, self.readonly = Path(path), readonly
-        kind = identify(self.path)  # before any connection: a foreign file is never opened for writing
+        self._decoded: dict[tuple, Trial] = {}  # read-only: (rowid, updated_at) -> Trial: a row decoded once
+        self._keys: dict[str, str] = {}  # table -> its trial column (_key)
+        copy = _read_copy(self.path)  # a temp copy when a WAL is beside the store (see there)
+        if copy:  # removed when this Store goes
+            drop = weakref.finalize(self, shutil.rmtree, copy, ignore_errors=True)
+        self._file = copy / STORE_NAME if copy else self.path  # what read-only connections open
+        kind = identify(self._file)  # before any connection: a foreign file is never opened for writing
         if readonly:
             self.empty = kind == "new"  # an empty file: nothing has run yet
             return
+        if copy:  # a writer needed it only to identify a store whose schema may still be in its WAL
+            drop()
         self.empty = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._conn() as c:
@@ -106,11 +125,9 @@ class Store:
 
     @contextmanager
     def _conn(self):
-        if self.readonly and not _writable(self.path):
-            # a store this process cannot write (read-only file or folder) cannot have a writer
-            # either: read it as immutable, since SQLite's read-only mode still needs the WAL index
-            c = sqlite3.connect(f"{self.path.resolve().as_uri()}?immutable=1", uri=True, timeout=30)
-        else:  # reads only SELECT; a plain connection (not mode=ro) removes its -wal/-shm files on close
+        if self.readonly:  # immutable: no lock, no -shm, no write; a WAL's rows were copied in (_read_copy)
+            c = sqlite3.connect(f"{self._file.resolve().as_uri()}?immutable=1", uri=True)
+        else:
             c = sqlite3.connect(self.path, timeout=30)
         c.row_factory = sqlite3.Row
         try:
@@ -125,33 +142,37 @@ class Store:
         two `zoo run`s with their own --storage, reported together). Where both hold a trial, the one
         updated last wins, with its curve. Returns (trials copied, trials kept as they were).
         The other store may be older (schema 1): its rows are read as this schema's."""
-        mine = {t.key: t.updated_at or 0 for t in self.trials()}
-        copied = kept = 0
         with self._conn() as c:
             columns = {r["name"] for r in c.execute("PRAGMA table_info(trials)")}
-        with other._conn() as src:
-            pkey = _points_key(src)
-            for r in src.execute("SELECT * FROM trials").fetchall():
-                t = _decode(r)  # the row as this schema's, typed: a schema 1 source is read as it is
-                if t.key in mine and mine[t.key] >= (t.updated_at or 0):
-                    kept += 1
-                    continue
-                key = t.key
-                pts = src.execute(f"SELECT * FROM points WHERE spec=? AND {pkey}=? AND profile=?", key).fetchall()
-                row = {k: v for k, v in _current(dict(r)).items() if k in columns}  # copied as stored
-                with self._conn() as c:  # one transaction per trial: its row and its curve together
-                    c.execute("DELETE FROM trials WHERE spec=? AND trial=? AND profile=?", key)
-                    c.execute("DELETE FROM points WHERE spec=? AND trial=? AND profile=?", key)
-                    _insert(c, "trials", row)
-                    for pt in pts:
-                        _insert(c, "points", {("trial" if k == pkey else k): pt[k] for k in pt.keys()})
-                copied += 1
+            mine = {(r[0], r[1], r[2]): r[3] or 0
+                    for r in c.execute("SELECT spec, trial, profile, updated_at FROM trials")}
+        copied = kept = 0
+        pkey = other._key("points")
+        for r in other._rows("SELECT * FROM trials"):
+            row = _current(dict(r))  # a schema 1 source is read as it is
+            key = row["spec"], row["trial"], row["profile"]
+            if key in mine and mine[key] >= (row["updated_at"] or 0):
+                kept += 1
+                continue
+            _decode(row)  # typed once before it is copied: a row this zoo cannot read is refused here
+            pts = other._rows(f"SELECT * FROM points WHERE spec=? AND {pkey}=? AND profile=?", key)
+            row = {k: v for k, v in row.items() if k in columns}  # copied as stored
+            with self._conn() as c:  # one transaction per trial: its row and its curve together
+                c.execute("DELETE FROM trials WHERE spec=? AND trial=? AND profile=?", key)
+                c.execute("DELETE FROM points WHERE spec=? AND trial=? AND profile=?", key)
+                _insert(c, "trials", row)
+                for pt in pts:
+                    _insert(c, "points", {("trial" if k == pkey else k): pt[k] for k in pt.keys()})
+            copied += 1
         return copied, kept
 
     def upsert(self, spec: str, trial: str, profile: str, *, status: TrialStatus | str | None = None,
                config: Config | dict | None = None, variant: str | None = None, **fields) -> None:
         """Insert or update one trial's row; JSON columns take Python objects or zoo.result models.
-        The variant is `variant=` when given, else the config's, else (a new row) the trial's name."""
+        The variant is `variant=` when given, else the config's, else (a new row) the trial's name.
+        `result=` is the RunResult (stored in RESULT_COLUMN; `metrics=` names that column directly)."""
+        if "result" in fields:
+            fields[RESULT_COLUMN] = fields.pop("result")
         if config:
             config = config if isinstance(config, Config) else Config.model_validate(config)
             fields["config"], variant = config, variant or config.variant
@@ -195,25 +216,68 @@ class Store:
 
     # -- reads ----------------------------------------------------------------------------------
     def trials(self, spec: str | None = None, profile: str | None = None) -> list[Trial]:
-        if self.empty:
-            return []
         where = {k: v for k, v in (("spec", spec), ("profile", profile)) if v is not None}
-        q = "SELECT * FROM trials" + (" WHERE " + " AND ".join(f"{k}=?" for k in where) if where else "")
-        with self._conn() as c:
-            rows = c.execute(q + " ORDER BY created_at, spec, variant", tuple(where.values())).fetchall()
-        return [_decode(r) for r in rows]
+        return self._select(where, " ORDER BY created_at, spec, variant")
 
     def get(self, spec: str, trial: str, profile: str) -> Trial | None:
-        return next((t for t in self.trials(spec, profile) if t.trial == trial), None)
+        """One trial by its key: one row found through the primary key's index, and only it decoded."""
+        return next(iter(self._select({"spec": spec, "trial": trial, "profile": profile})), None)
 
     def points(self, spec: str, trial: str, profile: str) -> list[Point]:
         if self.empty:
             return []
-        with self._conn() as c:
-            key = _points_key(c)
-            rows = c.execute(f"SELECT * FROM points WHERE spec=? AND {key}=? AND profile=? ORDER BY step",
-                             (spec, trial, profile)).fetchall()
+        rows = self._rows(f"SELECT * FROM points WHERE spec=? AND {self._key('points')}=? AND profile=? "
+                          "ORDER BY step", (spec, trial, profile))
         return [Point.model_validate(dict(r)) for r in rows]
+
+    def _select(self, where: dict, order: str = "") -> list[Trial]:
+        """The trials rows matching `where` (column: value), decoded. A read-only Store decodes each row
+        once, however often a command asks; a writer's rows change with every upsert, and the records
+        it hands out are the caller's to change (progress updates a trial's `best` in place)."""
+        if self.empty:
+            return []
+        if "trial" in where:  # a schema 1 store (read-only, not migrated) names the trial `variant`
+            where = {(self._key("trials") if k == "trial" else k): v for k, v in where.items()}
+        cond = " WHERE " + " AND ".join(f"{k}=?" for k in where) if where else ""
+        rows = self._rows(f"SELECT rowid AS _rowid, * FROM trials{cond}{order}", tuple(where.values()))
+        if not self.readonly:
+            return [_decode(dict(r)) for r in rows]
+        keys = [(r["_rowid"], r["updated_at"]) for r in rows]  # a row a writer changed since: decoded anew
+        for key, r in zip(keys, rows):
+            if key not in self._decoded:
+                self._decoded[key] = _decode(dict(r))
+        return [self._decoded[key] for key in keys]
+
+    def _rows(self, sql: str, args: tuple = ()) -> list[sqlite3.Row]:
+        """One query's rows. Read-only, the file is read as immutable, without a lock, while a writer
+        that started after the store was opened may checkpoint into it (each of its connections does,
+        on close, before it deletes its WAL): rows are kept only when no WAL was beside the file before
+        and after the read and the file did not change meanwhile; else read again, a moment later."""
+        if not self.readonly:
+            with self._conn() as c:
+                return c.execute(sql, args).fetchall()
+        for _ in range(100):
+            before = _stamp(self._file)
+            try:
+                with self._conn() as c:
+                    rows, error = c.execute(sql, args).fetchall(), None
+            except sqlite3.DatabaseError as e:  # perhaps read half-way through a checkpoint
+                rows, error = None, e
+            if before[-1] or _stamp(self._file) != before:  # a writer was (or may have been) at work
+                time.sleep(0.02)
+                continue
+            if error:
+                raise error
+            return rows
+        raise UserError(f"{self.path} kept changing while zoo read it (a run is writing it, or one was killed "
+                        "while it did): run the same command again")
+
+    def _key(self, table: str) -> str:
+        """The trial's column in `table`: `trial`, or `variant` in a schema 1 store (read as it is)."""
+        if table not in self._keys:
+            cols = {r[1] for r in self._rows(f"PRAGMA table_info({table})")}
+            self._keys[table] = "trial" if "trial" in cols else "variant"
+        return self._keys[table]
 
 
 def _insert(c, table: str, row: dict, replace: bool = False) -> None:
@@ -221,10 +285,11 @@ def _insert(c, table: str, row: dict, replace: bool = False) -> None:
               f"VALUES ({', '.join('?' * len(row))})", tuple(row.values()))
 
 
-def _points_key(c) -> str:
-    """The points table's trial column: `trial`, or `variant` in a schema 1 store (read as it is)."""
-    cols = {r[1] for r in c.execute("PRAGMA table_info(points)")}
-    return "trial" if "trial" in cols else "variant"
+def _stamp(path: Path) -> tuple:
+    """What a write changes: the file's inode, size and modification time; last, whether a WAL with frames
+    is beside it (a writer is at work, and may be checkpointing them into the file)."""
+    st = os.stat(path)
+    return st.st_ino, st.st_size, st.st_mtime_ns, _header(path.with_name(path.name + "-wal")) is not None
 
 
 def _current(row: dict) -> dict:
@@ -247,6 +312,68 @@ def _migrate_trial_column(c) -> None:
     for row in rows:
         _insert(c, "trials", row)
     c.execute("ALTER TABLE points RENAME COLUMN variant TO trial")
+
+
+def _read_copy(path: Path) -> Path | None:
+    """A temp folder holding a copy of the store with its WAL's rows checkpointed in, or None when no WAL
+    with frames is beside the store (the file alone is then the whole store, read as immutable).
+
+    Why a copy: on a WAL database SQLite's read-only mode (mode=ro) still creates and writes a -shm
+    beside it, a read-write connection checkpoints the WAL into the store on close (its bytes change),
+    and immutable=1 ignores the WAL, hiding the trials written since the last checkpoint. A copy read
+    elsewhere changes no byte beside the store and sees every committed row. A writer may be running:
+    the pair is kept only when the WAL's header (its salts: which generation of frames) is the same
+    before the database is copied and after the WAL is, so the database holds no page the copied WAL
+    does not account for; frames half-copied at its end fail their checksums and are ignored."""
+    wal = path.with_name(path.name + "-wal")
+    for _ in range(10):
+        try:
+            head = _header(wal)
+        except OSError as e:
+            raise UserError(f"{path}: the trials written since its last checkpoint are in {wal.name} beside it, "
+                            f"which this user cannot read ({e.strerror or e}); without it zoo would show fewer "
+                            f"trials than the store holds. Make {wal.name} readable, or run this command as the "
+                            "user who wrote the store (or on a copy of its folder that user made)") from None
+        if head is None:
+            return None  # no rows beside the store
+        with open(path, "rb") as f:
+            if f.read(16) not in (b"", b"SQLite format 3\x00"):  # b"": a new store, all of it in its WAL
+                return None  # not a database: identify() refuses it
+        tmp = Path(tempfile.mkdtemp(prefix="zoo-store-"))
+        copy = tmp / STORE_NAME
+        try:
+            shutil.copyfile(path, copy)
+            shutil.copyfile(wal, copy.with_name(copy.name + "-wal"))
+            if _header(copy.with_name(copy.name + "-wal")) == head:
+                c = sqlite3.connect(copy)  # the copy's WAL folded into it, so it reads as immutable too
+                try:
+                    c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                finally:
+                    c.close()
+                return tmp
+        except FileNotFoundError:
+            pass  # the writer closed and folded its WAL in meanwhile: look again
+        except BaseException as e:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if isinstance(e, OSError):
+                raise UserError(f"cannot copy {path} and its WAL ({wal.name}) to a temporary folder, to read them "
+                                f"without writing beside the store ({e.strerror or e}): free space in "
+                                f"{tempfile.gettempdir()} or point TMPDIR at a folder with room") from None
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)  # a checkpoint restarted the WAL meanwhile: copy again
+    raise UserError(f"{path} kept changing while zoo copied it to read it (a run is writing it fast): "
+                    "run the same command again")
+
+
+def _header(wal: Path) -> bytes | None:
+    """A WAL's 32-byte header (magic, page size, checkpoint count, salts), or None when the WAL is
+    missing or shorter: without a whole header it holds no frames."""
+    try:
+        with open(wal, "rb") as f:
+            head = f.read(32)
+    except FileNotFoundError:
+        return None
+    return head if len(head) == 32 else None
 
 
 class NotAStore(Exception):
@@ -294,10 +421,10 @@ def identify(path: Path) -> str:
     raise NotAStore(f"it holds another program's tables ({', '.join(sorted(tables)[:5])})")
 
 
-def _decode(row: sqlite3.Row) -> Trial:
-    """A stored row as its record (JSON columns parsed; Trial reads `metrics` as its `result`)."""
-    return Trial.model_validate({k: json.loads(v) if k in JSON_COLS and v else v
-                                 for k, v in _current(dict(row)).items()})
+def _decode(row: dict) -> Trial:
+    """A stored row as its record (JSON columns parsed; Trial reads RESULT_COLUMN as its `result`)."""
+    row.pop("_rowid", None)
+    return Trial.model_validate({k: json.loads(v) if k in JSON_COLS and v else v for k, v in _current(row).items()})
 
 
 def open_store(path: str | Path, write: bool = False) -> Store:
