@@ -56,7 +56,7 @@ CREATE TABLE IF NOT EXISTS trials (
 );
 CREATE TABLE IF NOT EXISTS points (
     spec TEXT NOT NULL, trial TEXT NOT NULL, profile TEXT NOT NULL,
-    step INTEGER NOT NULL, loss REAL, lr REAL, tokens_per_s REAL, dev_ppl REAL, elapsed_s REAL,
+    step INTEGER NOT NULL, loss REAL, lr REAL, tokens_per_s REAL, dev_ppl REAL, elapsed_s REAL, nll REAL,
     PRIMARY KEY (spec, trial, profile, step)
 );
 """
@@ -66,6 +66,7 @@ ADDED = {
     "resumed_from": "INTEGER",   # the checkpoint step the latest attempt resumed from (NULL: fresh start)
     "warning": "TEXT",           # something the trial worked around, e.g. an unloadable checkpoint it skipped
 }
+ADDED_POINTS = {"nll": "REAL"}  # the unsmoothed training NLL (before it, stores kept only the smoothed loss)
 JSON_COLS = ("config", RESULT_COLUMN, "best", "attention", "placement")
 
 # A store says it is zoo's: SQLite's application_id in the file header (offset 68) and a zoo_meta table
@@ -120,6 +121,10 @@ class Store:
                         c.execute(f"ALTER TABLE trials ADD COLUMN {col} {typ}")
                 if "trial" not in have:
                     _migrate_trial_column(c)
+                have_points = {r["name"] for r in c.execute("PRAGMA table_info(points)")}
+                for col, typ in ADDED_POINTS.items():
+                    if have_points and col not in have_points:
+                        c.execute(f"ALTER TABLE points ADD COLUMN {col} {typ}")
             c.executescript(SCHEMA + META + ";")
             c.execute("INSERT OR REPLACE INTO zoo_meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
 

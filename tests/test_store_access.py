@@ -227,3 +227,19 @@ def test_a_wal_store_in_a_read_only_folder_shows_every_trial_or_says_why_not(wal
     finally:
         folder.chmod(0o755)
         shutil.rmtree(root)
+
+
+def test_points_keep_the_unsmoothed_training_nll_and_old_stores_gain_the_column(tmp_path):
+    """Issue 34: a curve point stores the training NLL beside the label-smoothed loss; a store written before
+    the column existed gains it when opened for writing, and its old points read back with nll None."""
+    old = tmp_path / "old.db"
+    shutil.copy(SMALL, old)
+    before = {r[1] for r in sqlite3.connect(old).execute("PRAGMA table_info(points)")}
+    assert "nll" not in before  # the committed store predates the column
+    st = Store(old)
+    spec, trial, profile = next((t.spec, t.trial, t.profile) for t in st.trials())
+    old_points = st.points(spec, trial, profile)
+    assert old_points and all(p.nll is None for p in old_points)
+    st.add_points(spec, trial, profile, [{"step": 10**6, "loss": 3.1, "nll": 2.7}])
+    got = {p.step: p for p in Store(old).points(spec, trial, profile)}
+    assert got[10**6].nll == 2.7 and got[10**6].loss == 3.1

@@ -53,7 +53,8 @@ class LogPoint(_Record):
 class Point(_Record):
     """One stored point of a trial's curve (the store's `points` table)."""
     step: int
-    loss: float | None = None
+    loss: float | None = None  # the training objective: label-smoothed cross-entropy per target token
+    nll: float | None = None   # the unsmoothed training NLL per target token (nats): a likelihood, comparable across eps_ls
     lr: float | None = None
     tokens_per_s: float | None = None
     dev_ppl: float | None = None
