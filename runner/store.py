@@ -52,6 +52,7 @@ CREATE TABLE IF NOT EXISTS trials (
     experiment TEXT,               -- the Ray Tune experiment folder
     created_at REAL, started_at REAL, finished_at REAL, updated_at REAL,
     placement TEXT, resumed_from INTEGER, warning TEXT,
+    analysis TEXT,                 -- the hash of the analysis plan it ran under (zoo.analysis), NULL: none
     PRIMARY KEY (spec, trial, profile)
 );
 CREATE TABLE IF NOT EXISTS points (
@@ -65,6 +66,7 @@ ADDED = {
     "placement": "TEXT",         # JSON: where it ran: node_id, node_ip, hostname, pid, gpu_ids, threads, workers
     "resumed_from": "INTEGER",   # the checkpoint step the latest attempt resumed from (NULL: fresh start)
     "warning": "TEXT",           # something the trial worked around, e.g. an unloadable checkpoint it skipped
+    "analysis": "TEXT",          # the analysis plan's hash (zoo run --analysis)
 }
 ADDED_POINTS = {"nll": "REAL"}  # the unsmoothed training NLL (before it, stores kept only the smoothed loss)
 JSON_COLS = ("config", RESULT_COLUMN, "best", "attention", "placement")

@@ -74,7 +74,7 @@ class Storage:
 def run(spec: str, profile: str = "auto", variants: list[str] | None = None, sets: list[str] | None = None,
         address: str | None = None, storage: str | None = None, rerun: bool = False,
         max_concurrent: int | None = None, data_dir: str | None = None, seeds: list[int] | None = None,
-        loggers: list[str] | None = None,
+        loggers: list[str] | None = None, analysis: str | None = None,
         stream=sys.stdout) -> int:
     """Run the spec's variants; return the exit code (0 all finished, 1 some failed, 130 interrupted, 143 by SIGTERM)."""
     from zoo.runner.store import open_store
@@ -98,7 +98,7 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
     lock = RunLock(st.local).acquire()  # one run per storage, for the whole run
     store = open_store(st.store_path, write=True)
     try:
-        sw = Sweep(spec, spec_key, st, store, rerun, max_concurrent, data_dir, stream, callbacks, asha)
+        sw = Sweep(spec, spec_key, st, store, rerun, max_concurrent, data_dir, stream, callbacks, asha, analysis)
         return _run(sw, profile, variants, sets, seeds, address)
     except Exception as e:  # Tune wraps what its callbacks raise (the store's writes) in a TuneError
         if not is_disk_full(e):
@@ -125,6 +125,7 @@ class Sweep:
     stream: object
     loggers: list = field(default_factory=list)  # Ray Tune logger callbacks (W&B, MLflow) the user named
     asha: object = None  # zoo.spec.Asha: stop trials that trail at the same step
+    analysis: str | None = None  # the hash of the analysis plan the trials run under (zoo.analysis), if any
 
     def plan(self, profile: str, variants, sets, seeds) -> tuple[list, list]:
         """(every resolved trial config, those not finished yet with this config)."""
@@ -245,7 +246,7 @@ def _register(sw: Sweep, todo: list, profile: str, run_dirs: dict, exp_path: str
                         config=c.model_dump(mode="json"),
                         paper_table=c.paper.table, paper_group=c.paper.group, paper_row=c.paper.row,
                         status="pending", steps=c.train.steps, run_dir=run_dirs[c.trial], experiment=exp_path,
-                        error=None, resumed_from=None)
+                        error=None, resumed_from=None, analysis=sw.analysis)
 
 
 def _tuner(sw: Sweep, todo: list, profile: str, name: str, exp_path: str, run_dirs: dict):

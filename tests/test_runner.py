@@ -62,7 +62,10 @@ def _listening(pids: set[int]) -> list[str]:
 def test_run_smoke_sweep_status_and_cached_rerun(tmp_path, data_root):
     """A1-A4 as four trials; only loopback sockets while it runs; `zoo status`; a rerun re-runs nothing."""
     storage = tmp_path / "runs"
-    cmd = [*ZOO, "run", SPEC, "--profile", "smoke", "--storage", str(storage), *flags(sets("train.steps=40"))]
+    plan = tmp_path / "plan.yaml"  # an analysis plan (issue 34): its hash goes with every trial
+    plan.write_text("name: smoke-test\nprimary: ppl\nseeds: {A1: 2}\n")
+    cmd = [*ZOO, "run", SPEC, "--profile", "smoke", "--storage", str(storage), *flags(sets("train.steps=40")),
+           "--analysis", str(plan)]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     seen = []
     while proc.poll() is None:
@@ -97,6 +100,10 @@ def test_run_smoke_sweep_status_and_cached_rerun(tmp_path, data_root):
         assert ea.Scalars("train/loss")[-1].step == 40 and ea.Scalars("eval/dev_bleu")[0].value == pytest.approx(m.primary.bleu, abs=1e-3)
     assert "finished" in zoo("status", "--runs", str(storage)).stdout
     assert not local.read_pidfile(storage), "the pidfile goes with a clean stop"
+    from zoo import analysis
+    assert {t.analysis for t in rows(storage).values()} == {analysis.load(plan).hash()}
+    curve = Store(storage / "zoo.db").points(SPEC, "A1", "smoke")  # the unsmoothed NLL beside the smoothed loss
+    assert curve and all(p.nll is not None and 0 < p.nll < p.loss for p in curve if p.loss is not None)
 
     t0 = time.time()
     again = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)

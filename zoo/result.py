@@ -325,6 +325,7 @@ class Trial(_Record):
     warning: str | None = None
     experiment: str | None = None
     resumed_from: int | None = None
+    analysis: str | None = None     # the hash of the analysis plan it ran under (zoo.analysis); None: none
     created_at: float | None = None
     started_at: float | None = None
     finished_at: float | None = None

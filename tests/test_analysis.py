@@ -1,0 +1,68 @@
+"""The analysis plan (issue 34): a file validated like a spec, a hash that is the analysis and not its text,
+and the post hoc rule."""
+import pytest
+
+from zoo import analysis
+from zoo.cli import main
+from zoo.spec import SpecError
+
+PLAN = """\
+# the trend reference's plan, say
+name: trend-cpu2
+primary: ppl
+secondary: [bleu]
+alpha: 0.05
+tie_margin: 0.015
+seeds: {base: 5, A1: 5}
+max_looks: 1
+"""
+
+
+def test_a_plan_loads_and_its_hash_ignores_comments_and_key_order(tmp_path):
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text(PLAN)
+    b.write_text("\n".join(reversed([x for x in PLAN.splitlines() if not x.startswith("#")])) + "\n# a comment\n")
+    pa, pb = analysis.load(a), analysis.load(b)
+    assert pa == pb and pa.hash() == pb.hash() and len(pa.hash()) == 16
+    assert pa.families() == {"ppl": "primary", "bleu": "secondary"}
+    c = tmp_path / "c.yaml"
+    c.write_text(PLAN.replace("alpha: 0.05", "alpha: 0.1"))  # another level is another analysis
+    assert analysis.load(c).hash() != pa.hash()
+
+
+@pytest.mark.parametrize("line, field, says", [
+    ("alpha: 0.05", "alpha", "less than or equal to 0.5"),
+    ("primary: ppl", "primary", "'ppl' or 'bleu'"),
+    ("max_looks: 1", "max_looks", "greater than or equal to 1"),
+    ("seeds: {base: 5, A1: 5}", "seeds", "seed count is 2-100"),
+    ("tie_margin: 0.015", "tie_margn", "a plan holds: name, primary"),
+])
+def test_a_mistake_names_the_file_line_and_field(tmp_path, line, field, says):
+    bad = {"alpha": "alpha: 5", "primary": "primary: acc", "max_looks": "max_looks: 0",
+           "seeds": "seeds: {base: 1}", "tie_margn": "tie_margn: 0.01"}[field]
+    f = tmp_path / "plan.yaml"
+    f.write_text(PLAN.replace(line, bad))
+    with pytest.raises(SpecError) as e:
+        analysis.load(f)
+    n = PLAN.splitlines().index(line) + 1
+    assert str(e.value).startswith(f"{f}:{n}: {field}") and says in str(e.value), str(e.value)
+
+
+def test_zoo_run_refuses_a_bad_plan_before_anything_starts(tmp_path, capsys):
+    f = tmp_path / "plan.yaml"
+    f.write_text("name: x\nalpha: -1\n")
+    assert main(["run", "table3_A", "--profile", "smoke", "--storage", str(tmp_path / "runs"),
+                 "--analysis", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert f"{f}:2: alpha" in err and "Traceback" not in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_post_hoc_when_trials_ran_under_another_plan_or_none(tmp_path):
+    f = tmp_path / "plan.yaml"
+    f.write_text(PLAN)
+    plan = analysis.load(f)
+    assert analysis.post_hoc(plan, [plan.hash(), plan.hash()]) == ""
+    assert "another plan" in analysis.post_hoc(plan, [plan.hash(), "0123456789abcdef"])
+    assert "no analysis plan" in analysis.post_hoc(plan, [plan.hash(), None])
+    assert analysis.post_hoc(None, [None]) == ""  # no plan named: nothing to be post hoc against

@@ -1,0 +1,92 @@
+"""The analysis plan: how a reference's claims will be judged, written down before its first trial.
+
+A plan file (YAML, read under the spec rules of zoo.spec.yaml12) names the primary metric and its family,
+the secondary metrics (each its own family), the test, the level, the tie margin, the seeds each row gets
+and how many looks `--until-resolved` may take. `zoo run --analysis PLAN` stores the plan's hash with every
+trial it creates; `zoo report --analysis PLAN` judges with it and calls a claim post hoc when one of its
+rows' trials ran under no plan or under another one (a plan edited after the runs is another plan).
+
+The hash is of the plan as validated (canonical JSON), not of its text: a comment or a re-ordered key does
+not change the analysis, a changed level or margin does.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from zoo.spec.specfile import SpecError, read_yaml
+
+Metric = Literal["ppl", "bleu"]
+
+
+class AnalysisPlan(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(min_length=1, max_length=100, description="the reference this plan is for")
+    primary: Metric = Field("ppl", description="the metric whose family decides: Holm over its claims")
+    secondary: tuple[Metric, ...] = Field(("bleu",), description="reported too, each metric its own Holm family")
+    test: Literal["bootstrap-t"] = Field(
+        "bootstrap-t", description="zoo.stats: the per-seed differences' t interval, seed variance plus the "
+                                   "test-set noise shared by all seeds (a bootstrap over sentences)")
+    correction: Literal["holm"] = "holm"
+    alpha: float = Field(0.05, gt=0, le=0.5, description="the family-wise level of each family")
+    tie_margin: float = Field(0.015, gt=0, lt=1, description="a tie's equivalence margin, relative to the worse row")
+    claims: tuple[str, ...] = Field((), description="the claim ids of the family; empty: every claim whose rows ran")
+    seeds: dict[str, int] = Field(default_factory=dict, description="seeds per row (row name -> count)")
+    max_looks: int = Field(1, ge=1, le=100, description="the looks --until-resolved may take (1: a fixed design)")
+    bootstrap_seed: int = Field(2017, ge=0, lt=2**32)
+    resamples: int = Field(10_000, ge=100, le=1_000_000)
+
+    @field_validator("secondary")
+    @classmethod
+    def _no_repeat(cls, v, info):
+        if len(set(v)) != len(v) or info.data.get("primary") in v:
+            raise ValueError("each metric once, and not the primary one")
+        return v
+
+    @field_validator("seeds")
+    @classmethod
+    def _counts(cls, v):
+        if any(not 2 <= n <= 100 for n in v.values()):
+            raise ValueError("a row's seed count is 2-100 (2 is the fewest that can give a verdict)")
+        return v
+
+    def hash(self) -> str:
+        """The plan's identity: sha256 of its canonical JSON, 16 hex digits."""
+        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def families(self) -> dict[Metric, str]:
+        """Each metric's family, as a report names it."""
+        return {self.primary: "primary", **{m: "secondary" for m in self.secondary}}
+
+
+def load(path: str | Path) -> AnalysisPlan:
+    """A plan file, validated; a mistake is a SpecError at file:line naming the field."""
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(str(path), "", "no such analysis plan file")
+    doc = read_yaml(path)
+    try:
+        return AnalysisPlan.model_validate(doc.data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = tuple(str(x) for x in err["loc"])
+        where = doc.where(loc)
+        allowed = "" if err["type"] != "extra_forbidden" else \
+            f" (a plan holds: {', '.join(AnalysisPlan.model_fields)})"
+        raise SpecError(where, ".".join(loc), err["msg"] + allowed) from None
+
+
+def post_hoc(plan: AnalysisPlan | None, stored: list[str | None]) -> str:
+    """Why a claim judged under `plan` is post hoc, given the plan hashes its rows' trials ran under ("" if not)."""
+    if plan is None:
+        return ""
+    if not stored or any(h is None for h in stored):
+        return "post hoc: some of its trials ran under no analysis plan"
+    if set(stored) != {plan.hash()}:
+        return f"post hoc: its trials ran under another plan ({', '.join(sorted(set(stored)))}, not {plan.hash()})"
+    return ""
