@@ -32,7 +32,21 @@ def cmd_run(args) -> int:
         return _until_resolved(args, seeds)
     return sweep.run(args.spec, profile=args.profile, variants=args.variant, sets=args.set, address=args.address,
                      storage=args.storage, rerun=args.rerun, max_concurrent=args.max_concurrent,
-                     data_dir=args.data_dir, seeds=seeds, loggers=args.logger)
+                     data_dir=args.data_dir, seeds=seeds, loggers=args.logger, analysis=_analysis(args))
+
+
+def _plan(args):
+    """--analysis PLAN, validated (a bad plan: exit 2 before anything starts), or None."""
+    if not args.analysis:
+        return None
+    from zoo import analysis
+    return analysis.load(args.analysis)
+
+
+def _analysis(args) -> str | None:
+    """The plan's hash, stored with every trial this run creates."""
+    plan = _plan(args)
+    return plan.hash() if plan else None
 
 
 def _power(args, cfgs) -> int:
@@ -59,8 +73,13 @@ OPEN = ("within noise", "inconclusive", "needs 2+ seeds")  # verdicts another se
 
 def _until_resolved(args, seeds) -> int:
     """`--until-resolved`: run, judge the claims resting on the spec's rows, and add one seed to the
-    rows of the claims still open, until none is or the rows reach --max-seeds."""
-    from zoo import claims as C
+    rows of the claims still open, until none is or the rows reach --max-seeds.
+
+    A group-sequential test (zoo.sequential): the looks it may take are fixed before the run (one per
+    seed count from the first round's to --max-seeds), each look judges the claims still open at its
+    own level, and the levels sum to 5%, so the chance of any false verdict over all the looks stays
+    at most 5%. A claim decided at a look keeps that verdict (and the level it was reached at)."""
+    from zoo import claims as C, sequential
     from zoo.reports import runs as runs_mod, tables
     from zoo.runner import sweep
     from zoo.runner.store import default_path
@@ -73,17 +92,36 @@ def _until_resolved(args, seeds) -> int:
     claims = {c.id for c in C.CLAIMS if set(c.rows) & set(variant_of)}
     if not claims:
         raise UserError(f"{args.spec}: no Table 3 claim rests on its rows, so there is nothing to resolve")
+    plan = _plan(args)  # an analysis plan fixes the level and the most looks before the first trial
+    alpha = plan.alpha if plan else C.ALPHA
+    if plan and sequential.looks(k, args.max_seeds) > plan.max_looks:
+        raise UserError(f"--max-seeds {args.max_seeds} allows {sequential.looks(k, args.max_seeds)} looks, but the "
+                        f"analysis plan {args.analysis} fixed at most {plan.max_looks} (max_looks): lower --max-seeds "
+                        "or write a new plan before the runs")
+    first, levels = k, sequential.levels(k, args.max_seeds, alpha)
+    print("sequential test: " + sequential.describe(k, args.max_seeds, alpha))
+    settled: dict[str, tuple] = {}  # claim id -> (its verdict, the seeds and level of the look that settled it)
     variants = args.variant
     while True:
         rc = sweep.run(args.spec, profile=args.profile, variants=variants, sets=args.set, address=args.address,
                        storage=args.storage, rerun=False, max_concurrent=args.max_concurrent,
-                       data_dir=args.data_dir, seeds=list(range(1, k + 1)), loggers=args.logger)
+                       data_dir=args.data_dir, seeds=list(range(1, k + 1)), loggers=args.logger,
+                       analysis=plan.hash() if plan else None)
         if rc:
             return rc
         runs = runs_mod.load(default_path(args.storage), cfgs[0].profile)
-        verdicts = [v for v in tables.claims_section(runs).data if v.claim.id in claims]
+        level = levels[k - first]
+        # the report's comparisons (tables.claims_section), judged again here: only the claims still open,
+        # one Holm family at this look's level
+        comparisons = [v.comparison for v in tables.claims_section(runs).data
+                       if v.claim.id in claims and v.claim.id not in settled]
+        verdicts = C.judge(comparisons, alpha=level)
         still = [v for v in verdicts if v.verdict in OPEN]
-        print(f"after {k} seeds: " + "; ".join(f"{v.claim.id} {v.verdict}" for v in verdicts))
+        settled |= {v.claim.id: (v.verdict, k, level) for v in verdicts if v.verdict not in OPEN}
+        print(f"after {k} seeds: look {k - first + 1} of {len(levels)}, at level {level:.2g}: "
+              + "; ".join(f"{v.claim.id} {v.verdict}" for v in verdicts)
+              + "".join(f"; {c} {w} (at {s} seeds, level {a:.2g})" for c, (w, s, a) in sorted(settled.items())
+                        if s < k))
         rows = sorted({r for v in still for r in v.claim.rows if r in variant_of})
         if not rows:
             outside = sorted({r for v in still for r in v.claim.rows if r not in variant_of})
@@ -217,9 +255,16 @@ def register(sub) -> None:
                    "sentence noise (or a stated prior), and the cost in trials and hours")
     s.add_argument("--until-resolved", action="store_true", help="after the run, judge the claims resting on "
                    "the spec's rows and add one seed at a time to the rows of claims still open (within noise, "
-                   "inconclusive), re-checking after each round")
+                   "inconclusive), re-checking after each round. A group-sequential test: one look per seed "
+                   "count from the first round's to --max-seeds, each at its own level (O'Brien-Fleming-type "
+                   "alpha spending, zoo.sequential), so the chance of any false verdict over all the looks is "
+                   "at most 5%%; a claim decided at a look keeps that verdict")
     s.add_argument("--max-seeds", type=int, default=10, metavar="K", help="with --until-resolved: at most K "
-                   "seeds per row (default 10)")
+                   "seeds per row (default 10); fixed before the run, it sets the number of looks the 5%% is "
+                   "spent over (K - first round's seeds + 1): a larger K makes each look stricter")
+    s.add_argument("--analysis", metavar="PLAN", help="the analysis plan (YAML, see zoo/analysis.py) the trials run "
+                   "under, written before the first trial: its hash is stored with each; zoo report --analysis "
+                   "PLAN calls a claim post hoc when its trials ran under another plan or none")
     s.add_argument("--pilot", metavar="STORE", help="with --power: the pilot store (default: the --storage store)")
     s.add_argument("--no-measure", action="store_true", help="with --plan: skip the throughput measurement")
     s.set_defaults(fn=cmd_run)

@@ -22,7 +22,7 @@ STAGES = [
     {"zoo._door", "zoo.errors", "zoo.paths", "zoo.paper", "zoo.tokens", "zoo.config", "zoo.result", "zoo.text"},
     SPEC | DATA,  # the spec, and the corpora it names (validation checks names and splits against the catalog)
     {"zoo.evalb_params", "zoo.evalb", "zoo.model", "zoo.costs", "zoo.metrics", "zoo.decode", "zoo.stats",
-     "zoo.claims", "zoo.analysis"},                                                        # the model and its scores
+     "zoo.claims", "zoo.analysis", "zoo.sequential"},                                                        # the model and its scores
     TRAIN,                                                                                 # a trial's work
     {"zoo.runner.store"},                                                                  # the store
     {"zoo.runner.local", "zoo.runner.trial", "zoo.runner.progress", "zoo.runner.sweep",

@@ -1,5 +1,6 @@
 """`zoo run SPEC --until-resolved`: a smoke sweep with a real (loopback-only) Ray adds seeds only to
-the rows of claims still open, and each finished trial keeps its per-sentence dev likelihoods."""
+the rows of claims still open, judging each look at its group-sequential level (zoo.sequential), and
+each finished trial keeps its per-sentence dev likelihoods."""
 import math
 import os
 
@@ -32,6 +33,11 @@ def test_until_resolved_adds_seeds_to_open_claims_only(tmp_path, data_root):
     assert "after 2 seeds:" in out.stdout and "adding seed 3 to A3, A4" in out.stdout, out.stdout
     assert {"A3-seed3", "A4-seed3"} <= set(trials) and "A2-seed3" not in trials
     assert "A-too-many-heads-bleu" in out.stdout and "after 3 seeds:" in out.stdout
+    # a group-sequential test (zoo.sequential): 2 looks fixed before the run (seeds 2 and 3 of --max-seeds 3),
+    # 5% spent over them O'Brien-Fleming-type, each look's verdicts printed with its level
+    assert "sequential test: 2 looks (2 to 3 seeds)" in out.stdout, out.stdout
+    assert "after 2 seeds: look 1 of 2, at level 0.016:" in out.stdout, out.stdout
+    assert "after 3 seeds: look 2 of 2, at level 0.034:" in out.stdout, out.stdout
     m = trials["A3-seed1"].result
     nll, tok = map(sum, zip(*m.dev_nll_stats))
     assert len(m.dev_nll_stats) > 0 and math.exp(nll / tok) == pytest.approx(m.dev_ppl, rel=1e-4)
