@@ -2,9 +2,11 @@
 verdict on each from our runs, with its noise.
 
 A claim compares two rows on one metric: "one head is worse than eight by 0.9 BLEU". Our difference
-and its 95% interval come from zoo.stats (a hierarchical bootstrap over seeds and dev sentences,
-paired by seed). Every claim of a report is one test in one family, corrected by Holm's method, so
-the chance that any verdict of the report is a false finding stays at 5%:
+and its 95% interval come from zoo.stats (the seeds' variance plus the test-set noise they share,
+paired by seed). Dev perplexity is the primary metric: its claims are one family, corrected by Holm's
+method, so the chance that any of its verdicts is a false finding stays at 5%. BLEU is secondary, its
+own Holm family: the same comparison on both metrics is one question asked twice (near-duplicates that
+would only inflate one family), and the plan fixes which metric decides before the runs (zoo.analysis):
 
     directional claims   held (better on the paper's side), within noise (no finding), flipped
     ties                 equivalent (two one-sided tests: within the margin), different (beyond
@@ -33,6 +35,7 @@ from zoo import paper
 from zoo.stats import Estimate, Metric, Resampler, Side, holm
 
 ALPHA = 0.05
+PRIMARY: Metric = "ppl"  # the metric whose family decides (zoo.analysis.AnalysisPlan.primary); others secondary
 DIRECTIONAL = ("held", "within noise", "flipped")
 TIE = ("equivalent", "different", "inconclusive")
 UNTESTABLE = "untestable at this budget"
@@ -233,7 +236,8 @@ class Verdict:
     comparison: Comparison
     verdict: str                    # one of VERDICTS, or the reason there is none ("not run", ...)
     p: float | None = None          # the test's p-value (directional: no difference; tie: TOST or beyond)
-    p_holm: float | None = None     # Holm-adjusted across the report's tested claims
+    p_holm: float | None = None     # Holm-adjusted within its family: the tested claims of its metric
+    family: str = ""                # "primary (ppl)" or "secondary (bleu)" (empty: not tested)
 
     @property
     def claim(self) -> Claim:
@@ -257,13 +261,20 @@ def _test(c: Comparison) -> tuple[float, str]:
     return (p_eq, "equivalent") if p_eq <= p_out else (p_out, "different")
 
 
-def judge(comparisons: Sequence[Comparison], alpha: float = ALPHA) -> list[Verdict]:
-    """Verdicts for a report's claims: one Holm family over every claim with an estimate whose
-    preconditions hold."""
+def family(metric: Metric, primary: Metric = PRIMARY) -> str:
+    """The Holm family a claim on `metric` belongs to."""
+    return f"{'primary' if metric == primary else 'secondary'} ({metric})"
+
+
+def judge(comparisons: Sequence[Comparison], alpha: float = ALPHA, primary: Metric = PRIMARY) -> list[Verdict]:
+    """Verdicts for a report's claims: one Holm family per metric (the primary one's decides) over every
+    claim with an estimate whose preconditions hold."""
     tested = [c for c in comparisons if c.estimate is not None and not c.untestable]
-    tests = [_test(c) for c in tested]
-    adjusted = dict(zip(map(id, tested), holm([p for p, _ in tests], alpha)))
-    outcome = dict(zip(map(id, tested), tests))
+    outcome = {id(c): _test(c) for c in tested}
+    adjusted = {}
+    for metric in {c.claim.metric for c in tested}:
+        members = [c for c in tested if c.claim.metric == metric]
+        adjusted.update(zip(map(id, members), holm([outcome[id(c)][0] for c in members], alpha)))
     out = []
     for c in comparisons:
         if c.estimate is None:
@@ -273,7 +284,7 @@ def judge(comparisons: Sequence[Comparison], alpha: float = ALPHA) -> list[Verdi
         else:
             (p, finding), q = outcome[id(c)], float(adjusted[id(c)])
             v = finding if q < alpha else ("inconclusive" if c.claim.tie else "within noise")
-            out.append(Verdict(c, v, p, q))
+            out.append(Verdict(c, v, p, q, family(c.claim.metric, primary)))
     return out
 
 
