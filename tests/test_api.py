@@ -68,3 +68,13 @@ def test_documented_names_that_moved_still_import_with_a_warning():
     from zoo.spec import resolve, SpecError  # noqa: F401  (served by the door, no warning)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         spec.nope
+
+
+def test_no_door_serves_a_name_that_is_also_one_of_its_parts():
+    """`zoo.data.fetch` once meant both a function and, after its module was imported, that module: a door's
+    names and its parts' module names must differ, or the meaning of a name depends on import order."""
+    from pathlib import Path
+    from zoo import data, spec, train
+    for door in (data, spec, train):
+        parts = {p.stem for p in Path(door.__file__).parent.glob("*.py")}
+        assert not parts & set(dir(door)) - {"__init__"}, (door.__name__, parts & set(dir(door)))

@@ -15,7 +15,7 @@ SPEC = {"zoo.spec", "zoo.spec.yaml12", "zoo.spec.specfile", "zoo.spec.profiles",
         "zoo.spec.resolution", "zoo.spec.schema"}
 DATA = {"zoo.data", "zoo.data.corpora", "zoo.data.files", "zoo.data.download", "zoo.data.read", "zoo.data.bpe",
         "zoo.data.encoded", "zoo.data.batching", "zoo.data.trees"}
-TRAIN = {"zoo.train", "zoo.train.recipe", "zoo.train.compiled_loss", "zoo.train.checkpoints", "zoo.train.device",
+TRAIN = {"zoo.train", "zoo.train.recipe", "zoo.train.compiled_loss", "zoo.train.checkpointing", "zoo.train.device",
          "zoo.train.loop"}
 # stages in order; a module may import its own stage and earlier ones
 STAGES = [

@@ -226,7 +226,7 @@ def test_smoke_trains_every_kind_of_row(repo, data_root, tmp_path, spec, variant
 def test_gpu_out_of_memory_fails_the_run_with_its_figures(repo, data_root, tmp_path, monkeypatch):
     """torch.cuda.OutOfMemoryError (raised here on the CPU: no test needs a GPU) becomes a clear
     error naming the step, the batch per device and what to change; Tune records it as the trial's."""
-    from zoo import train as ztrain
+    from zoo.train import loop as ztrain
     cfg = _smoke(repo, sets=["train.steps=6"])
     calls = []
 

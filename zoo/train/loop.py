@@ -11,7 +11,7 @@ initialised (the runner's data-parallel workers), each worker takes its shards o
 the gradients are summed across workers, so the update equals the single-worker one.
 
 This module holds the data preparation, the loop and the evaluation; the recipe's pieces live in
-zoo.train.recipe, the checkpoint files in zoo.train.checkpoints, the device, dtype and memory in
+zoo.train.recipe, the checkpoint files in zoo.train.checkpointing, the device, dtype and memory in
 zoo.train.device (the package's door, zoo.train, serves all their public names).
 """
 from __future__ import annotations
@@ -36,7 +36,7 @@ from zoo.data.encoded import EncodedCorpus, encoded_corpus
 from zoo.data.read import load_pairs
 from zoo.train import compiled_loss
 from zoo.tokens import EOS
-from zoo.train.checkpoints import atomic_save, writing, average_checkpoints, checkpoints, load_checkpoint
+from zoo.train.checkpointing import atomic_save, writing, average_checkpoints, checkpoints, load_checkpoint
 from zoo.config import Config
 from zoo.train.device import train_device, rank_and_world, autocast, autocast_dtype, check_memory, gpu_share, keep_freed_memory
 from zoo.errors import UserError
