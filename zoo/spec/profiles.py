@@ -13,7 +13,7 @@ from pathlib import Path
 from zoo.paths import name_problem, shorten
 from zoo.config import DataSpec, MAX_STEPS, ModelSpec, TrainSpec
 from zoo.spec.specfile import (MAX_EXTENDS, Doc, SECTIONS, SpecError, did_you_mean, kind_of, unknown_key, deep_merge, read_yaml,
-                          specs_dir)
+                          specs_dir, without_empty)
 
 
 PROFILE_KEYS = {"description", "extends", "scale", "set", "datasets", "seeds"}
@@ -145,6 +145,7 @@ def apply_profile(doc: Doc, profile_path: Path | None, data_dir: str | Path | No
     sets = prof.data.get("set") or {}
     if not isinstance(sets, dict):
         raise SpecError(prof.where(("set",)), "set", "must be a mapping of sections")
+    sets = without_empty(sets, SECTIONS)  # `model:` with only comments under it sets nothing
     set_locs = {p[1:]: loc for p, loc in prof.locs.items() if p[0] == "set" and len(p) > 1}
     for k in sets:
         if k not in SECTIONS:
@@ -175,6 +176,7 @@ def apply_profile(doc: Doc, profile_path: Path | None, data_dir: str | Path | No
             for p in [p for p in m_locs if len(p) > 1 and p[1] == "set"]:
                 del m_locs[p]
         extra = entry.pop("set", None) or {}
+        extra = without_empty(extra, SECTIONS) if isinstance(extra, dict) else extra
         if not isinstance(extra, dict) or not set(extra) <= set(SECTIONS):
             raise SpecError(prof.where(set_at), ".".join(set_at),
                             f"must be a mapping of sections ({', '.join(SECTIONS)})")

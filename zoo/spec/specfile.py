@@ -22,6 +22,12 @@ FILE_KEYS = {"extends", "name", "description", "paper", "variants", "seeds", "sw
 NULL_IS_EMPTY = (*SECTIONS, "paper", "sweep", "seeds", "variants", "description")  # `model:` with nothing under it
 
 
+def without_empty(data: dict, keys=NULL_IS_EMPTY) -> dict:
+    """`data` less its `keys` whose lines are all commented out (YAML reads them as null): as if absent,
+    at the top level, in a variant, or in a profile's `set:` alike."""
+    return {k: v for k, v in data.items() if not (v is None and k in keys)}
+
+
 # ----------------------------------------------------------------------------------------------
 # Errors
 
@@ -172,8 +178,7 @@ def load_file(path: Path, _stack: tuple = ()) -> Doc:
         chain = " -> ".join(str(p) for p in (*_stack, key))
         raise SpecError(f"{path}:1", "extends", f"cycle in extends: {chain}")
     doc = read_yaml(path)
-    for k in [k for k in NULL_IS_EMPTY if k in doc.data and doc.data[k] is None]:
-        del doc.data[k]  # a section whose lines are all commented out: as if absent
+    doc.data = without_empty(doc.data)
     for k in doc.data:
         if k not in FILE_KEYS:
             raise SpecError(doc.where((str(k),)), shorten(k), unknown_key("top-level key", k, FILE_KEYS))
@@ -240,6 +245,7 @@ def read_variants(doc: Doc, path: Path) -> dict[str, dict]:
         over = {} if over is None else over
         if not isinstance(over, dict):
             raise SpecError(where, field, f"overrides must be a mapping of sections, not {kind_of(over)}")
+        over = without_empty(over, (*SECTIONS, "description", "paper"))  # of what a variant may hold
         for k in over:
             if k not in SECTIONS and k not in ("description", "paper"):
                 raise SpecError(raw.where(("variants", name, str(k))), f"{field}.{shorten(k)}",

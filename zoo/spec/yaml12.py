@@ -9,7 +9,8 @@ strings the user typed, so `010:` is the variant "010" and `on:` the variant "on
 What a spec never needs is refused rather than limited, since specs are shared and each extra is a
 way for one file to hurt whoever reads it: anchors and aliases (a 2 KB "billion laughs" file expands
 to gigabytes), merge keys (`<<`: hide where a value came from), tags other than the plain ones (can
-name Python objects), nesting deeper than MAX_DEPTH, several documents in one file.
+name Python objects), nesting deeper than MAX_DEPTH, several documents in one file, and a `%YAML`
+directive asking for another version (`%YAML 1.1` would make `010` mean 8).
 
 libyaml's C parser turns the text into events; one pass over them here builds the data and its
 locations (a 1 MB spec in about a second, where PyYAML's pure-Python loader took 14 s).
@@ -41,6 +42,12 @@ _INT16 = re.compile(r"0x[0-9a-fA-F]+")
 _FLOAT = re.compile(r"[-+]?(?:\.[0-9]+(?:_[0-9]+)*|[0-9]+(?:_[0-9]+)*(?:\.[0-9]*(?:_[0-9]+)*)?)(?:[eE][-+]?[0-9]+)?")
 _INF = re.compile(r"[-+]?\.(?:inf|Inf|INF)")
 _NAN = re.compile(r"\.(?:nan|NaN|NAN)")
+
+# JSON writes a character past U+FFFF as a UTF-16 surrogate pair (`json.dumps` gives "\ud83d\ude00"
+# for an emoji); YAML has no such pairs and libyaml refuses each half, so a pair becomes `\UXXXXXXXX`.
+_HALF = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_ESCAPE = re.compile(r"\\(?:u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|.)", re.S)
+_BAD_ESCAPE = "found invalid Unicode character escape code"
 
 
 class YamlError(UserError):
@@ -83,13 +90,16 @@ def load(text: str, locs: dict | None = None) -> tuple[Any, int]:
     """(data, line of the top-level node) of one YAML document; (None, 1) when it holds nothing.
     `locs` receives every mapping key's path -> its 1-based line. YamlError for anything refused."""
     locs = {} if locs is None else locs
+    text = _join_surrogate_pairs(text)
     parser = _PARSER(text)
     try:
         events = _Events(parser)
         events.expect(yaml.StreamStartEvent)
         if events.peek_is(yaml.StreamEndEvent):
             return None, 1
-        events.expect(yaml.DocumentStartEvent)
+        start = events.expect(yaml.DocumentStartEvent)
+        if start.version not in (None, (1, 2)):  # PyYAML's event gives (major, minor)
+            raise _version_error(start.start_mark.line + 1, ".".join(map(str, start.version)))
         first = events.peek()
         data = _node(events, (), locs, 1)
         events.expect(yaml.DocumentEndEvent)
@@ -97,16 +107,61 @@ def load(text: str, locs: dict | None = None) -> tuple[Any, int]:
             raise YamlError(events.line(), "", "a spec is one YAML document; remove the second `---`")
         return data, first.start_mark.line + 1
     except yaml.reader.ReaderError as e:  # a control or non-printable character
-        line = text[: max(e.position, 0)].count("\n") + 1
+        pos = max(e.position, 0)
+        if _PARSER is yaml.BaseLoader:  # PyYAML's Python reader counts characters
+            line = text[:pos].count("\n") + 1
+        else:  # libyaml counts bytes of the UTF-8 text: `é` is 2, `日` 3, so a count in characters ran late
+            line = text.encode("utf-8", "surrogatepass")[:pos].count(b"\n") + 1
         code = e.character if isinstance(e.character, int) else ord(e.character)
         raise YamlError(line, "", f"character U+{code:04X} is not allowed in YAML "
                         "(a binary file, or a control character in the text?)") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        if problem == "found incompatible YAML document" and mark:  # libyaml's word for `%YAML 1.0` or `2.0`
+            asked = re.search(r"%YAML\s+(\S+)", "\n".join(text.splitlines()[mark.line:mark.line + 1]))
+            raise _version_error(mark.line + 1, asked.group(1) if asked else "other than 1.2") from None
+        if problem == _BAD_ESCAPE:  # what is left after _join_surrogate_pairs
+            problem = ("a \\u escape is half of a UTF-16 surrogate pair (\\uD800-\\uDFFF) without its other half, "
+                       "or past U+10FFFF; write the character itself, or its \\UXXXXXXXX escape")
         raise YamlError(mark.line + 1 if mark else 1, "", f"YAML syntax error: {problem}") from None
     finally:
         parser.dispose()
+
+
+def _version_error(line: int, asked: str) -> YamlError:
+    return YamlError(line, "%YAML", f"the file asks for YAML {shorten(asked)}, but specs are read as YAML 1.2 "
+                     "(where `010` is 10, not YAML 1.1's 8, and `on` a string, not true); "
+                     "remove the line or write `%YAML 1.2`")
+
+
+def _join_surrogate_pairs(text: str) -> str:
+    """`text` with each surrogate-pair escape of a double-quoted scalar written as one `\\U` escape.
+    Only double quotes read escapes (`'\\ud83d'` is six characters as typed), so libyaml's scanner
+    finds them first, over a copy whose halves are made harmless `\\u0041`s of the same length."""
+    if not _HALF.search(text):
+        return text  # nearly every spec: no scan
+    spans, scanner = [], _PARSER(_HALF.sub(r"\\u0041", text))
+    try:
+        while (token := scanner.get_token()) is not None:
+            if isinstance(token, yaml.ScalarToken) and token.style == '"':
+                spans.append((token.start_mark.index, token.end_mark.index))  # in characters
+    except yaml.YAMLError:
+        pass  # a syntax error further on: the parse reports it
+    finally:
+        scanner.dispose()
+
+    def one(m: re.Match) -> str:  # an escape: `\\` and `\"` are consumed whole, so `\\\\ud83d` is not one
+        if m.group(1) is None:
+            return m.group(0)
+        code = 0x10000 + ((int(m.group(1), 16) - 0xD800) << 10) + int(m.group(2), 16) - 0xDC00
+        return f"\\U{code:08X}"
+
+    pieces, done = [], 0  # one join: a 1 MB file may hold thousands of such scalars
+    for a, b in spans:
+        pieces += [text[done:a], _ESCAPE.sub(one, text[a:b])]
+        done = b
+    return "".join(pieces) + text[done:]
 
 
 class _Events:
@@ -145,6 +200,11 @@ def _node(ev: _Events, path: tuple, locs: dict, depth: int) -> Any:
         shown = tag.replace(_TAG, "!!")
         raise YamlError(line, field, f"the YAML tag '{shorten(shown)}' is not allowed; specs hold plain "
                         "mappings, lists, strings, numbers, booleans and null")
+    collection = {yaml.SequenceStartEvent: "seq", yaml.MappingStartEvent: "map"}.get(type(e))
+    if collection and tag not in (None, "!", f"{_TAG}{collection}"):  # `!!int` on a mapping, `!!str` on a list
+        kinds = {"seq": "list", "map": "mapping"}
+        raise YamlError(line, field, f"the YAML tag '{tag.replace(_TAG, '!!')}' is for a "
+                        f"{kinds.get(tag.removeprefix(_TAG), 'single value')}, not a {kinds[collection]}; remove the tag")
     if isinstance(e, yaml.ScalarEvent):
         try:
             return scalar(e.value, e.implicit[0], tag)
