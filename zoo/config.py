@@ -188,16 +188,27 @@ class ResourcesSpec(Strict):
     allow_cpu_fallback: bool = Field(False, description=(
         "train on the CPU when gpus > 0 but torch sees no CUDA device (else the trial stops before training)"))
 
+    @field_validator("gpus", "cpus")
+    @classmethod
+    def _ray_precision(cls, v):
+        # Ray keeps resources in steps of 0.0001 and would round a finer share (5e-324 CPUs to 0)
+        steps = round(v * 10_000)
+        if abs(v * 10_000 - steps) > 1e-6 or (v > 0 and steps == 0):
+            raise ValueError("must come in steps of 0.0001, Ray's precision")
+        return v
+
     @model_validator(mode="after")
     def _one_device_per_worker(self):
         # zoo.train drives one device per process: more GPUs are more workers, and a share of a GPU
-        # cannot be split across processes that all-reduce every step
+        # cannot be split across processes that all-reduce every step (CrossFieldError: reported at
+        # the field the user set last)
         if self.gpus > 1:
-            raise ValueError(f"gpus is per worker and at most 1 (got {self.gpus:g}); for {self.gpus:g} GPUs "
-                             f"set workers: {math.ceil(self.gpus)} and gpus: 1")
+            raise CrossFieldError(("resources.gpus",), f"gpus is per worker and at most 1 (got {self.gpus:g}); for "
+                                  f"{self.gpus:g} GPUs set workers: {math.ceil(self.gpus)} and gpus: 1")
         if 0 < self.gpus < 1 and self.workers > 1:
-            raise ValueError(f"a share of a GPU (gpus: {self.gpus:g}) is for one-worker trials; with workers: "
-                             f"{self.workers} set gpus: 1 (a whole GPU per worker)")
+            raise CrossFieldError(("resources.gpus", "resources.workers"), f"a share of a GPU (gpus: {self.gpus:g}) "
+                                  f"is for one-worker trials; with workers: {self.workers} set gpus: 1 (a whole GPU "
+                                  "per worker)")
         return self
 
 

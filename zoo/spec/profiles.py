@@ -125,23 +125,31 @@ def apply_profile(doc: Doc, profile_path: Path | None, data_dir: str | Path | No
     # Without `heads`, h stays (each row's head count is the paper's, each head w times narrower); with
     # `heads: r`, h scales by r (at least 1 head) and d_k, d_v by w / r instead, so every row's head size
     # is the paper's divided by one factor and a comparison of rows A compares head counts, not head sizes.
+    # A scaled value is the profile's doing: an error in it points at the `scale:` entry that made it.
+    locs = dict(doc.locs)
+    at = lambda key, *field: locs.update({field: prof.where(("scale", key))})
     hr, per_head = scale.get("heads", 1), 1.0
     if hr != 1:
         h = m.get("h", base_m.h)
         if isinstance(h, int) and not isinstance(h, bool) and h >= 1:
             m["h"] = max(1, round(h * hr))
             per_head = h / m["h"]
+            at("heads", "model", "h")
     for k, even in WIDTHS.items():
         f = w * per_head if k in ("d_k", "d_v") else w
         if f != 1:
             m[k] = sc(m.get(k, getattr(base_m, k)), f, even)
+            at("width" if w != 1 else "heads", "model", k)
     if d != 1:
         m["N"] = sc(m.get("N", base_m.N), d)
+        at("depth", "model", "N")
     if s != 1:  # the checkpoint cadence keeps its share of the run, so averaging the last k spans the
         # same late part of training as in the paper (10-minute checkpoints of a 12-hour or 3.5-day run)
         t["steps"] = sc(t.get("steps", base_t.steps), s)
         t["checkpoint_every"] = sc(t.get("checkpoint_every", base_t.checkpoint_every), s)
-    out = Doc(data, doc.locs, doc.origin)
+        at("steps", "train", "steps")
+        at("steps", "train", "checkpoint_every")
+    out = Doc(data, locs, doc.origin)
     sets = prof.data.get("set") or {}
     if not isinstance(sets, dict):
         raise SpecError(prof.where(("set",)), "set", "must be a mapping of sections")
@@ -184,6 +192,33 @@ def apply_profile(doc: Doc, profile_path: Path | None, data_dir: str | Path | No
         s_locs = {p[len(set_at):]: loc for p, loc in prof.locs.items() if p[:len(set_at)] == set_at and len(p) > len(set_at)}
         out = deep_merge(out, extra, s_locs)
     return _keep_checkpoint_share(out, t, base_t)
+
+
+def check_heads(profile_path: Path | None, row: str, doc: Doc, seen: dict) -> None:
+    """`scale.heads: r` gives every row a whole number of heads: h x r, or 1 where h x r < 1. A product
+    that is not whole is refused (it would be rounded), and so are two rows with different head counts
+    that end with the same one: with d_k scaled by h / h', they would be one model run twice. `seen`
+    maps a scaled head count to the first (row, heads) that had it."""
+    prof = read_profile(profile_path) if profile_path is not None else None
+    scale = prof.data.get("scale") if prof is not None else None
+    r = scale.get("heads", 1) if isinstance(scale, dict) else 1
+    m = doc.data.get("model")
+    h = m.get("h", ModelSpec().h) if isinstance(m, dict) else ModelSpec().h
+    if r == 1 or not isinstance(r, (int, float)) or not isinstance(h, int) or isinstance(h, bool) or h < 1:
+        return  # nothing scaled, or a value apply_profile or validation reports
+    raw = h * r
+    scaled = max(1, round(raw))
+    first = seen.setdefault(scaled, (row, h))
+    merged = first[1] != h
+    whole = raw < 1 or abs(raw - scaled) < 1e-9 * raw
+    if whole and not merged:
+        return
+    msg = f"{r:g} x {row}'s {h} heads = {raw:g}" + ("" if whole else ", not a whole number")
+    if merged:
+        msg += (f"; {row} would get {scaled} head{'s' * (scaled > 1)} as {first[0]} ({first[1]} x {r:g}) does, "
+                "so the two rows would be one model")
+    raise SpecError(prof.where(("scale", "heads")), "scale.heads", f"{msg}; use a factor that gives every row its "
+                    "own whole number of heads (at least 1), e.g. 0.5 for rows A's 1, 4, 16 and 32")
 
 
 def _keep_checkpoint_share(doc: Doc, before: dict, base_t: "TrainSpec") -> Doc:

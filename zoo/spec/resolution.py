@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import itertools
+import json
 import logging
 from pathlib import Path
 
@@ -23,10 +24,10 @@ from pydantic import BaseModel, ValidationError
 
 from zoo.config import Config, CrossFieldError
 from zoo.paths import name_problem, shorten
-from zoo.spec.profiles import profile_text, apply_profile, find_profile, profile_name, read_profile
+from zoo.spec.profiles import profile_text, apply_profile, check_heads, find_profile, profile_name, read_profile
 from zoo.spec.specfile import (SECTIONS, Doc, SpecError, did_you_mean, unknown_key, read_variants, deep_merge, load_file,
                           load_yaml, spec_path)
-from zoo.spec.sweep_axes import read_asha, read_grid, split_scaled, sweep_size
+from zoo.spec.sweep_axes import count, read_asha, read_grid, split_scaled, sweep_size
 
 
 MAX_SEEDS = 100
@@ -66,6 +67,9 @@ def parse_set(items: list[str] | None) -> tuple[dict, dict]:
             d = d.setdefault(p, {})
             if not isinstance(d, dict):
                 raise SpecError(f"--set {item}", key, f"another --set gave '{p}' a value, so it has no fields")
+        if isinstance(d.get(parts[-1]), dict):  # replacing it would silently drop the other --set's fields
+            inner = next(loc for p, loc in locs.items() if p[:len(parts)] == parts)
+            raise SpecError(f"--set {item}", key, f"replaces what `{inner}` set inside it; set one or the other")
         d[parts[-1]] = value
         locs[parts] = f"--set {item}"
     return data, locs
@@ -75,14 +79,17 @@ def parse_set(items: list[str] | None) -> tuple[dict, dict]:
 # Resolution and validation
 
 
-def _blame(doc: Doc, fields: tuple[str, ...]) -> str:
-    """Of the fields a cross-field rule involves, the one the user set last: a `--set`, then the spec
-    file itself, then a profile or an extended file; the rule's first field when none was set."""
+def _blame(doc: Doc, fields: tuple[str, ...], late: frozenset = frozenset()) -> str:
+    """Of the fields a cross-field rule involves, the one the user set last: a `--set`, then the
+    trial's variant or sweep point (`late`: their locations), then the spec file itself, then a profile
+    or an extended file; the rule's first field when none was set."""
     origin = doc.origin.rsplit(":", 1)[0]
 
     def rank(f: str) -> int:
         loc = doc.locs.get(tuple(f.split(".")))
-        return 0 if loc is None else 3 if loc.startswith("--set") else 2 if loc.rsplit(":", 1)[0] == origin else 1
+        if loc is None:
+            return 0
+        return 4 if loc.startswith("--set") else 3 if loc in late else 2 if loc.rsplit(":", 1)[0] == origin else 1
     return max(fields, key=rank)  # max keeps the first of equals
 
 
@@ -99,7 +106,7 @@ def _drop_nulls(body: dict, model=None) -> dict:
     return out
 
 
-def _validate(doc: Doc, header: dict) -> Config:
+def _validate(doc: Doc, header: dict, late: frozenset = frozenset()) -> Config:
     body = {**header, **{k: doc.data[k] for k in (*SECTIONS, "paper", "description") if k in doc.data}}
     try:
         return Config.model_validate(_drop_nulls(body))
@@ -108,7 +115,7 @@ def _validate(doc: Doc, header: dict) -> Config:
         loc = tuple(str(x) for x in err["loc"])
         cause = (err.get("ctx") or {}).get("error")
         if isinstance(cause, CrossFieldError):
-            loc = tuple(_blame(doc, cause.fields).split("."))
+            loc = tuple(_blame(doc, cause.fields, late).split("."))
         field = ".".join(loc)
         if err["type"] == "extra_forbidden":
             model = Config
@@ -133,22 +140,23 @@ def _validate(doc: Doc, header: dict) -> Config:
         raise SpecError(where, field, msg) from None
 
 
-def _seeds(doc: Doc, prof_path: Path | None, cli: list[int] | None) -> list[int] | None:
-    """The seeds axis: `--seeds` > the profile's `seeds:` > the spec's (inherited through extends)."""
+def _seeds(doc: Doc, prof_path: Path | None, cli: list[int] | None) -> tuple[list[int] | None, str]:
+    """The seeds axis, and where it was set: `--seeds` > the profile's `seeds:` > the spec's (inherited
+    through extends)."""
     if cli is not None:
         where, value = "--seeds", cli
     else:
         prof = read_profile(prof_path) if prof_path else None
         src = prof if prof is not None and "seeds" in prof.data else doc if "seeds" in doc.data else None
         if src is None:
-            return None
+            return None, ""
         where, value = src.where(("seeds",)), src.data["seeds"]
     ok = (isinstance(value, list) and 1 <= len(value) <= MAX_SEEDS and len(set(map(str, value))) == len(value)
           and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**32 for x in value))
     if not ok:
         raise SpecError(where, "seeds", f"must be a list of 1 to {MAX_SEEDS} different integers in [0, 2^32), "
                         f"e.g. [1, 2, 3] (got {shorten(repr(value))})")
-    return value
+    return value, where
 
 
 def resolve(path: str | Path, variant: str | None = None, profile: str = "paper",
@@ -167,17 +175,20 @@ def resolve(path: str | Path, variant: str | None = None, profile: str = "paper"
         raise SpecError(f"{path}", "--variant", f"no variant '{shorten(variant)}'{did_you_mean(variant, variants)}")
     prof_path = find_profile(profile, path)
     set_data, set_locs = parse_set(sets)
-    axis = _seeds(doc, prof_path, seeds)
+    axis, axis_at = _seeds(doc, prof_path, seeds)
     _check_size(doc, 1 if variant is not None else len(variants), sweep_size(doc), len(axis or [None]))
     _check_seed_axes(doc, axis, seeds)
+    if axis is not None:  # the axis would overwrite any other seed of a trial: refuse one set elsewhere too
+        _check_one_seed(doc, variants, set_locs, axis_at)
     grid = read_grid(doc)
     asha = read_asha(doc)  # validated with the rest (the runner reads it with `scheduler`)
     prof_text = profile_text(prof_path)
-    out = []
+    out, heads, same = [], {}, {}
     for (name, over), (suffix, point, plocs) in itertools.product(variants.items(), grid):
         if variant is not None and name != variant:
             continue
         vlocs = {p[2:]: l for p, l in doc.variants_from.locs.items() if p[:2] == ("variants", name) and len(p) > 2}
+        late = frozenset(vlocs.values()) | frozenset(plocs.values())  # what this trial sets over the spec's own
         # variant x sweep point: the sizes a profile scales (widths, layers, steps) go in before it, so it
         # scales them as it scales the spec's own; every other swept value is what the trial runs with
         sized, exact = split_scaled(point)
@@ -185,8 +196,9 @@ def resolve(path: str | Path, variant: str | None = None, profile: str = "paper"
         stem = trial_name(name, suffix)
         over = {**_dotted(over), **_dotted(point)}
         if prof_path is not None:  # the spec as written must be valid too, not only what a profile leaves of it
-            _validate(d, {"variant": name, "trial": stem, "spec": str(path)})
+            _validate(d, {"variant": name, "trial": stem, "spec": str(path)}, late)
         notes: list[str] = []
+        check_heads(prof_path, stem, d, heads)
         d = apply_profile(d, prof_path, data_dir, notes)
         d = deep_merge(d, exact, plocs)
         d = deep_merge(d, set_data, set_locs)
@@ -201,8 +213,9 @@ def resolve(path: str | Path, variant: str | None = None, profile: str = "paper"
                       "overrides": over | ({} if seed is None else {"train.seed": seed}),
                       "spec": str(path), "profile": profile_name(profile),
                       "profile_description": " ".join([prof_text, *notes]).strip()}
-            cfg = _validate(ds, header)
+            cfg = _validate(ds, header, late)
             _check_corpus(ds, cfg)
+            _check_same(doc, cfg, sized, same)
             out.append(cfg)
     if asha is not None and out and asha.grace_steps >= max(c.train.steps for c in out):
         steps = max(c.train.steps for c in out)
@@ -233,9 +246,9 @@ def _check_size(doc: Doc, variants: int, points: int, seeds: int) -> None:
     raw = doc.variants_from
     key = next((k for k in ("sweep", "seeds", "variants") if k in doc.data or k in raw.data), "variants")
     where = doc.where((key,)) if key in doc.data else raw.where((key,))
-    count = lambda k, what: f"{k:,} {what}" + ("" if k == 1 else "s")
-    raise SpecError(where, key, f"makes {n:,} trials ({count(variants, 'variant')} x {count(points, 'sweep point')} "
-                    f"x {count(seeds, 'seed')}); at most {MAX_TRIALS:,} per spec: split the study into several specs, or sweep "
+    many = lambda k, what: f"{count(k)} {what}" + ("" if k == 1 else "s")
+    raise SpecError(where, key, f"makes {count(n)} trials ({many(variants, 'variant')} x {many(points, 'sweep point')} "
+                    f"x {many(seeds, 'seed')}); at most {MAX_TRIALS:,} per spec: split the study into several specs, or sweep "
                     "fewer values")
 
 
@@ -250,6 +263,38 @@ def _check_seed_axes(doc: Doc, axis: list[int] | None, cli: list[int] | None) ->
             raise SpecError(doc.where(("sweep", sec, "train.seed")), f"sweep.{sec}.train.seed",
                             f"the seed is swept here and also by {other}, which would overwrite every "
                             "swept value; keep one of the two")
+
+
+def _check_one_seed(doc: Doc, variants: dict, set_locs: dict, axis_at: str) -> None:
+    """A variant's own `train.seed`, or `--set train.seed`, beside a seeds axis: the axis would overwrite it."""
+    axis = "--seeds" if axis_at == "--seeds" else f"`seeds:` ({axis_at})"
+    if ("train", "seed") in set_locs:
+        raise SpecError(set_locs[("train", "seed")], "train.seed", f"the seed is set here and also by {axis}, "
+                        "which would overwrite it; keep one of the two")
+    for name, over in variants.items():
+        if isinstance(over.get("train"), dict) and "seed" in over["train"]:
+            raise SpecError(doc.variants_from.where(("variants", name, "train", "seed")), f"variants.{name}.train.seed",
+                            f"the seed is set here and also by {axis}, which would overwrite it; keep one of the two")
+
+
+def _check_same(doc: Doc, cfg: Config, sized: dict, seen: dict) -> None:
+    """Two trials of one variant and seed that train the same model: sweep values that differ as written
+    but read the same (0, 0.0 and -0.0, or 1 and 1.0, in a float field). Compared as the fields read
+    them, with -0.0 as 0.0 (equal, though it prints and hashes apart). Sizes a profile scales to one
+    value (model.N 2 and 4 at depth 0.1) stay apart: the spec's own sweep, shrunk to a budget."""
+    def plain(x):
+        return {k: plain(v) for k, v in x.items()} if isinstance(x, dict) else [plain(v) for v in x] \
+            if isinstance(x, list) else x + 0.0 if isinstance(x, float) else x  # -0.0 + 0.0 is 0.0
+    body = cfg.model_dump(mode="json", include={"model", "data", "train", "eval", "resources"})
+    first = seen.setdefault((cfg.variant, json.dumps([plain(body), plain(sized)], sort_keys=True)), cfg)
+    if first is cfg:
+        return
+    field = next((k for k in cfg.overrides if repr(cfg.overrides[k]) != repr(first.overrides.get(k))), "sweep")
+    value = functools.reduce(lambda o, p: getattr(o, p, None), field.split("."), cfg)
+    at = next((("sweep", sec, field) for sec in ("grid", "random") if ("sweep", sec, field) in doc.locs), ("sweep",))
+    raise SpecError(doc.where(at), ".".join(at), f"the trials {first.trial} and {cfg.trial} would train the same model: "
+                    f"{shorten(repr(first.overrides.get(field)))} and {shorten(repr(cfg.overrides.get(field)))} "
+                    f"both read as {shorten(repr(value))} in {field}; list each value once")
 
 
 def _dotted(d: dict, prefix: str = "") -> dict:

@@ -135,6 +135,10 @@ def deep_merge(base: Doc, over: dict, over_locs: dict, origin: str | None = None
                 dst[k] = copy.deepcopy(v)
                 for p in [p for p in locs if p[: len(prefix) + 1] == prefix + (k,)]:
                     del locs[p]  # the old value's sub-locations no longer apply
+                # what replaced it, even when only its fields have locations (`--set model.h.x=4` on `h: 8`)
+                inner = next((loc for p, loc in over_locs.items() if p[: len(prefix) + 1] == prefix + (k,)), None)
+                if inner is not None:
+                    locs[prefix + (k,)] = inner
             if prefix + (k,) in over_locs:
                 locs[prefix + (k,)] = over_locs[prefix + (k,)]
         for p, loc in over_locs.items():

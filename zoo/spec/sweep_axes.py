@@ -10,6 +10,7 @@ import hashlib
 import itertools
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Literal
 
@@ -44,7 +45,7 @@ def read_grid(doc: Doc) -> list[tuple[str, dict, dict]]:
                         "(samples: N and a search space per field), and optionally `scheduler: {asha: {...}}`")
     n = sweep_size(doc)  # by arithmetic, before any point is built
     if n > MAX_GRID:
-        raise SpecError(doc.where(("sweep",)), "sweep", f"makes {n:,} combinations (grid x random samples); "
+        raise SpecError(doc.where(("sweep",)), "sweep", f"makes {count(n)} combinations (grid x random samples); "
                         f"at most {MAX_GRID}: sweep fewer values, or split the study into several specs")
     axes: list[tuple[list, list]] = []  # per axis: (its points as (suffix, {dotted: value})), ...)
     if "grid" in sw:
@@ -73,7 +74,8 @@ def read_grid(doc: Doc) -> list[tuple[str, dict, dict]]:
 
 def sweep_size(doc: Doc) -> int:
     """How many points `sweep:` makes (1 without one), from the lengths alone. A malformed sweep counts
-    as 1 here: read_grid reports it."""
+    as 1 here: read_grid reports it. A `samples:` count out of range is refused here, at its own line,
+    before it is multiplied into a number too long to print."""
     sw = doc.data.get("sweep")
     if not isinstance(sw, dict):
         return 1
@@ -82,9 +84,25 @@ def sweep_size(doc: Doc) -> int:
     if isinstance(grid, dict):
         for vals in grid.values():
             n *= len(vals) if isinstance(vals, list) and vals else 1
-    if isinstance(rnd, dict) and isinstance(rnd.get("samples"), int) and not isinstance(rnd["samples"], bool):
-        n *= max(rnd["samples"], 1)
+    if isinstance(rnd, dict) and "samples" in rnd:
+        n *= _samples(doc, rnd["samples"])
     return n
+
+
+def _samples(doc: Doc, n) -> int:
+    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_GRID:
+        raise SpecError(doc.where(("sweep", "random", "samples")), "sweep.random.samples",
+                        f"must be a whole number from 1 to {MAX_GRID} (got {shorten(repr(n))})")
+    return n
+
+
+def count(n: int) -> str:
+    """A count for a message: 1,234, or 10^4515 for one too long to print (Python refuses to turn an int
+    of more than 4300 digits into text)."""
+    if n < 10**18:
+        return f"{n:,}"
+    digits = int(n.bit_length() * math.log10(2))  # the exponent, give or take one
+    return f"about 10^{digits}"
 
 
 class Asha(Strict):
@@ -155,6 +173,19 @@ def _grid_points(doc: Doc, grid) -> list[tuple[str, dict]]:
             for combo in itertools.product(*grid.values())]
 
 
+def _out_of_range(kind: str, args: list) -> str | None:
+    """What numpy's draw would overflow on: randint's bounds past int64, a float space's bounds (or its
+    width hi - lo) past the largest float, infinities included."""
+    if kind == "randint":
+        if not all(-2**63 <= a < 2**63 for a in args):
+            return "randint's bounds must fit in int64, from -2^63 to 2^63 - 1"
+    elif kind in ("uniform", "loguniform"):
+        big = sys.float_info.max  # an int is compared exactly: float() of a 400-digit int would overflow
+        if not all(-big <= a <= big for a in args) or not math.isfinite(float(args[1]) - float(args[0])):
+            return f"{kind}'s bounds must be finite floats, and hi - lo too (at most {big:.4g})"
+    return None
+
+
 def _random_points(doc: Doc, rnd) -> list[tuple[str, dict]]:
     """`samples` different points drawn from the search spaces: a draw that repeats an earlier point
     is drawn again (a repeat would be the same trial twice), and a space with fewer points than
@@ -164,10 +195,7 @@ def _random_points(doc: Doc, rnd) -> list[tuple[str, dict]]:
     if not isinstance(rnd, dict) or len(rnd) < 2 or "samples" not in rnd:
         raise SpecError(where, "sweep.random", f"needs `samples: N` (1 to {MAX_GRID}) and at least one field with "
                         "a search space, e.g. {samples: 8, train.schedule.lr_scale: {loguniform: [0.25, 4.0]}}")
-    n = rnd["samples"]
-    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_GRID:
-        raise SpecError(doc.where(("sweep", "random", "samples")), "sweep.random.samples",
-                        f"must be a whole number from 1 to {MAX_GRID} (got {shorten(repr(n))})")
+    n = _samples(doc, rnd["samples"])
     spaces, size = {}, 1  # size: the number of distinct points, when every space is discrete
     for k, sp in rnd.items():
         if k == "samples":
@@ -185,6 +213,9 @@ def _random_points(doc: Doc, rnd) -> list[tuple[str, dict]]:
             raise SpecError(doc.where(("sweep", "random", k)), f"sweep.random.{shorten(k)}", "must be one search "
                             "space: {uniform: [lo, hi]}, {loguniform: [lo, hi]} (lo > 0), {randint: [lo, hi]} "
                             f"(whole numbers, hi excluded) or {{choice: [a, b, ...]}}{hint} (got {shorten(repr(sp))})")
+        if (problem := _out_of_range(kind, args)) is not None:
+            raise SpecError(doc.where(("sweep", "random", k)), f"sweep.random.{shorten(k)}",
+                            f"{problem} (got {shorten(repr(sp))})")
         if kind == "choice" and len({repr(a) for a in args}) != len(args):
             raise SpecError(doc.where(("sweep", "random", k)), f"sweep.random.{shorten(k)}",
                             f"choice lists a value twice (got {shorten(repr(args))}); each value once")
