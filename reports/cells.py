@@ -1,51 +1,99 @@
-"""What every report table's rows share: the Table and Section they fill, a row's state, its trial's
-figures (over seeds, FLOPs done, data split), the frame, the notes on profiles and decoding.
+"""What every report table shares: typed rows and the columns that print them, a row's state, a paper
+row's run read once (its trial, result and seeds), and the notes on profiles and decoding.
 
-Frames hold raw values (None where there is nothing), object dtype so integers stay integers;
-render.py formats them. Columns are (section, label) pairs; a two-level index is (group, row).
+A table is a list of typed rows, one dataclass per table. A field made with `col(...)` is also a
+column, in field order: its header, whose figure it is (its group: spec, paper, measured, cost,
+run, ...), how a number prints and how it aligns. Rows hold raw values (None where there is nothing);
+the markdown and HTML pages, the figures and model-index.yml read the same rows and print a value
+through its Column, so one cell says the same thing everywhere.
 """
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass, field
-
-import pandas as pd
+from typing import Any, Callable, NamedTuple
 
 from zoo import costs
+from zoo.config import Config, noam_lr
 from zoo.errors import UserError
 from zoo.result import RunResult, Trial, TrialStatus, differs
-from zoo.config import Config
 from zoo.spec import profile_description
-from zoo.config import noam_lr
+
+
+# -- how a number prints --------------------------------------------------------------------------
+
+def plain(v) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def sci(v: float) -> str:
+    """3.28e18 -> '3.3e18': two significant digits, the paper's style."""
+    m, e = f"{v:.1e}".split("e")
+    return f"{m}e{int(e)}"
+
+
+def pct(v: float) -> str:
+    return f"{100 * v:.2g}%" if v < 0.1 else f"{100 * v:.0f}%"
+
+
+def p_value(v: float) -> str:
+    return "<1e-4" if v < 1e-4 else f"{v:.2g}"
+
+
+# -- columns and tables ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Column:
+    """One column: the row field it shows, its header, and how a value prints."""
+    key: str
+    header: str
+    group: str = ""                               # the header above it: whose figure (paper, measured, ...)
+    fmt: str | Callable[[Any], str] = plain       # a number's format string, or a function
+    align: str = "num"                            # "num" (right) or "text"
+    nan: str = ""                                 # what an undefined number (NaN) prints as
+    get: Callable[[Any], Any] | None = None       # how to read it, where not the field `key`
+
+    def value(self, row):
+        return self.get(row) if self.get else getattr(row, self.key)
+
+    def text(self, v) -> str:
+        """A raw value as its cell says it: '' for nothing, a string as it is, a number formatted."""
+        if v is None:
+            return ""
+        if isinstance(v, float) and math.isnan(v):
+            return self.nan
+        if isinstance(v, str):
+            return v
+        return self.fmt(v) if callable(self.fmt) else self.fmt.format(v)
+
+
+def col(group: str, header: str, fmt: str | Callable = plain, align: str = "num", nan: str = ""):
+    """A row field that is also a column of its table."""
+    return field(default=None, metadata={"column": dict(header=header, group=group, fmt=fmt, align=align, nan=nan)})
+
+
+def text_col(group: str, header: str):
+    return col(group, header, align="text")
+
+
+def columns(row_type) -> list[Column]:
+    """A row dataclass's columns, in field order."""
+    return [Column(f.name, **f.metadata["column"]) for f in dataclasses.fields(row_type) if "column" in f.metadata]
+
+
+def column(row_type, key: str) -> Column:
+    return next(c for c in columns(row_type) if c.key == key)
 
 
 @dataclass
 class Section:
     heading: str
-    frame: pd.DataFrame
+    columns: list[Column]
+    rows: list                   # typed rows: each has .name and .group (its group header; None: no groups)
     notes: list[str] = field(default_factory=list)
-    data: list = field(default_factory=list)  # typed rows behind the frame (the claims' verdicts)
-
-
-@dataclass
-class ScatterRow:
-    """One Table 3 row as its scatters draw it, from the same values as its table row (None: nothing)."""
-    row: str
-    group: str
-    printed: bool                # the paper prints its parameter count (else ours of the paper spec)
-    paper_params: float | None
-    paper_flops: float | None
-    paper_bleu: float | None
-    params: float | None
-    flops: float | None
-    bleu: float | None
-
-
-@dataclass
-class SweepPoint:
-    """One point of a sweep as its figures draw it: the swept values, the metric's mean and sd over seeds."""
-    values: dict
-    mean: float | None
-    sd: float | None
+    index: str = "row"           # the header of the row names' column
+    data: list = field(default_factory=list)  # the claims' verdicts behind their rows (`zoo run --until-resolved`)
 
 
 @dataclass
@@ -57,13 +105,16 @@ class Table:
     notes: list[str]
     trials: list[tuple[str, Trial]]  # (row label, trial) shown on the page, for curves and attention
     counts: dict                    # state -> number of paper rows in it, for the index
-    # the typed rows its figures read (never the rendered frame): Table 3's scatters and claims, a sweep
-    scatter: list[ScatterRow] = field(default_factory=list)
-    verdicts: list = field(default_factory=list)  # zoo.claims verdicts
-    sweep: tuple[list[str], str, list[SweepPoint]] | None = None  # swept fields, metric label, points
+    verdicts: list = field(default_factory=list)  # zoo.claims verdicts (Table 3's forest plot)
+    sweep: tuple[list[str], str] | None = None    # a sweep page: its swept fields and metric label
+
+    @property
+    def rows(self) -> list:
+        """The main table's typed rows (what the figures draw)."""
+        return self.sections[0].rows
 
 
-# -- shared cell helpers --------------------------------------------------------------------------
+# -- a row's state --------------------------------------------------------------------------------
 
 class State(str):
     """A row's state as shown ("done", "failed: ...") that also carries its one-word key (for CSS
@@ -108,58 +159,109 @@ def truncated(t: Trial | None) -> bool:
     return bool(done and planned and done < planned)
 
 
-def _metrics(t: Trial | None) -> RunResult | None:
-    """A finished trial's result; None for the others (a running trial's figures are not final)."""
-    return t.result if t and t.finished else None
-
-
-def _vocab(t: Trial | None, cfg: Config) -> int:
-    m = _metrics(t)
-    return (m and m.vocab_size_actual) or cfg.data.vocab_size
-
-
-def over_seeds(trials: list[Trial], key: str) -> tuple[float | None, float | None, int]:
-    """Mean, sample standard deviation (None for one seed) and count of a finished figure over seeds."""
-    vals = [v for x in trials if x.result and (v := x.result.figure(key)) is not None]
-    if not vals:
-        return None, None, 0
-    mean = sum(vals) / len(vals)
-    sd = (sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) ** 0.5 if len(vals) > 1 else None
-    return mean, sd, len(vals)
-
-
-def flops_done(t: Trial | None, cfg: Config | None) -> float | None:
-    """Analytic training FLOPs of the steps actually done (per step x steps done, so far if running)."""
-    if t is None or cfg is None:
-        return None
-    steps = t.result.steps_done if t.finished and t.result else t.step
-    if not steps:
-        return None
-    return costs.train_flops_per_step(cfg, vocab_size=_vocab(t, cfg)) * steps
-
-
-def data_split(t: Trial | None, cfg: Config | None) -> str | None:
-    """'dataset / eval split' the trial used (from its metrics once finished, else its config)."""
-    if t is None or cfg is None:
-        return None
-    m = _metrics(t)
-    return f"{(m and m.dataset) or cfg.data.dataset} / {(m and m.eval_split) or cfg.eval.split}"
-
-
-def _frame(rows: list[list], index: list, columns: list[tuple], names=("group", "row")) -> pd.DataFrame:
-    idx = pd.MultiIndex.from_tuples(index, names=names) if index and isinstance(index[0], tuple) \
-        else pd.Index(index, name=names[-1])
-    return pd.DataFrame(rows, index=idx, columns=pd.MultiIndex.from_tuples(columns), dtype=object)
-
-
-def _count(labels: list[State]) -> dict:
+def count(states: list[State]) -> dict:
+    """How many rows are in each state, for the index page."""
     out: dict = {}
-    for s in labels:
+    for s in states:
         out[s.key] = out.get(s.key, 0) + 1
     return out
 
 
-def _profile_notes(trials: list[Trial]) -> list[str]:
+# -- a paper row's run, read once -----------------------------------------------------------------
+
+class Spread(NamedTuple):
+    """A figure over the seeds that finished: mean, sample sd (None for one seed), how many."""
+    mean: float | None
+    sd: float | None
+    n: int
+
+
+def over_seeds(trials: list[Trial], key: str, split: str | None = None) -> Spread:
+    """`key` ('dev_ppl', or a score of `split`: 'bleu', 'bleu_paper', 'f1', ...; default split: each
+    trial's own eval split) over the finished trials given."""
+    def figure(m: RunResult):
+        if key == "dev_ppl":
+            return m.dev_ppl
+        s = m.split(split) if split else m.primary
+        return getattr(s, key) if s else None
+    vals = [v for x in trials if x.result and (v := figure(x.result)) is not None]
+    if not vals:
+        return Spread(None, None, 0)
+    mean = sum(vals) / len(vals)
+    sd = (sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) ** 0.5 if len(vals) > 1 else None
+    return Spread(mean, sd, len(vals))
+
+
+@dataclass
+class Run:
+    """What a paper row knows of its run, read from the store once and passed on: the trial shown
+    (None: not run), the config it ran with (else the paper spec's), its result once finished (a
+    running trial's figures are not final) and the finished trials that differ from it only in seed."""
+    trial: Trial | None
+    config: Config | None
+    result: RunResult | None
+    seeds: list[Trial]
+
+    @classmethod
+    def of(cls, trial: Trial | None, spec: Config | None, seeds: list[Trial]) -> "Run":
+        return cls(trial, (trial and trial.config) or spec,
+                   trial.result if trial and trial.finished else None, seeds)
+
+    @property
+    def state(self) -> State:
+        return state(self.trial)
+
+    @property
+    def profile(self) -> str | None:
+        return self.trial.profile if self.trial else None
+
+    @property
+    def vocab(self) -> int:
+        """The vocabulary the run built (the config's before it finished)."""
+        return (self.result and self.result.vocab_size_actual) or self.config.data.vocab_size
+
+    def over_seeds(self, key: str, split: str | None = None) -> Spread:
+        return over_seeds(self.seeds, key, split)
+
+    def flops_done(self) -> float | None:
+        """Analytic training FLOPs of the steps actually done (per step x steps done, so far if running)."""
+        t = self.trial
+        if t is None or self.config is None:
+            return None
+        steps = self.result.steps_done if self.result else t.step
+        if not steps:
+            return None
+        return costs.train_flops_per_step(self.config, vocab_size=self.vocab) * steps
+
+    def data_split(self) -> str | None:
+        """'dataset / eval split' the trial used (from its result once finished, else its config)."""
+        if self.trial is None or self.config is None:
+            return None
+        m = self.result
+        return f"{(m and m.dataset) or self.config.data.dataset} / {(m and m.eval_split) or self.config.eval.split}"
+
+
+OLDER = "n/a (older store)"
+
+
+def paper_metric(run: Run, bleu: float | None, split: str | None = None):
+    """The paper's own BLEU (zoo.metrics.paper_bleu) over seeds, where sacreBLEU was measured;
+    'n/a (older store)' for a run from before it was kept."""
+    if bleu is None:
+        return None
+    s = run.over_seeds("bleu_paper", split)
+    return s.mean if s.n else OLDER
+
+
+PAPER_METRIC_NOTE = ("BLEU, paper's metric: tokenized BLEU with the compound splitting of tensor2tensor's "
+                     "get_ende_bleu.sh (Moses tokenizer, ##AT##-##AT## compounds, multi-bleu), the metric of the "
+                     "paper's figures; it reads higher than sacreBLEU (the paper's 25.8 / 28.4 are in it). "
+                     "n/a (older store): a run from before it was kept (the store keeps no hypotheses to score again).")
+
+
+# -- notes ----------------------------------------------------------------------------------------
+
+def profile_notes(trials: list[Trial]) -> list[str]:
     """Say what each profile in use means, and its schedule (warmup, peak learning rate)."""
     notes = []
     for prof in sorted({t.profile for t in trials if t}):
@@ -186,7 +288,7 @@ def _profile_notes(trials: list[Trial]) -> list[str]:
     return notes
 
 
-def _decoding_note(shown: list[tuple[str, Trial]]) -> str:
+def decoding_note(shown: list[tuple[str, Trial]]) -> str:
     """How the finished rows decoded (the paper: beam 4, alpha 0.6, input + 50); profiles may differ."""
     ways: dict[str, list[str]] = {}
     for label, t in shown:
@@ -207,22 +309,6 @@ COUNTING = (f"Counting rules. Parameters: numel of the compiled model, each tens
             f"target tokens per step, times the number of steps (done, unless a column says planned).")
 
 
-def paper_metric(seeds: list[Trial], m: RunResult | None):
-    """The paper's own BLEU (zoo.metrics.paper_bleu), mean over seeds; 'n/a (older store)' for a
-    finished run from before it was kept."""
-    if m is None or m.primary is None or m.primary.bleu is None:
-        return None
-    mean, _, n = over_seeds(seeds, "bleu_paper")
-    return mean if n else OLDER
-
-
-OLDER = "n/a (older store)"
-PAPER_METRIC_NOTE = ("BLEU, paper's metric: tokenized BLEU with the compound splitting of tensor2tensor's "
-                     "get_ende_bleu.sh (Moses tokenizer, ##AT##-##AT## compounds, multi-bleu), the metric of the "
-                     "paper's figures; it reads higher than sacreBLEU (the paper's 25.8 / 28.4 are in it). "
-                     "n/a (older store): a run from before it was kept (the store keeps no hypotheses to score again).")
-
-
 def provenance_flags(trials: list[Trial | None]) -> tuple[list[str | None], str]:
     """Per row, what of its provenance (machine, dtype, zoo version) differs from the most common one
     among the finished rows compared (None: the same, or not recorded), and a note saying what differs
@@ -237,3 +323,4 @@ def provenance_flags(trials: list[Trial | None]) -> tuple[list[str | None], str]
     return flags, ("Provenance: the rows compared here did not all run alike (" + "; ".join(differs(provs))
                    + "); the provenance column names what differs from the most common. Differences "
                    "between such rows may come from the machine, the dtype or the code, not the row.")
+

@@ -72,10 +72,18 @@ def _cached(img: Path, kind: str, stem: str, payload, draw) -> str:
     return name
 
 
+def _scatter(r) -> dict:
+    """One Table 3 row (tables.T3Row) as the scatters draw it: counts, not millions; the paper side
+    falls back on our count of the paper spec where the paper prints none."""
+    return {"row": r.name, "group": r.letter, "printed": r.paper_params is not None,
+            "paper_params": r.paper_params * 1e6 if r.paper_params else r.spec_params, "paper_flops": r.spec_flops,
+            "paper_bleu": r.paper_bleu, "params": r.params and r.params * 1e6, "flops": r.flops, "bleu": r.bleu}
+
+
 @_styled
 def table3_scatters(t3: Table, img: Path) -> list[tuple[str, str]]:
     """BLEU against parameters and against training FLOPs: paper (left) and measured (right)."""
-    pts = t3.scatter
+    pts = [_scatter(r) for r in t3.rows]
     out = []
     for name, xlabel, note in (
             ("params", "parameters", "Paper panel: printed counts (filled), our count of the paper spec "
@@ -86,15 +94,15 @@ def table3_scatters(t3: Table, img: Path) -> list[tuple[str, str]]:
         axes = fig.subplots(1, 2)
         for ax, side, title in zip(axes, ("paper", "ours"), ("paper (Table 3)", "measured (this store)")):
             xk, yk = (f"paper_{name}", "paper_bleu") if side == "paper" else (name, "bleu")
-            xy = [(x, y, p) for p in pts if (x := getattr(p, xk)) and (y := getattr(p, yk)) is not None]
+            xy = [(x, y, p) for p in pts if (x := p[xk]) and (y := p[yk]) is not None]
             shown = sorted(xy, key=lambda q: q[:2])
             for i, (x, y, p) in enumerate(shown):
-                c = GROUP_COLORS[p.group]
-                hollow = side == "paper" and name == "params" and not p.printed
+                c = GROUP_COLORS[p["group"]]
+                hollow = side == "paper" and name == "params" and not p["printed"]
                 ax.scatter(x, y, s=28, color=c, facecolors="none" if hollow else c, zorder=3)
                 # rows sharing a parameter count stack up: put every other label on the left
                 left = i and abs(x / shown[i - 1][0] - 1) < 0.02 and i % 2
-                ax.annotate(p.row, (x, y), fontsize=7, xytext=(-4 if left else 4, 2),
+                ax.annotate(p["row"], (x, y), fontsize=7, xytext=(-4 if left else 4, 2),
                             textcoords="offset points", ha="right" if left else "left")
             if shown:
                 ax.set_xscale("log")
@@ -233,10 +241,10 @@ def _draw_attention(t: Trial, a: "Attention"):
 @_styled
 def sweep(t: Table, img: Path) -> list[tuple[str, str]]:
     """The measured metric (mean over seeds, sd as error bars) against each swept field."""
-    fields, label, points = t.sweep
+    fields, label = t.sweep
     out = []
     for f in fields:
-        payload = [[str(p.values[f]), float(p.mean), float(p.sd or 0)] for p in points
+        payload = [[str(p.values[f]), float(p.mean), float(p.sd or 0)] for p in t.rows
                    if p.values.get(f) is not None and p.mean is not None]
         if not payload:
             continue

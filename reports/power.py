@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from scipy import stats as st
 
 from zoo import claims as C
+from zoo import paper
 from zoo import stats as S
 from zoo.reports.runs import Runs
 from zoo.spec import MAX_SEEDS  # a spec may ask no more: advice beyond it could not be run
-from zoo.reports.verdicts import _comparison, claim_rows
+from zoo.reports.verdicts import claim_rows, comparison
 from zoo.text import text_table
 
 POWER = 0.8
@@ -43,6 +44,8 @@ class Need:
 def power(effect: float, seed_sd: float, sentence_se: float, seeds: int, alpha: float, tie_margin: float = 0.0) -> float:
     """Power of the report's test at `seeds` seeds per row (paired)."""
     se = math.sqrt(seed_sd ** 2 / seeds + sentence_se ** 2)
+    if se == 0:  # no noise left (the shared test-set term can estimate to 0): any effect is found
+        return 1.0
     df = seeds - 1
     q = st.t.ppf(1 - alpha / 2, df)
     if tie_margin:  # TOST at a true difference of 0: both one-sided tests must reject (normal approximation)
@@ -79,7 +82,7 @@ def plan(runs: Runs, claims: list[C.Claim] | None = None) -> Plan:
     alpha = C.ALPHA / len(C.CLAIMS)  # the report's family: every claim
     out = []
     for c in claims:
-        comp = _comparison(runs, {runs.profile: rows}, c, resampler)
+        comp = comparison(runs, {runs.profile: rows}, c, resampler)
         e, have = comp.estimate, min((len(rows.get(r) or []) for r in c.rows), default=0)
         if e is not None:
             seed_sd, sent_se, source = e.seed_se * math.sqrt(min(e.seeds)), e.sentence_se, \
@@ -87,7 +90,7 @@ def plan(runs: Runs, claims: list[C.Claim] | None = None) -> Plan:
             level = comp.level
         else:
             (seed_sd, sent_se), source, level = PRIOR[c.metric], "prior", None
-        paper_level = C._paper_value(c.worse, c.metric)
+        paper_level = paper.table3_row(c.worse)["bleu" if c.metric == "bleu" else "ppl"]
         # the paper's effect as a share of its row, at our row's level (the paper's own where we have none)
         effect = abs(c.paper_delta) / paper_level * abs(level if level else paper_level)
         margin = c.margin * abs(level if level else paper_level) if c.tie else 0.0

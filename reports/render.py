@@ -7,15 +7,13 @@ img/ next to the pages, nothing is fetched from a network.
 from __future__ import annotations
 
 import datetime as dt
-import math
 import re
 from pathlib import Path
 
 import jinja2
 import markupsafe
-import pandas as pd
 
-from zoo.reports.cells import Table, state
+from zoo.reports.cells import Section, State, Table, state
 from zoo.paths import atomic_write_text
 from zoo.result import Trial
 from zoo.text import duration
@@ -42,87 +40,42 @@ _env.filters["md"] = md
 _env.filters["slug"] = lambda s: re.sub(r"[^a-z0-9]+", "-", str(s).lower()).strip("-")
 
 
-# -- cell formatting ------------------------------------------------------------------------------
+# -- one table as the templates draw it -----------------------------------------------------------
 
-def _sci(v: float) -> str:
-    """3.28e18 -> '3.3e18': two significant digits, the paper's style."""
-    m, e = f"{v:.1e}".split("e")
-    return f"{m}e{int(e)}"
-
-
-def _pct(v: float) -> str:
-    return f"{100 * v:.2g}%" if v < 0.1 else f"{100 * v:.0f}%"
-
-
-FLOPS = ("FLOPs", "estimate", "peak FLOP/s")
-FORMATS = {  # by column label; paper values print as published, ours to fixed decimals
-    "PPL": "{:.2f}", "BLEU": "{:.2f}", "BLEU sd": "{:.2f}", "Δ": "{:+.2f}", "seeds": "{:d}", "BLEU (test)": "{:.2f}", "BLEU, final weights": "{:.2f}", "F1": "{:.2f}",
-    "BLEU, paper's metric": "{:.2f}", "BLEU (test), paper's metric": "{:.2f}", "Δ, paper's BLEU": "{:+.2f}",
-    "flat tree F1": "{:.2f}", "right-branching F1": "{:.2f}", "params (M)": "{:.3g}",
-    "Δ params": "{:+.1f}%", "steps": "{:,}", "rho": "{:.2f}", "p": lambda v: "<1e-4" if v < 1e-4 else f"{v:.2g}",
-    "utilization": _pct, "implied utilization": _pct, "wall time": duration,
-}
-
-
-PAPER_FORMATS = {"PPL": "{:.2f}", "BLEU": "{:.1f}", "params (M)": "{:g}", "WSJ 23 F1": "{:.1f}"}  # as printed
-
-
-def cell(section: str, label: str, v) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "undefined" if label == "rho" and v is not None else ""
-    if isinstance(v, str):
-        return v
-    if any(k in label for k in FLOPS) or section == "training cost (FLOPs)":
-        return _sci(v)
-    if section == "paper" and label in PAPER_FORMATS:
-        return PAPER_FORMATS[label].format(v)
-    if (section == "paper" and label != "Δ params") or label in ("EN-DE", "EN-FR"):
-        return f"{v:g}"  # the published figures, as printed
-    f = FORMATS.get(label)
-    if f is None:
-        return f"{v:g}" if isinstance(v, float) else str(v)
-    return f(v) if callable(f) else f.format(v)
-
-
-def grid(frame: pd.DataFrame) -> dict:
-    """What a template needs to draw one table: header groups, labels, rows with group headers."""
-    cols = list(frame.columns)
+def grid(section: Section) -> dict:
+    """What a template needs to draw one table: header groups, labels, rows with group headers; every
+    cell printed by its Column."""
+    cols = section.columns
     top, labels = [], []
-    for sec, label in cols:
-        if top and top[-1][0] == sec:
+    for c in cols:
+        if top and top[-1][0] == c.group:
             top[-1][1] += 1
         else:
-            top.append([sec, 1])
-        labels.append(label)
+            top.append([c.group, 1])
+        labels.append(c.header)
     rows, last = [], object()
-    two_level = frame.index.nlevels == 2
-    for key, r in frame.iterrows():
-        group, name = key if two_level else (None, key)
-        if two_level and group != last:
-            rows.append({"group": group})
-            last = group
-        cells = []
-        row_state = ""
-        for (sec, label), v in zip(cols, r.tolist()):
-            text = cell(sec, label, v)
-            kind = "num" if isinstance(v, (int, float)) and not isinstance(v, bool) else "text"
-            if label == "state":
-                row_state = getattr(v, "key", "")
-                kind = f"state {row_state}"
-            cells.append({"text": text, "cls": kind, "section": sec})
-        rows.append({"name": name, "cells": cells, "state": row_state})
-    # markdown has one header row: name the section where the label alone would be ambiguous
-    shared = {label for _, label in cols if sum(l == label for _, l in cols) > 1}
-    md_labels = [f"{sec} {label}" if sec and (label in shared or sec in ("paper", "measured")) else label
-                 for sec, label in cols]
-    firsts = [i == 0 or cols[i - 1][0] != sec for i, (sec, _) in enumerate(cols)]  # a section starts here
-    body = [r["cells"] for r in rows if "cells" in r]
-    # a column is numeric when every filled cell is a number
-    align = ["num" if any(c[i]["cls"] == "num" for c in body)
-             and all(c[i]["cls"] == "num" or not c[i]["text"] for c in body) else "text" for i in range(len(cols))]
-    return {"index": frame.index.names[-1], "top": top, "labels": labels, "md_labels": md_labels,
-            "rows": rows, "has_top": any(sec for sec, _ in cols), "firsts": firsts, "align": align,
-            "has_state": any(label == "state" for _, label in cols)}
+    for r in section.rows:
+        if r.group is not None and r.group != last:
+            rows.append({"group": r.group})
+            last = r.group
+        cells, row_state = [], ""
+        for c in cols:
+            v = c.value(r)
+            # a number in a numbers column aligns right; a word there (n/a) wraps as text
+            cls = "num" if c.align == "num" and isinstance(v, (int, float)) else "text"
+            if isinstance(v, State):
+                row_state = v.key
+                cls = f"state {v.key}"
+            cells.append({"text": c.text(v), "cls": cls, "section": c.group})
+        rows.append({"name": r.name, "cells": cells, "state": row_state})
+    # markdown has one header row: name the group where the label alone would be ambiguous
+    shared = {c.header for c in cols if sum(d.header == c.header for d in cols) > 1}
+    md_labels = [f"{c.group} {c.header}" if c.group and (c.header in shared or c.group in ("paper", "measured"))
+                 else c.header for c in cols]
+    firsts = [i == 0 or cols[i - 1].group != c.group for i, c in enumerate(cols)]  # a group starts here
+    return {"index": section.index, "top": top, "labels": labels, "md_labels": md_labels, "rows": rows,
+            "has_top": any(c.group for c in cols), "firsts": firsts, "align": [c.align for c in cols],
+            "has_state": any(c.key == "state" for c in cols)}
 
 
 # -- pages ----------------------------------------------------------------------------------------
@@ -154,7 +107,7 @@ def _context(table: Table | None, meta: dict, nav: list) -> dict:
 def write_table(table: Table, out: Path, formats: list[str], meta: dict, figures: list, trials: list,
                 nav: list) -> list[Path]:
     ctx = _context(table, meta, nav) | {
-        "sections": [{"heading": s.heading, "grid": grid(s.frame), "notes": s.notes} for s in table.sections],
+        "sections": [{"heading": s.heading, "grid": grid(s), "notes": s.notes} for s in table.sections],
         "figures": figures, "trials": trials, "page": table.name}
     return _write(out, table.name, formats, ctx, "table")
 

@@ -7,7 +7,11 @@ most recently updated one, so a running or failed row says so instead of vanishi
 """
 from __future__ import annotations
 
+import csv
+import functools
+import io
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,25 +65,32 @@ class Runs:
         """The finished trials that differ from `t` only in their seed (a seeds axis), `t` included."""
         if not t or not t.finished:
             return []
-
-        def unseeded(x: Trial) -> str:
-            if not x.config:
-                return "{}"
-            c = x.config.model_dump(mode="json", exclude={"trial": True, "train": {"seed"}})
-            c["overrides"].pop("train.seed", None)  # a seeds axis records the seed there too
-            return json.dumps(c, sort_keys=True)
-        key = (t.spec, t.profile, unseeded(t))
         by_seed: dict = {}  # one per seed: the most recent (a run before the seeds axis may repeat seed 1)
-        for x in self.trials:
-            if x.finished and (x.spec, x.profile, unseeded(x)) == key:
-                if x.seed not in by_seed or (x.finished_at or 0) > (by_seed[x.seed].finished_at or 0):
-                    by_seed[x.seed] = x
+        for x in self._recipes.get(self._recipe(t), []):
+            if x.seed not in by_seed or (x.finished_at or 0) > (by_seed[x.seed].finished_at or 0):
+                by_seed[x.seed] = x
         return list(by_seed.values())
+
+    @staticmethod
+    def _recipe(x: Trial) -> tuple:
+        """What a trial is apart from its seed: spec, profile and config without trial name and seed."""
+        c = x.config.model_dump(mode="json", exclude={"trial": True, "train": {"seed"}}) if x.config else {}
+        if c:
+            c["overrides"].pop("train.seed", None)  # a seeds axis records the seed there too
+        return x.spec, x.profile, json.dumps(c, sort_keys=True)
+
+    @functools.cached_property
+    def _recipes(self) -> dict[tuple, list[Trial]]:
+        """The finished trials grouped by recipe, each config dumped once (not once per row asked)."""
+        out: dict[tuple, list[Trial]] = {}
+        for x in self.trials:
+            if x.finished:
+                out.setdefault(self._recipe(x), []).append(x)
+        return out
 
     def csv(self) -> str:
         """Every trial as one CSV row, sorted and rounded so two reports diff line by line (as timm
         keeps its results tables): what ran, how far, and each scored split's headline figures."""
-        import pandas as pd
         rows = []
         for t in sorted(self.trials, key=lambda t: (Path(t.spec).stem, t.trial, t.profile)):
             m = t.result
@@ -89,10 +100,21 @@ class Runs:
                    "dev_ppl": m and m.dev_ppl, "tokens_seen": t.tokens_seen,
                    "train_seconds": t.train_seconds, "config_hash": t.config_hash}
             for split, scores in sorted((m.splits if m else {}).items()):
-                d = scores.model_dump(include=set(CSV_SCORES))
-                row |= {f"{split}_{k}": d[k] for k in CSV_SCORES if d[k] is not None}
+                row |= {f"{split}_{k}": v for k in CSV_SCORES if (v := getattr(scores, k)) is not None}
             rows.append(row)
-        return pd.DataFrame(rows).convert_dtypes().round(3).to_csv(index=False, lineterminator="\n")
+        header = list(dict.fromkeys(k for r in rows for k in r))
+        out = io.StringIO()
+        w = csv.writer(out, lineterminator="\n")
+        w.writerow(header)
+        for k in header:  # a column whose numbers are all whole prints them as integers, the others to 3 places
+            nums = [v for r in rows if isinstance(v := r.get(k), float) and not math.isnan(v)]
+            whole = all(v.is_integer() for v in nums)
+            for r in rows:
+                v = r.get(k)
+                r[k] = "" if v is None or (isinstance(v, float) and math.isnan(v)) else \
+                    (str(int(v)) if whole else repr(round(float(v), 3))) if isinstance(v, (int, float)) else v
+        w.writerows([r[k] for k in header] for r in rows)
+        return out.getvalue()
 
     def points(self, t: Trial) -> list[Point]:
         return self.store.points(*t.key) if self.store else []
@@ -113,11 +135,6 @@ def load(path: str | Path, profile: str | None = None, addons: tuple[str, ...] =
     trials = [t for p in (profile, *addons) for t in store.trials(profile=p)] if profile else store.trials()
     note = "" if trials else f"{path} holds no trials" + (f" of profile {profile}" if profile else "")
     return Runs(path, store, trials, profile, note, addons)
-
-
-def config_of(trial: Trial | None) -> Config | None:
-    """The resolved config a trial ran with (None when there is no trial)."""
-    return trial.config if trial else None
 
 
 def paper_configs(stems: tuple[str, ...]) -> dict[tuple, Config]:

@@ -1,24 +1,39 @@
-"""Table 3's judgement sections: each of the paper's claims with our difference, its interval and a
-verdict (zoo.claims, zoo.stats), and the rank agreement (Spearman, Kendall) of our rows with the paper's.
+"""Table 3's judgement sections, as typed rows: each of the paper's claims with our difference, its
+interval and a verdict (zoo.claims, zoo.stats), and the rank agreement (Spearman, Kendall) of our rows
+with the paper's.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
 import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from scipy.stats import spearmanr
 
 from zoo import paper
-from zoo.reports.cells import OLDER, Section, _frame, truncated
-from zoo.reports.runs import Runs
+from zoo.reports.cells import OLDER, Section, col, columns, p_value, text_col, truncated
+
+if TYPE_CHECKING:  # annotations only: the claims read any object with pick, seeds and points
+    from zoo.reports.runs import Runs
 
 
-CLAIM_COLUMNS = [("verdict", "verdict"), ("claim", "the paper says"), ("claim", "rows"),
-                 ("paper", "Δ"), ("measured", "Δ"), ("measured", "95% interval"), ("measured", "MC error"),
-                 ("measured", "p (Holm)"),
-                 ("measured", "Δ, paper's BLEU"), ("measured", "seeds")]
+@dataclass
+class ClaimRow:
+    """One claim of the paper beside our measurement of it (None: nothing measured)."""
+    name: str = ""                                   # the claim's id
+    group: str | None = None
+    verdict: str = text_col("verdict", "verdict")
+    says: str = text_col("claim", "the paper says")
+    rows: str = text_col("claim", "rows")
+    paper_delta: float | None = col("paper", "Δ")
+    delta: float | None = col("measured", "Δ", "{:+.2f}")
+    interval: str | None = text_col("measured", "95% interval")
+    mc_error: str | None = text_col("measured", "MC error")
+    p_holm: str | None = text_col("measured", "p (Holm)")
+    delta_paper_bleu: float | str | None = col("measured", "Δ, paper's BLEU", "{:+.2f}")
+    seeds: str | None = text_col("measured", "seeds")
 
 
 def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None = None) -> Section:
@@ -26,7 +41,7 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
     from zoo import claims as C, stats as S
     resamples = resamples or S.RESAMPLES
     bootstrap_seed = S.BOOTSTRAP_SEED if bootstrap_seed is None else bootstrap_seed
-    rows = {p: claim_rows(runs, p) for p in runs.profiles}
+    by_profile = {p: claim_rows(runs, p) for p in runs.profiles}
     resamplers: dict[int, S.Resampler] = {}
 
     def resampler(n: int) -> S.Resampler:  # one per number of sentences (0: seeds only), shared by all claims
@@ -34,21 +49,20 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
             resamplers[n] = S.Resampler(n, resamples, bootstrap_seed + n)
         return resamplers[n]
 
-    verdicts = C.judge([_comparison(runs, rows, c, resampler) for c in C.CLAIMS])
-    frame_rows, index, mc = [], [], 0.0
+    verdicts = C.judge([comparison(runs, by_profile, c, resampler) for c in C.CLAIMS])
+    rows, mc = [], 0.0
     for v in verdicts:
         c, e = v.claim, v.estimate
         mc = max(mc, e.mc_error if e else 0.0)
-        why = f"{v.verdict}: {v.reason}" if v.reason else v.verdict
-        unit = "BLEU" if c.metric == "bleu" else "PPL"
-        frame_rows.append([
-            why, f"{c.group}: {c.text} ({unit})",
-            f"{c.better} {'≈' if c.tie else '>'} {c.worse}" + (f" ({v.comparison.source})" if v.comparison.source else ""),
-            round(c.paper_delta, 2), e and e.delta, e and f"[{e.lo:+.2f}, {e.hi:+.2f}]", e and f"±{e.mc_error:.3f}",
-            None if v.p_holm is None else f"{v.p_holm:.3g}", _paper_metric_delta(v.comparison.rows or {}, c) if e else None,
-            e and "{} / {}".format(*e.seeds)])
-        index.append(c.id)
-    frame = _frame(frame_rows, index, CLAIM_COLUMNS, names=("claim",))
+        source = f" ({v.comparison.source})" if v.comparison.source else ""
+        rows.append(ClaimRow(
+            c.id, verdict=f"{v.verdict}: {v.reason}" if v.reason else v.verdict,
+            says=f"{c.group}: {c.text} ({'BLEU' if c.metric == 'bleu' else 'PPL'})",
+            rows=f"{c.better} {'≈' if c.tie else '>'} {c.worse}{source}", paper_delta=round(c.paper_delta, 2),
+            delta=e and e.delta, interval=e and f"[{e.lo:+.2f}, {e.hi:+.2f}]", mc_error=e and f"±{e.mc_error:.3f}",
+            p_holm=None if v.p_holm is None else f"{v.p_holm:.3g}",
+            delta_paper_bleu=_paper_metric_delta(v.comparison.rows or {}, c) if e else None,
+            seeds=e and "{} / {}".format(*e.seeds)))
     tally = C.Tally.of(verdicts)
     tested = [v for v in verdicts if v.p_holm is not None]
     resampled = sorted({v.comparison.sentences for v in verdicts if v.estimate})
@@ -82,7 +96,7 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
         "Each claim compares two rows on one metric, written from the paper's text (section 6.2, 5.4) and "
         "its Table 3, never from our results. Δ: how much better the first row is (BLEU higher, PPL "
         "lower), the mean over seeds. Rows stopped early by a time limit (truncated) are excluded."]
-    return Section("Claims", frame, notes, verdicts)
+    return Section("Claims", columns(ClaimRow), rows, notes, index="claim", data=verdicts)
 
 
 def _paper_metric_delta(rows: dict, c):
@@ -147,12 +161,11 @@ def _pooled(t, kind: str):
 BUDGET = {"steps", "checkpoint_every", "eval_every", "seed"}  # what an add-on profile may change
 
 
-def _comparison(runs: Runs, by_profile: dict, c, resampler):
+def comparison(runs: Runs, by_profile: dict, c, resampler):
     """The claim measured on the first source of its rows that can test it: the main profile, then each
     add-on (`zoo report --addon`), then, for a claim resting on a step ratio (big: 3x base), its rows
     from two of them that differ only in the budget. A source where a precondition fails is kept only
     when none meets them all (the claim is then untestable, and says which add-on would test it)."""
-    from zoo import claims as C
     profiles = list(by_profile)
     sources = [(p, p) for p in profiles]
     if any(n.across_profiles for n in c.needs):
@@ -197,20 +210,24 @@ def _budget_only(a, b) -> bool:
     return ta == tb
 
 
-def _kendall_notes(per_seed: dict) -> list[str]:
-    from zoo import claims as C
-    out = []
-    for key, label in (("bleu", "BLEU"), ("dev_ppl", "PPL")):
-        pairs = per_seed[key]
-        if len(pairs) >= 4:
-            tau, lo, hi = C.kendall_tau([p for p, _ in pairs], [v for _, v in pairs])
-            out.append(f"Kendall tau ({label}, {len(pairs)} rows): {tau:+.2f}, 95% interval [{lo:+.2f}, {hi:+.2f}] "
-                       "(bootstrap over rows and seeds); an interval covering 0 is no evidence of agreement.")
-    return out
+@dataclass
+class RankRow:
+    """Spearman's rho between our values and the paper's, over one group's rows that ran."""
+    name: str = ""                                   # the group, or "overall"
+    group: str | None = None
+    n: int = col("", "rows ran")
+    bleu_rho: float | None = col("BLEU", "rho", "{:.2f}", nan="undefined")
+    bleu_p: float | None = col("BLEU", "p", p_value)
+    ppl_rho: float | None = col("PPL", "rho", "{:.2f}", nan="undefined")
+    ppl_p: float | None = col("PPL", "p", p_value)
+    note: str = text_col("", "note")
 
 
-def spearman_frame(measured: list[tuple]) -> pd.DataFrame:
-    """measured: (group, paper BLEU, our BLEU, paper PPL, our PPL) per row that ran."""
+def rank_section(rows: list) -> Section:
+    """Rank agreement of Table 3's rows (its typed rows: paper_bleu, bleu, paper_ppl, ppl, letter, run)
+    with the paper's: Spearman per group and overall, Kendall's tau over seeds."""
+    ran = [r for r in rows if (r.bleu is not None or r.ppl is not None) and not truncated(r.run.trial)]
+
     def rho(pairs):
         pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
         if len(pairs) < 3:
@@ -220,11 +237,11 @@ def spearman_frame(measured: list[tuple]) -> pd.DataFrame:
             r = spearmanr([a for a, _ in pairs], [b for _, b in pairs])
         return float(r.statistic), float(r.pvalue)
 
-    groups = [(title, [x for x in measured if x[0] == g]) for g, title in paper.TABLE3_GROUPS.items()]
-    rows, index = [], []
-    for title, xs in groups + [("overall", measured)]:
-        rb, pb = rho([(x[1], x[2]) for x in xs])
-        rp, pp = rho([(x[3], x[4]) for x in xs])
+    groups = [(title, [r for r in ran if r.letter == g]) for g, title in paper.TABLE3_GROUPS.items()]
+    out = []
+    for title, xs in groups + [("overall", ran)]:
+        rb, pb = rho([(x.paper_bleu, x.bleu) for x in xs])
+        rp, pp = rho([(x.paper_ppl, x.ppl) for x in xs])
         n = len(xs)
         if n < 3:
             note = f"n = {n}: too few rows ran (needs 3)"
@@ -232,7 +249,24 @@ def spearman_frame(measured: list[tuple]) -> pd.DataFrame:
             note = "undefined where one side is constant"
         else:
             note = ""
-        rows.append([n, rb, pb, rp, pp, note])
-        index.append(title)
-    cols = [("", "rows ran"), ("BLEU", "rho"), ("BLEU", "p"), ("PPL", "rho"), ("PPL", "p"), ("", "note")]
-    return _frame(rows, index, cols, names=("group",))
+        out.append(RankRow(title, n=n, bleu_rho=rb, bleu_p=pb, ppl_rho=rp, ppl_p=pp, note=note))
+    return Section("Rank agreement (Spearman) between measured and paper", columns(RankRow), out, [
+        "Spearman's rho between our values and the paper's, across the rows that ran to their planned "
+        "steps (a truncated row is shown above but compared with nothing), per group of the "
+        "paper and overall; computed where at least 3 rows ran. PPL: lower is better in both, so a "
+        "positive rho means the same order. With few rows the p-values are weak evidence.",
+        *_kendall_notes(ran)], index="group")
+
+
+def _kendall_notes(ran: list) -> list[str]:
+    """Kendall's tau of our rows' order against the paper's, with a bootstrap over rows and seeds."""
+    from zoo import claims as C
+    out = []
+    for key, ref, label in (("bleu", "paper_bleu", "BLEU"), ("dev_ppl", "paper_ppl", "PPL")):
+        pairs = [(getattr(r, ref), vals) for r in ran
+                 if (vals := [v for x in r.run.seeds if (v := x.result.figure(key)) is not None])]
+        if len(pairs) >= 4:
+            tau, lo, hi = C.kendall_tau([p for p, _ in pairs], [v for _, v in pairs])
+            out.append(f"Kendall tau ({label}, {len(pairs)} rows): {tau:+.2f}, 95% interval [{lo:+.2f}, {hi:+.2f}] "
+                       "(bootstrap over rows and seeds); an interval covering 0 is no evidence of agreement.")
+    return out

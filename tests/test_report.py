@@ -377,16 +377,18 @@ def html_escape(s: str) -> str:
 
 
 def test_results_csv_is_sorted_and_diffable(site):
+    import csv
     out, _ = site
-    import pandas as pd
-    frame = pd.read_csv(out / "results.csv")
-    keys = list(zip(frame["spec"], frame["variant"], frame["profile"]))
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    keys = [(r["spec"], r["variant"], r["profile"]) for r in rows]
     assert keys == sorted(keys) and len(keys) == len(set(keys)) >= 15
-    assert {"status", "steps_done", "dev_ppl", "config_hash"} <= set(frame.columns)
-    wsj = frame[frame["spec"] == "table4_wsj"].iloc[0]
-    assert wsj["test_f1"] == pytest.approx(71.25)
+    assert {"status", "steps_done", "dev_ppl", "config_hash"} <= set(rows[0])
+    wsj = next(r for r in rows if r["spec"] == "table4_wsj")
+    assert float(wsj["test_f1"]) == pytest.approx(71.25) and wsj["steps_done"].isdigit()
+    assert wsj["dev_ppl"] == ""  # nothing measured: an empty cell, not "nan" or "None"
     text = (out / "results.csv").read_text()
     assert "\r" not in text and all(len(f.split(".")[-1]) <= 3 for f in re.findall(r"\d+\.\d+", text))
+    assert ",1500," in text and ",1500.0," not in text  # whole seconds print as integers, as before
 
 
 def test_a_time_limited_row_is_truncated_and_compared_with_nothing(tmp_path, capsys):
@@ -490,6 +492,34 @@ def test_model_index_lists_the_measured_rows_with_their_trials(tmp_path):
     assert base["Results"][0]["Metrics"]["sacreBLEU"] == pytest.approx(17.31)
     assert base["Results"][0]["Dataset"].endswith("test") and base["Metadata"]["Trials"]
     assert "results.csv" in {p.name for p in (tmp_path / "out").iterdir()}
+
+
+def test_table2_page_and_model_index_print_the_same_bleu_over_seeds(tmp_path):
+    """One row, one figure: with two seeds of EN-DE base, the Table 2 page and model-index.yml both
+    give the mean over the seeds (the page once showed one seed's BLEU, the model index the mean)."""
+    import yaml
+    store = synthetic_store(tmp_path / "zoo.db")
+    st = Store(store)
+    base = next(t for t in st.trials() if t.paper_table == 2 and t.finished)
+    m = base.result.model_copy(deep=True)  # a SYNTHETIC second seed, 0.8 BLEU above the first
+    m.splits["test"].bleu = base.result.split("test").bleu + 0.8
+    cfg = base.config.model_copy(update={"trial": "base-seed2", "overrides": {**base.config.overrides, "train.seed": 2},
+                                         "train": base.config.train.model_copy(update={"seed": 2})})
+    st.upsert(base.spec, "base-seed2", base.profile, variant=base.variant, **{k: getattr(base, k) for k in (
+        "config_hash", "paper_table", "paper_group", "paper_row", "status", "step", "steps")},
+        config=cfg, metrics=m, finished_at=(base.finished_at or 0) - 5)
+    assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--format", "md"]) == 0
+    md = (tmp_path / "out" / "table2.md").read_text()
+    header = md[md.index("\n|") + 1:].splitlines()[0]
+    cols = [c.strip() for c in header.strip("|").split(" | ")]
+    row = next(r for r in table_rows(md) if r[0] == "base")  # EN-DE's: the first pair
+    page = row[cols.index("measured BLEU (test)")]
+    doc = yaml.safe_load((tmp_path / "out" / "model-index.yml").read_text())
+    model = {x["Name"]: x for x in doc["Models"]}["transformer-table2-en-de-base-cpu"]
+    assert page == "17.71" and model["Results"][0]["Metrics"]["sacreBLEU"] == float(page)
+    assert model["Metadata"]["Seeds"] == 2 and row[cols.index("measured seeds")] == "2"
+    assert row[cols.index("measured BLEU sd")] == "0.57"  # 0.8 / sqrt(2)
+    assert "each BLEU figure is the mean over the seeds that finished" in md
 
 
 def test_rows_that_ran_on_different_machines_or_dtypes_are_flagged(tmp_path):
