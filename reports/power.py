@@ -4,9 +4,10 @@ of seeds per row at which the claim's test finds the paper's effect with 80% pow
 The paper's effect is carried over as a share of the row's figure (0.9 BLEU of 25.8 is 3.5%; applied
 to our row's BLEU), since a scaled-down profile lives at another level of BLEU and perplexity. The
 test is the one the report runs (zoo.stats): a paired t-test with S - 1 degrees of freedom on a
-standard error sqrt(seed variance / S + sentence variance), at the level Holm gives the first claim
-of the family (alpha / claims), the strictest one. The sentence part does not shrink with seeds: a
-claim whose effect is smaller than the test set's own noise is not reachable by seeds alone.
+standard error sqrt(seed variance / S + shared test-set variance), at the level Holm gives the first
+claim of the claim's own family (alpha / the claims on its metric), the strictest one. The shared part
+does not shrink with seeds (each seed's own sentence noise is in the seed variance, and does): a claim
+whose effect is smaller than the test set's shared noise is not reachable by seeds alone.
 """
 from __future__ import annotations
 
@@ -51,7 +52,17 @@ def power(effect: float, seed_sd: float, sentence_se: float, seeds: int, alpha: 
     if tie_margin:  # TOST at a true difference of 0: both one-sided tests must reject (normal approximation)
         return max(0.0, 2 * st.norm.cdf(tie_margin / se - st.t.ppf(1 - alpha, df)) - 1)
     ncp = abs(effect) / se
-    return float(st.nct.sf(q, df, ncp) + st.nct.cdf(-q, df, ncp))
+    got = float(st.nct.sf(q, df, ncp) + st.nct.cdf(-q, df, ncp))
+    return got if math.isfinite(got) else _power_by_integral(q, df, ncp)
+
+
+def _power_by_integral(q: float, df: int, ncp: float) -> float:
+    """P(|T| > q) for T noncentral t, as the normal tail averaged over the chi-square of the variance:
+    scipy's nct returns NaN for some (df, ncp) far in the tail, which read as 'no power'."""
+    from scipy.integrate import quad
+    f = lambda v: (st.norm.sf(q * math.sqrt(v / df) - ncp) + st.norm.cdf(-q * math.sqrt(v / df) - ncp)) \
+        * st.chi2.pdf(v, df)
+    return min(1.0, max(0.0, quad(f, 0, math.inf, limit=200)[0]))
 
 
 def seeds_needed(effect, seed_sd, sentence_se, alpha, tie_margin=0.0, cap=MAX_SEEDS) -> int | None:
@@ -79,7 +90,7 @@ def plan(runs: Runs, claims: list[C.Claim] | None = None) -> Plan:
         hours[row] = sum(secs) / len(secs) / 3600 if secs else 0.0
     resamplers: dict[int, S.Resampler] = {}
     resampler = lambda n: resamplers.setdefault(n, S.Resampler(n, 2000, S.BOOTSTRAP_SEED))
-    alpha = C.ALPHA / len(C.CLAIMS)  # the report's family: every claim
+    family = {m: sum(c.metric == m for c in C.CLAIMS) for m in ("ppl", "bleu")}  # Holm per metric (zoo.claims)
     out = []
     for c in claims:
         comp = comparison(runs, {runs.profile: rows}, c, resampler)
@@ -94,6 +105,7 @@ def plan(runs: Runs, claims: list[C.Claim] | None = None) -> Plan:
         # the paper's effect as a share of its row, at our row's level (the paper's own where we have none)
         effect = abs(c.paper_delta) / paper_level * abs(level if level else paper_level)
         margin = c.margin * abs(level if level else paper_level) if c.tie else 0.0
+        alpha = C.ALPHA / family[c.metric]  # Holm's first step in the claim's own family
         n = seeds_needed(effect, seed_sd, sent_se, alpha, margin)
         note = f"{C.UNTESTABLE}: {comp.untestable}" if comp.untestable else ""
         if n is None:  # the sentence part alone, at any number of seeds
@@ -109,7 +121,8 @@ def print_plan(p: Plan, stream=None) -> None:
     import sys
     stream, rows = stream or sys.stdout, p.needs
     print(f"Seeds per row for {POWER:.0%} power to find the paper's effect (as a share of the row's figure) "
-          f"at Holm's strictest level, alpha {C.ALPHA:g}/{len(C.CLAIMS)}:", file=stream)
+          f"at Holm's strictest level in the claim's family (alpha {C.ALPHA:g} / the claims on its metric: "
+          + ", ".join(f"{m} {sum(c.metric == m for c in C.CLAIMS)}" for m in ("ppl", "bleu")) + "):", file=stream)
     table = [("claim", "effect", "seed sd", "sent se", "source", "have", "need", "")]
     per_row: dict[str, int] = {}
     for r in rows:

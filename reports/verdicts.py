@@ -65,26 +65,28 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
             seeds=e and "{} / {}".format(*e.seeds)))
     tally = C.Tally.of(verdicts)
     tested = [v for v in verdicts if v.p_holm is not None]
+    n_ppl = sum(v.claim.metric == "ppl" for v in tested)
+    n_bleu = len(tested) - n_ppl
     resampled = sorted({v.comparison.sentences for v in verdicts if v.estimate})
     margins = sorted({f"{100 * v.claim.margin:g}%" for v in verdicts if v.claim.tie})
     notes = [
         "Tally: " + tally.text(),
-        f"Statistics: {resamples:,} resamples of a hierarchical bootstrap (Multi-Bootstrap, Sellam et al. "
-        f"2022; bootstrap seed {bootstrap_seed}, `zoo report --bootstrap-seed N`): each resample draws the "
-        "seeds with replacement and the scored sentences with replacement (the dev split's, pooled with "
-        "the other splits the profile scores, named under 'Resampled here'), and recomputes both rows' corpus "
-        "BLEU or perplexity on the drawn sentences. Rows run on the same seeds are compared seed by seed "
-        "(seed s gives every row the same data order), and both rows always on the same sentences. "
-        "Resampled here: " + ("; ".join(resampled) or "nothing yet") + ". The resamples give the standard "
-        "error of the difference; the 95% interval is Δ ± t × se, the seed part of the variance unbiased "
-        "and the seeds' degrees of freedom (S - 1 for rows compared seed by seed: the seeds are the "
-        "independent units) (a percentile bootstrap of 3 seeds covers a "
-        "null effect only about 80% of the time). MC error: the Monte Carlo error of each interval end from "
-        f"the finite resamples (at most {mc:.3f} here).",
-        f"Multiple comparisons: Holm's correction across the {len(tested)} claims tested in this report "
-        "(one family), so the chance that any verdict here is a false finding is at most 5%; Holm rather "
-        "than Benjamini-Hochberg because each verdict is read on its own. p (Holm) is that adjusted "
-        "p-value; the interval is per claim, unadjusted.",
+        f"Statistics: the difference's variance is the seed term plus the test-set noise shared by all seeds. "
+        "The seed term is the unbiased variance over seeds of the per-seed differences (rows run on the same "
+        "seeds are compared seed by seed: seed s gives every row the same data order), over the number of "
+        "seeds; it already holds each seed's own sentence noise. The shared term is the covariance, across "
+        f"{resamples:,} resamples of the scored sentences (bootstrap seed {bootstrap_seed}, `zoo report "
+        "--bootstrap-seed N`; both rows always on the same sentences), between different seeds' differences: "
+        "the part of the test set's noise that more seeds do not average away. Resampled here: "
+        + ("; ".join(resampled) or "nothing yet") + ". The 95% interval is Δ ± t × se with the seeds' degrees "
+        "of freedom (S - 1 for rows compared seed by seed: the seeds are the independent units). MC error: "
+        f"the Monte Carlo error of each interval end from the finite resamples (at most {mc:.3f} here).",
+        f"Multiple comparisons: two families, each corrected by Holm's method: perplexity, the primary metric "
+        f"({n_ppl} claims tested here), and BLEU, secondary ({n_bleu}); within each the chance that any verdict "
+        "is a false finding is at most 5%. The same two rows compared on both metrics are one comparison "
+        "twice, so they are not counted in one family. Holm rather than Benjamini-Hochberg because each "
+        "verdict is read on its own. p (Holm) is the adjusted p-value within the claim's own family; the "
+        "interval is per claim, unadjusted.",
         "Verdicts. A claim that one row is better: held (Holm p < 0.05, Δ on the paper's side), flipped "
         "(Holm p < 0.05, the other side), within noise (no finding either way). A tie (the paper: nearly "
         "identical): equivalent (two one-sided tests show |Δ| is within the margin, "
@@ -92,7 +94,7 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
         "the paper calls real, 0.4 BLEU of 25.8 and 0.1 PPL of 4.91), different (|Δ| beyond the margin), "
         "inconclusive (neither). Untestable at this budget: a precondition written with the claim, from "
         "the paper, before any run (over-fitting for the dropout claim, the paper's 3x steps for big) "
-        "is not met by these runs; the measured Δ is still shown, and such a claim is not in the Holm family.",
+        "is not met by these runs; the measured Δ is still shown, and such a claim is in no Holm family.",
         "Each claim compares two rows on one metric, written from the paper's text (section 6.2, 5.4) and "
         "its Table 3, never from our results. Δ: how much better the first row is (BLEU higher, PPL "
         "lower), the mean over seeds. Rows stopped early by a time limit (truncated) are excluded."]
