@@ -86,7 +86,7 @@ def trial_view(label: str, t: Trial, files: dict) -> dict:
     x = m and m.primary
     p = t.provenance
     facts = [("spec", t.spec), ("trial", t.trial), ("profile", t.profile),
-             ("state", t.status.value), ("hardware", t.hardware or (m and m.hardware.device) or ""),
+             ("state", t.status.value), ("hardware", t.hardware_text or (m and m.hardware.device) or ""),
              ("steps", f"{m.steps_done if m else t.step or 0} of {t.steps or '?'}"),
              ("target tokens seen", f"{t.tokens_seen:,}" if t.tokens_seen else ""),
              ("train time", duration(t.train_seconds) if t.train_seconds else ""),

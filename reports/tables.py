@@ -205,7 +205,7 @@ def table2_rows(runs: Runs) -> list[T2Row]:
                 flops_planned=costs.train_flops_total(cfg, vocab_size=run.vocab) if cfg else None,
                 flops_spent=spent, wall=secs, peak=pk[0] if pk else None,
                 utilization=spent / (secs * pk[0]) if spent and secs and pk else None,
-                state=run.state, hardware=t.hardware if t else None, profile=run.profile, data=run.data_split()))
+                state=run.state, hardware=t.hardware_text if t else None, profile=run.profile, data=run.data_split()))
     for r, flag in zip(rows, provenance_flags([r.run.trial for r in rows])[0]):
         r.provenance = flag
     return rows

@@ -317,7 +317,8 @@ class Trial(_Record):
     attention: Attention | None = None
     tokens_seen: int | None = None
     train_seconds: float | None = None
-    hardware: str | None = None     # display line for `zoo status`; reports read placement and result
+    # a display line for `zoo status` (store column `hardware`); what ran it, typed, is result.hardware and placement
+    hardware_text: str | None = None
     placement: Placement | None = None
     run_dir: str | None = None
     checkpoint: str | None = None
@@ -342,6 +343,7 @@ class Trial(_Record):
         m = d.pop("metrics")
         d["result"] = m and {"variant": d.get("variant"), "profile": d.get("profile"), **m}
         d["config"], d["best"] = d.get("config") or None, d.get("best") or {}
+        d["hardware_text"] = d.pop("hardware", None)
         return d
 
     @property

@@ -27,4 +27,4 @@ t2() { .venv/bin/zoo run "specs/$2.yaml" --profile ablation_v1 --seeds 1 --addre
 wait
 .venv/bin/zoo merge $STORE/zoo.db $STORE-b/zoo.db
 .venv/bin/zoo status --runs $STORE/zoo.db
-.venv/bin/zoo report --runs $STORE/zoo.db --out $OUT --profile ablation_v1
+.venv/bin/zoo report --runs $STORE/zoo.db --out $OUT --force --profile ablation_v1

@@ -53,7 +53,7 @@ if want seeds; then bash results/ablation2-cpu2/more_seeds.sh; fi
 if want report; then
   for s in $STORE-b $STORE-c $STORE-d; do [ -f $s/zoo.db ] && .venv/bin/zoo merge $STORE/zoo.db $s/zoo.db; done
   .venv/bin/zoo status --runs $STORE/zoo.db
-  .venv/bin/zoo report --runs $STORE/zoo.db --out $OUT --profile ablation --addon ablation_dropout --addon ablation_big
+  .venv/bin/zoo report --runs $STORE/zoo.db --out $OUT --force --profile ablation --addon ablation_dropout --addon ablation_big
   cp $STORE/zoo.db $OUT/zoo.db
   cp runs-pilot/zoo.db $OUT/pilot-lr.db; cp runs-pilot-overfit/zoo.db $OUT/pilot-overfit.db
 fi

@@ -22,4 +22,4 @@ chain $STORE-b table3_A table3_D table3_E table2_en_de_base table4_wsj > $STORE-
 wait
 .venv/bin/zoo merge $STORE/zoo.db $STORE-b/zoo.db
 .venv/bin/zoo status --runs $STORE/zoo.db
-.venv/bin/zoo report --runs $STORE/zoo.db --out $OUT --profile quick
+.venv/bin/zoo report --runs $STORE/zoo.db --out $OUT --force --profile quick

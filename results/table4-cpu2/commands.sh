@@ -11,5 +11,5 @@ STORE=runs-table4
 OUT=results/table4-cpu2
 .venv/bin/zoo run specs/table4_wsj.yaml --profile cpu --storage $STORE
 .venv/bin/zoo status --runs $STORE/zoo.db
-.venv/bin/zoo report --table 4 --runs $STORE/zoo.db --out $OUT --profile cpu
+.venv/bin/zoo report --table 4 --runs $STORE/zoo.db --out $OUT --force --profile cpu
 cp $STORE/zoo.db $OUT/zoo.db
