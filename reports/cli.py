@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from zoo.runner.store import default_path
+from zoo.runner.store import default_path, warn_damaged
 
 DEFAULT_OUT = Path("reports") / "out"
 DEFAULT_RUNS = default_path()
@@ -20,6 +20,7 @@ def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], pro
     from zoo.reports import plots, render, runs as runs_mod, tables as tables_mod
     from zoo.paths import atomic_write_text
     runs = runs_mod.load(runs_path, profile, addons)
+    warn_damaged(runs.store)  # stderr; the report shows the sound rows
     img = out / "img"
     meta = render.meta(runs_path, profile, len(runs.trials), runs.note)
     built = [tables_mod.table3(runs, bootstrap_seed=bootstrap_seed) if n == 3 else tables_mod.BUILDERS[n](runs)
@@ -52,6 +53,7 @@ def build_sweep(runs_path: Path, out: Path, spec: str, formats: list[str], profi
     """The page of one swept spec (`zoo report --sweep SPEC`): every point, its seeds, a figure per field."""
     from zoo.reports import plots, render, runs as runs_mod, sweep
     runs = runs_mod.load(runs_path, profile)
+    warn_damaged(runs.store)
     table = sweep.sweep_table(runs, spec)
     img = out / "img"
     figures = plots.sweep(table, img)
@@ -64,12 +66,36 @@ def build_sweep(runs_path: Path, out: Path, spec: str, formats: list[str], profi
     return written + render.write_table(table, out, formats, meta, figures, cards, [])
 
 
-def _check_out(out: Path) -> None:
-    """--out must be a folder this user can create and write (not a file, not under /proc or /sys)."""
+# what a report writes into --out (git pathspecs, relative to it): its pages, its figures, its data files
+REPORT_FILES = ("index.md", "index.html", "table[234].md", "table[234].html", "sweep-*.md", "sweep-*.html",
+                "results.csv", "model-index.yml", "img/*.png")
+
+
+def _committed(out: Path) -> list[str]:
+    """The report files in --out that git tracks (a committed reference report), [] outside a checkout."""
+    import subprocess
+    try:
+        r = subprocess.run(["git", "-C", str(out), "ls-files", "-z", "--", *REPORT_FILES], capture_output=True,
+                           text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):  # no git here: nothing can be committed
+        return []
+    # the pages first, then the figures
+    return sorted((f for f in r.stdout.split("\0") if f), key=lambda f: (f.startswith("img/"), f)) \
+        if r.returncode == 0 else []
+
+
+def _check_out(out: Path, force: bool = False) -> None:
+    """--out must be a folder this user can create and write (not a file, not under /proc or /sys), and not
+    one whose report pages git tracks unless --force says to replace them."""
     from zoo.errors import UserError
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out}: that is a file, not a folder; the report writes several pages and an "
                         "img/ folder into --out: give a folder (created if missing)")
+    if out.is_dir() and not force and (tracked := _committed(out)):
+        shown = ", ".join(tracked[:4]) + (f" and {len(tracked) - 4} more" if len(tracked) > 4 else "")
+        raise UserError(f"--out {out}: it holds report files committed to git ({shown}); the report would replace "
+                        "them: give --force to rebuild them there (git diff then shows what changed), or another "
+                        "--out")
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / f".zoo-write-probe-{os.getpid()}"
@@ -85,6 +111,9 @@ def cmd_report(args) -> int:
     tables = [args.table] if args.table else [2, 3, 4]
     formats = ["md", "html"] if args.format == "all" else [args.format]
     out = Path(args.out)
+    if args.bootstrap_seed is not None and not 0 <= args.bootstrap_seed < 2**32:  # numpy's seed range
+        from zoo.errors import UserError
+        raise UserError(f"--bootstrap-seed must be between 0 and {2**32 - 1} (got {args.bootstrap_seed})")
     runs = Path(args.runs or DEFAULT_RUNS)
     if runs.is_dir():
         runs = runs / "zoo.db"
@@ -95,7 +124,7 @@ def cmd_report(args) -> int:
     if runs.exists():  # not a zoo store: refused before --out is created
         from zoo.runner.store import open_store
         open_store(runs)
-    _check_out(out)
+    _check_out(out, args.force)
     written = build_sweep(runs, out, args.sweep, formats, args.profile) if args.sweep else \
         build(runs, out, tables, formats, args.profile, args.bootstrap_seed, tuple(args.addon or ()))
     pages = [p for p in written if p.suffix != ".png"]
@@ -122,4 +151,6 @@ def register(sub) -> None:
                    "tables show the --profile's rows; repeatable")
     s.add_argument("--bootstrap-seed", type=int, metavar="N", help="seed of the claims' bootstrap resamples "
                    "(default fixed, so a report rebuilds identically; verdicts should not move with it)")
+    s.add_argument("--force", action="store_true", help="write into an --out whose report files are committed to "
+                   "git (a reference report, results/...), replacing them; refused without it")
     s.set_defaults(fn=cmd_report)

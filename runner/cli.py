@@ -13,11 +13,24 @@ def cmd_run(args) -> int:
     from zoo.runner import sweep
     if args.max_concurrent is not None and args.max_concurrent < 1:
         raise UserError("--max-concurrent must be 1 or more")
-    if args.seeds is not None and not 1 <= args.seeds <= 100:
-        raise UserError(f"--seeds must be between 1 and 100 (got {args.seeds})")
+    from zoo.spec import MAX_SEEDS  # the spec language's bound on a `seeds:` list
+    if args.seeds is not None and not 1 <= args.seeds <= MAX_SEEDS:
+        raise UserError(f"--seeds must be between 1 and {MAX_SEEDS} (got {args.seeds})")
+    if args.max_seeds is not None and not args.until_resolved:  # was ignored without a word
+        raise UserError("--max-seeds goes with --until-resolved (zoo run SPEC --until-resolved --max-seeds K): "
+                        "alone it changes nothing; --seeds N runs every variant with N seeds")
+    if args.max_seeds is not None and not 1 <= args.max_seeds <= MAX_SEEDS:
+        raise UserError(f"--max-seeds must be between 1 and {MAX_SEEDS} (got {args.max_seeds})")
     seeds = list(range(1, args.seeds + 1)) if args.seeds else None
     if args.power and not args.plan:
         raise UserError("--power goes with --plan (zoo run SPEC --plan --power)")
+    if args.pilot and not args.power:
+        raise UserError("--pilot goes with --plan --power (the pilot store whose noise sizes the seeds)")
+    pilot = Path(args.pilot or ".")
+    pilot = pilot / "zoo.db" if pilot.is_dir() else pilot
+    if args.pilot and not pilot.exists():  # was: planned from the stated prior, as if no pilot had been named
+        raise UserError(f"--pilot {args.pilot}: no results store at {pilot}; give the pilot run's zoo.db, or the "
+                        "--storage folder holding it (without --pilot: the --storage store, or a stated prior)")
     if args.plan:  # what it would cost; nothing runs, no Ray starts
         from zoo.runner import plan
         from zoo.spec import auto_profile
@@ -25,6 +38,11 @@ def cmd_run(args) -> int:
         if args.power:
             return _power(args, cfgs)
         plan.print_plan(plan.plan(cfgs, measure=not args.no_measure), args.json)
+        if args.until_resolved:  # the plan is the first round; the rounds after it depend on the verdicts
+            import sys
+            print(f"note: --until-resolved runs these trials first, then may add seeds to the rows of open claims, "
+                  f"up to --max-seeds {args.max_seeds or MAX_SEEDS_DEFAULT} per row: later rounds are not in "
+                  "this plan", file=sys.stderr)
         return 0
     if args.json:
         raise UserError("--json goes with --plan (zoo status --json lists the trials of a run)")
@@ -53,7 +71,7 @@ def _power(args, cfgs) -> int:
     """`--plan --power`: seeds per claim touching the spec's rows, from a pilot store's noise."""
     from zoo import claims as C
     from zoo.reports import power, runs as runs_mod
-    from zoo.runner.store import default_path
+    from zoo.runner.store import default_path, warn_damaged
     pilot = Path(args.pilot) if args.pilot else default_path(args.storage)
     if pilot.is_dir():
         pilot = pilot / "zoo.db"
@@ -62,6 +80,7 @@ def _power(args, cfgs) -> int:
     if not claims:
         raise UserError(f"{args.spec}: no Table 3 claim rests on its rows ({', '.join(sorted(mine)) or 'none'})")
     runs = runs_mod.load(pilot, cfgs[0].profile)
+    warn_damaged(runs.store)  # the plan is sized from the sound rows
     print(f"pilot: {pilot} ({len(runs.trials)} trials of profile {cfgs[0].profile}"
           + (f"; {runs.note}: the stated prior is used" if runs.note else "") + ")")
     power.print_plan(power.plan(runs, claims))
@@ -69,6 +88,7 @@ def _power(args, cfgs) -> int:
 
 
 OPEN = ("within noise", "inconclusive", "needs 2+ seeds")  # verdicts another seed could change
+MAX_SEEDS_DEFAULT = 10  # --until-resolved's --max-seeds when not given
 
 
 def _until_resolved(args, seeds) -> int:
@@ -85,6 +105,8 @@ def _until_resolved(args, seeds) -> int:
     from zoo.runner.store import default_path
     from zoo.spec import auto_profile
     k = len(seeds) if seeds else 2  # two seeds: the fewest that can give a verdict
+    if args.max_seeds is None:
+        args.max_seeds = MAX_SEEDS_DEFAULT
     if args.max_seeds < k:
         raise UserError(f"--max-seeds {args.max_seeds} is below the {k} seeds of the first round")
     cfgs = sweep.resolve_trials(args.spec, args.variant, auto_profile(args.profile), args.set, [1], args.data_dir)
@@ -137,7 +159,7 @@ def _until_resolved(args, seeds) -> int:
 
 
 def cmd_merge(args) -> int:
-    from zoo.runner.store import default_path, open_store
+    from zoo.runner.store import default_path, open_store, warn_damaged
     path = lambda x: default_path(x) if Path(x).is_dir() else Path(x)
     sources = []
     for src in args.sources:  # every source checked before INTO is created or written
@@ -149,12 +171,18 @@ def cmd_merge(args) -> int:
     into = open_store(path(args.into), write=True)
     for src, store in sources:
         copied, kept = into.merge(store)
-        print(f"{src}: {copied} trials copied, {kept} kept (newer in {args.into})")
-    return 0
+        print(f"{src}: {copied} trials copied, {kept} kept (newer in {args.into})"
+              + (f", {len(store.damaged)} damaged not copied" if store.damaged else ""))
+        warn_damaged(store, "not copied")
+    mine = open_store(path(args.into))  # INTO's own damaged rows, kept as they are, named too
+    mine.trials()
+    warn_damaged(mine, "kept unchanged")
+    # a source row left out: the merged store lacks a trial, so a script must not go on as if it were whole
+    return 2 if any(store.damaged for _, store in sources) else 0
 
 
 def cmd_status(args) -> int:
-    from zoo.runner.store import default_path, open_store
+    from zoo.runner.store import default_path, open_store, warn_damaged
     path = Path(args.runs) if args.runs else default_path()
     if path.is_dir():
         path = default_path(path)
@@ -164,7 +192,9 @@ def cmd_status(args) -> int:
     if not path.exists():
         raise UserError(f"no results store at {path}: run `zoo run SPEC` first, or point --runs at the "
                         "zoo.db inside the --storage folder a run used")
-    trials = open_store(path).trials()
+    store = open_store(path)
+    trials = store.trials()
+    warn_damaged(store)  # stderr: the sound rows are still listed (exit 0)
     if args.spec:
         trials = [t for t in trials if Path(t.spec).stem == Path(args.spec).stem]
     gone, leftovers = _dead_driver(path.parent)
@@ -175,7 +205,8 @@ def cmd_status(args) -> int:
         rows = [t.model_dump(mode="json", exclude={"attention": True, "result": {"splits": {"__all__": {"bleu_stats"}}}})
                 | {"seed": t.seed, "metrics": None, "note": note.get(t.key)} for t in trials]
         for row, t in zip(rows, trials):
-            row["metrics"] = row.pop("result")  # the name `zoo status --json` has always used
+            row["metrics"] = row.pop("result")  # the names `zoo status --json` has always used
+            row["hardware"] = row.pop("hardware_text")
         print(json.dumps(rows, indent=2, default=str))
         return 0
     if not trials:
@@ -191,7 +222,7 @@ def cmd_status(args) -> int:
         state = f"{t.status.value} ({note[t.key]})" if t.key in note else t.status.value
         table.append((Path(t.spec).stem, t.trial, t.profile, state, f"{t.step or 0}/{t.steps or '?'}",
                       f"{ppl:.2f}" if ppl else "-", score,
-                      (t.error or "") if t.status is TrialStatus.failed else (t.hardware or "")))
+                      (t.error or "") if t.status is TrialStatus.failed else (t.hardware_text or "")))
     print(text_table(table, last_free=True))
     print(f"\n{len(trials)} trials in {path}")
     for t in trials:
@@ -259,9 +290,9 @@ def register(sub) -> None:
                    "count from the first round's to --max-seeds, each at its own level (O'Brien-Fleming-type "
                    "alpha spending, zoo.sequential), so the chance of any false verdict over all the looks is "
                    "at most 5%%; a claim decided at a look keeps that verdict")
-    s.add_argument("--max-seeds", type=int, default=10, metavar="K", help="with --until-resolved: at most K "
-                   "seeds per row (default 10); fixed before the run, it sets the number of looks the 5%% is "
-                   "spent over (K - first round's seeds + 1): a larger K makes each look stricter")
+    s.add_argument("--max-seeds", type=int, metavar="K", help="with --until-resolved: at most K (1 to 100) "
+                   f"seeds per row (default {MAX_SEEDS_DEFAULT}); fixed before the run, it sets the number of looks the "
+                   "5%% is spent over (K - first round's seeds + 1): a larger K makes each look stricter")
     s.add_argument("--analysis", metavar="PLAN", help="the analysis plan (YAML, see zoo/analysis.py) the trials run "
                    "under, written before the first trial: its hash is stored with each; zoo report --analysis "
                    "PLAN calls a claim post hoc when its trials ran under another plan or none")

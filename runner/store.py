@@ -12,13 +12,14 @@ import json
 import os
 import shutil
 import sqlite3
+import sys
 import tempfile
 import time
 import weakref
 from contextlib import contextmanager
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from zoo.config import Config
 from zoo.errors import UserError
@@ -77,6 +78,7 @@ JSON_COLS = ("config", RESULT_COLUMN, "best", "attention", "placement")
 APPLICATION_ID = 0x7A6F6F31  # "zoo1"
 SCHEMA_VERSION = 2  # 2: the trial's name in its own column, `variant` the variant (1: the name in `variant`)
 META = "CREATE TABLE IF NOT EXISTS zoo_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+ZOO_TABLES = {"trials", "points", "zoo_meta"}  # a file with zoo's application_id must hold these (or part: new)
 # Stores written before the application_id (the committed reference stores among them) are known by
 # their tables: zoo's trials columns and a points table.
 LEGACY_COLUMNS = {"spec", "variant", "profile", "config_hash", "config", "status", RESULT_COLUMN, "run_dir"}
@@ -100,6 +102,7 @@ class Store:
         self.path, self.readonly = Path(path), readonly
         self._decoded: dict[tuple, Trial] = {}  # read-only: (rowid, updated_at) -> Trial: a row decoded once
         self._keys: dict[str, str] = {}  # table -> its trial column (_key)
+        self.damaged: list[str] = []  # read-only: the rows a read skipped, one line each (see _decode_row)
         copy = _read_copy(self.path)  # a temp copy when a WAL is beside the store (see there)
         if copy:  # removed when this Store goes
             drop = weakref.finalize(self, shutil.rmtree, copy, ignore_errors=True)
@@ -156,12 +159,13 @@ class Store:
         copied = kept = 0
         pkey = other._key("points")
         for r in other._rows("SELECT * FROM trials"):
+            if other._decode_row(dict(r)) is None:  # typed before anything: a damaged row is left out,
+                continue                            # named in other.damaged (cmd_merge prints them)
             row = _current(dict(r))  # a schema 1 source is read as it is
             key = row["spec"], row["trial"], row["profile"]
             if key in mine and mine[key] >= (row["updated_at"] or 0):
                 kept += 1
                 continue
-            _decode(row)  # typed once before it is copied: a row this zoo cannot read is refused here
             pts = other._rows(f"SELECT * FROM points WHERE spec=? AND {pkey}=? AND profile=?", key)
             row = {k: v for k, v in row.items() if k in columns}  # copied as stored
             with self._conn() as c:  # one transaction per trial: its row and its curve together
@@ -248,12 +252,27 @@ class Store:
         cond = " WHERE " + " AND ".join(f"{k}=?" for k in where) if where else ""
         rows = self._rows(f"SELECT rowid AS _rowid, * FROM trials{cond}{order}", tuple(where.values()))
         if not self.readonly:
-            return [_decode(dict(r)) for r in rows]
+            return [self._decode_row(dict(r)) for r in rows]
         keys = [(r["_rowid"], r["updated_at"]) for r in rows]  # a row a writer changed since: decoded anew
         for key, r in zip(keys, rows):
             if key not in self._decoded:
-                self._decoded[key] = _decode(dict(r))
-        return [self._decoded[key] for key in keys]
+                self._decoded[key] = self._decode_row(dict(r))
+        return [t for key in keys if (t := self._decoded[key])]  # None: a damaged row, skipped
+
+    def _decode_row(self, row: dict) -> Trial | None:
+        """A row as its record, or None for a damaged one (cut JSON, a config that fails validation, an
+        unknown status): read-only, it is skipped and named in self.damaged, so one bad row does not
+        hide the rest. A writer (zoo run) stops instead: it would run that trial again over the row."""
+        try:
+            return _decode(row)
+        except (ValueError, TypeError, AttributeError) as e:  # ValidationError, _BadJSON are ValueErrors
+            what = _damage(row, e)
+        if not self.readonly:
+            raise UserError(f"{self.path} holds a damaged row: {what}. zoo stops rather than overwrite it; "
+                            "repair or delete that row (sqlite3), or run with another --storage")
+        if what not in self.damaged:
+            self.damaged.append(what)
+        return None
 
     def _rows(self, sql: str, args: tuple = ()) -> list[sqlite3.Row]:
         """One query's rows. Read-only, the file is read as immutable, without a lock, while a writer
@@ -301,10 +320,15 @@ def _stamp(path: Path) -> tuple:
 
 def _current(row: dict) -> dict:
     """A trials row in this schema: a schema 1 row kept the trial's name in `variant` and the variant
-    only inside its config."""
+    only inside its config. A damaged config is carried as it is (the migration loses no row), and
+    _decode names it."""
     if row.get("trial") is None:  # the columns of a schema 1 row, read by name
-        name, config = row["variant"], json.loads(row["config"] or "{}")
-        row = row | {"trial": name, "variant": config.get("variant") or name}
+        try:
+            config = json.loads(row["config"] or "{}")
+        except json.JSONDecodeError:
+            config = {}
+        name = row["variant"]
+        row = row | {"trial": name, "variant": (isinstance(config, dict) and config.get("variant")) or name}
     return row
 
 
@@ -387,9 +411,14 @@ class NotAStore(Exception):
     """The file is not a zoo results store (open_store turns this into the user's error)."""
 
 
+class DamagedMeta(NotAStore):
+    """zoo's store, but its zoo_meta is unreadable: nothing may read or write it on a guess."""
+
+
 def identify(path: Path) -> str:
     """'new' (absent or empty: a run may create the store), 'zoo' or 'legacy' (a zoo store from before
-    the application_id); NotAStore for anything else. Reads the header bytes, then at most the schema
+    the application_id); NotAStore for anything else, DamagedMeta for a zoo_meta that cannot be read. A
+    file is zoo's when its application_id and its tables agree: four header bytes are not proof. Reads the header bytes, then at most the schema
     through an immutable connection, which never writes, locks or creates a file."""
     try:
         st = path.stat()
@@ -418,9 +447,17 @@ def identify(path: Path) -> str:
     except sqlite3.DatabaseError as e:
         raise NotAStore(f"it cannot be read as SQLite ({e})") from None
     if app == APPLICATION_ID:
+        ours = {t for t in tables if not t.startswith("sqlite_")} <= ZOO_TABLES
+        if not (ours or {"trials", "points"} <= tables) or (cols and not LEGACY_COLUMNS <= cols):
+            raise NotAStore(f"it carries zoo's application_id but not zoo's tables (it holds "
+                            f"{', '.join(sorted(tables)[:5])}): another program's file")
+        if version and not version[0].strip().isdigit():  # read before anything trusts or rewrites it
+            raise DamagedMeta(f"its zoo_meta table is damaged: schema_version is {version[0]!r}, not a whole "
+                              "number, so zoo cannot tell which schema it holds")
         if version and int(version[0]) > SCHEMA_VERSION:
             raise NotAStore(f"it has store schema {version[0]}, newer than this zoo's {SCHEMA_VERSION}: upgrade zoo")
-        return "zoo"
+        # zoo's tables, or part of them: a store zoo was stopped while creating (no rows yet), read as empty
+        return "zoo" if {"trials", "points"} <= tables else "new"
     if not tables:  # an SQLite file with nothing in it, no application_id: someone else's, or nobody's
         raise NotAStore("it is an empty SQLite database that zoo did not create")
     if "points" in tables and LEGACY_COLUMNS <= cols and "zoo_meta" not in tables:
@@ -428,10 +465,45 @@ def identify(path: Path) -> str:
     raise NotAStore(f"it holds another program's tables ({', '.join(sorted(tables)[:5])})")
 
 
+class _BadJSON(ValueError):
+    def __init__(self, column: str, e: json.JSONDecodeError):
+        super().__init__(f"column {column}: not valid JSON (cut short?): {e.msg} (character {e.pos})")
+
+
+def _loads(column: str, text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise _BadJSON(column, e) from None
+
+
 def _decode(row: dict) -> Trial:
     """A stored row as its record (JSON columns parsed; Trial reads RESULT_COLUMN as its `result`)."""
     row.pop("_rowid", None)
-    return Trial.model_validate({k: json.loads(v) if k in JSON_COLS and v else v for k, v in _current(row).items()})
+    return Trial.model_validate({k: _loads(k, v) if k in JSON_COLS and v else v for k, v in _current(row).items()})
+
+
+def _damage(row: dict, e: Exception) -> str:
+    """One line naming a damaged row (spec, trial, profile), its column and what is wrong there."""
+    name = f"{row.get('spec')} {row.get('trial') or row.get('variant')} (profile {row.get('profile')})"
+    if isinstance(e, ValidationError):
+        err = e.errors()[0]
+        loc = [str(x) for x in err["loc"]] or ["?"]
+        column = RESULT_COLUMN if loc[0] == "result" else loc[0]  # Trial's `result` is the metrics column
+        where = ".".join(loc[1:])
+        value = err.get("input")
+        shown = f" (is {value!r})" if isinstance(value, (str, int, float)) else ""  # a dict would be long
+        return f"{name}: column {column}: {where + ': ' if where else ''}{err['msg']}{shown}"
+    return f"{name}: {e}"  # _BadJSON names its column
+
+
+def warn_damaged(store: "Store | None", what: str = "skipped") -> None:
+    """Print (stderr, one paragraph) the damaged rows a read skipped; the command shows the rest."""
+    if store and store.damaged:
+        n = len(store.damaged)
+        print(f"zoo: warning: {store.path}: {n} damaged row{'s' * (n != 1)} {what}: " + "; ".join(store.damaged)
+              + ". The other rows are read as usual; repair the damaged ones (sqlite3), or delete them",
+              file=sys.stderr)
 
 
 def open_store(path: str | Path, write: bool = False) -> Store:
@@ -447,6 +519,10 @@ def open_store(path: str | Path, write: bool = False) -> Store:
                         "inside the --storage folder a run used")
     try:
         return Store(path, readonly=not write)
+    except DamagedMeta as e:
+        raise UserError(f"{path}: {e}. zoo left it untouched. If its trials table has a `trial` column it is "
+                        f"schema 2: sqlite3 {path} \"UPDATE zoo_meta SET value='2' WHERE key='schema_version'\" "
+                        "repairs it") from None
     except NotAStore as e:
         raise UserError(f"{path} is not a zoo results store: {e}. zoo left it untouched; point --runs (or the "
                         "merge arguments: INTO first, then the stores to copy from) at a zoo.db that `zoo run` "
