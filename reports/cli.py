@@ -15,7 +15,7 @@ DEFAULT_RUNS = default_path()
 
 
 def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], profile: str | None = None,
-          bootstrap_seed: int | None = None, addons: tuple[str, ...] = ()) -> list[Path]:
+          bootstrap_seed: int | None = None, addons: tuple[str, ...] = (), plan=None) -> list[Path]:
     """Write the chosen tables (and, for all of them, the index); return the files written."""
     from zoo.reports import plots, render, runs as runs_mod, tables as tables_mod
     from zoo.paths import atomic_write_text
@@ -23,7 +23,7 @@ def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], pro
     warn_damaged(runs.store)  # stderr; the report shows the sound rows
     img = out / "img"
     meta = render.meta(runs_path, profile, len(runs.trials), runs.note)
-    built = [tables_mod.table3(runs, bootstrap_seed=bootstrap_seed) if n == 3 else tables_mod.BUILDERS[n](runs)
+    built = [tables_mod.table3(runs, bootstrap_seed=bootstrap_seed, plan=plan) if n == 3 else tables_mod.BUILDERS[n](runs)
              for n in tables]
     nav = [name for name in render.PAGES if name in {t.name for t in built} or (out / f"{name}.html").exists()]
     written, index_figures = [], []
@@ -124,9 +124,13 @@ def cmd_report(args) -> int:
     if runs.exists():  # not a zoo store: refused before --out is created
         from zoo.runner.store import open_store
         open_store(runs)
+    plan = None
+    if args.analysis:  # validated before --out is touched
+        from zoo import analysis
+        plan = analysis.load(args.analysis)
     _check_out(out, args.force)
     written = build_sweep(runs, out, args.sweep, formats, args.profile) if args.sweep else \
-        build(runs, out, tables, formats, args.profile, args.bootstrap_seed, tuple(args.addon or ()))
+        build(runs, out, tables, formats, args.profile, args.bootstrap_seed, tuple(args.addon or ()), plan)
     pages = [p for p in written if p.suffix != ".png"]
     print(f"report written to {out} ({len(pages)} pages, {len(written) - len(pages)} figures in "
           f"{out / 'img'}, {time.time() - t0:.1f} s)")
@@ -149,6 +153,9 @@ def register(sub) -> None:
     s.add_argument("--addon", action="append", metavar="PROFILE", help="also read this profile's runs for the "
                    "claims its longer budget can test (the dropout claim needs over-fitting, big 3x base's steps); "
                    "tables show the --profile's rows; repeatable")
+    s.add_argument("--analysis", metavar="PLAN", help="judge the claims under this analysis plan (zoo/analysis.py: "
+                   "level, primary metric, resamples); a claim whose trials ran under another plan or none "
+                   "(zoo run --analysis) is marked post hoc")
     s.add_argument("--bootstrap-seed", type=int, metavar="N", help="seed of the claims' bootstrap resamples "
                    "(default fixed, so a report rebuilds identically; verdicts should not move with it)")
     s.add_argument("--force", action="store_true", help="write into an --out whose report files are committed to "

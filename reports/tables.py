@@ -90,7 +90,7 @@ def table3_rows(runs: Runs) -> list[T3Row]:
     return rows
 
 
-def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None = None) -> Table:
+def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None = None, plan=None) -> Table:
     rows = table3_rows(runs)
     shown = [(r.name, r.run.trial) for r in rows if r.run.trial]
     deltas = sorted((r.d_params, r.name) for r in rows if r.d_params is not None)
@@ -117,7 +117,7 @@ def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None 
         notes.insert(0, runs.note + ".")
     if differ_note := provenance_flags([r.run.trial for r in rows])[1]:
         notes.insert(0, differ_note)
-    claims = claims_section(runs, resamples, bootstrap_seed)
+    claims = claims_section(runs, resamples, bootstrap_seed, plan)
     return Table("table3", "Table 3: variations on the Transformer architecture",
                  "Each row of the paper's ablation table: the paper's figures beside ours, what it cost, "
                  "and where the run stands.", [Section("", columns(T3Row), rows), claims, rank_section(rows)],

@@ -36,11 +36,14 @@ class ClaimRow:
     seeds: str | None = text_col("measured", "seeds")
 
 
-def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None = None) -> Section:
-    """Each of the paper's Table 3 claims (zoo.claims) with our difference, its interval and a verdict."""
-    from zoo import claims as C, stats as S
-    resamples = resamples or S.RESAMPLES
-    bootstrap_seed = S.BOOTSTRAP_SEED if bootstrap_seed is None else bootstrap_seed
+def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None = None,
+                   plan=None) -> Section:
+    """Each of the paper's Table 3 claims (zoo.claims) with our difference, its interval and a verdict;
+    with an analysis plan (zoo.analysis), judged at its level and resamples, and a claim whose trials ran
+    under another plan or none marked post hoc."""
+    from zoo import analysis as A, claims as C, stats as S
+    resamples = resamples or (plan.resamples if plan else S.RESAMPLES)
+    bootstrap_seed = (plan.bootstrap_seed if plan else S.BOOTSTRAP_SEED) if bootstrap_seed is None else bootstrap_seed
     by_profile = {p: claim_rows(runs, p) for p in runs.profiles}
     resamplers: dict[int, S.Resampler] = {}
 
@@ -49,14 +52,19 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
             resamplers[n] = S.Resampler(n, resamples, bootstrap_seed + n)
         return resamplers[n]
 
-    verdicts = C.judge([comparison(runs, by_profile, c, resampler) for c in C.CLAIMS])
-    rows, mc = [], 0.0
+    claims = [c for c in C.CLAIMS if not plan or not plan.claims or c.id in plan.claims]
+    verdicts = C.judge([comparison(runs, by_profile, c, resampler) for c in claims],
+                       **({"alpha": plan.alpha, "primary": plan.primary} if plan else {}))
+    rows, mc, post_hoc = [], 0.0, {}
     for v in verdicts:
         c, e = v.claim, v.estimate
         mc = max(mc, e.mc_error if e else 0.0)
         source = f" ({v.comparison.source})" if v.comparison.source else ""
+        if e and (why := A.post_hoc(plan, [x.analysis for r in c.rows for x in (v.comparison.rows or {}).get(r, [])])):
+            post_hoc[c.id] = why
+        verdict = f"{v.verdict}: {v.reason}" if v.reason else v.verdict
         rows.append(ClaimRow(
-            c.id, verdict=f"{v.verdict}: {v.reason}" if v.reason else v.verdict,
+            c.id, verdict=verdict + (" (post hoc)" if c.id in post_hoc else ""),
             says=f"{c.group}: {c.text} ({'BLEU' if c.metric == 'bleu' else 'PPL'})",
             rows=f"{c.better} {'≈' if c.tie else '>'} {c.worse}{source}", paper_delta=round(c.paper_delta, 2),
             delta=e and e.delta, interval=e and f"[{e.lo:+.2f}, {e.hi:+.2f}]", mc_error=e and f"±{e.mc_error:.3f}",
@@ -71,6 +79,10 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
     margins = sorted({f"{100 * v.claim.margin:g}%" for v in verdicts if v.claim.tie})
     notes = [
         "Tally: " + tally.text(),
+        *([f"Analysis plan: {plan.name} ({plan.hash()}): level {plan.alpha:g}, primary {plan.primary}. Post hoc: "
+           + "; ".join(f"{k} ({w})" for k, w in sorted(post_hoc.items())) if post_hoc else
+           f"Analysis plan: {plan.name} ({plan.hash()}): level {plan.alpha:g}, primary {plan.primary}; every "
+           "claim's trials ran under it."] if plan else []),
         f"Statistics: the difference's variance is the seed term plus the test-set noise shared by all seeds. "
         "The seed term is the unbiased variance over seeds of the per-seed differences (rows run on the same "
         "seeds are compared seed by seed: seed s gives every row the same data order), over the number of "
@@ -134,7 +146,8 @@ def claim_rows(runs: Runs, profile: str | None = None) -> dict[str, list]:
                 seed=x.seed or 0, steps=m.steps_done, dev_ppl=m.dev_ppl,
                 bleu_paper=m.primary.bleu_paper if m.primary else None,
                 dev_ppl_curve=curve, train_loss_tail=sum(tail) / len(tail) if tail else None,
-                bleu_stats=bleu, nll_stats=nll, bleu_splits=bleu_splits, nll_splits=nll_splits))
+                bleu_stats=bleu, nll_stats=nll, bleu_splits=bleu_splits, nll_splits=nll_splits,
+                analysis=x.analysis))
         out[row] = got
     return out
 

@@ -66,3 +66,31 @@ def test_post_hoc_when_trials_ran_under_another_plan_or_none(tmp_path):
     assert "another plan" in analysis.post_hoc(plan, [plan.hash(), "0123456789abcdef"])
     assert "no analysis plan" in analysis.post_hoc(plan, [plan.hash(), None])
     assert analysis.post_hoc(None, [None]) == ""  # no plan named: nothing to be post hoc against
+
+
+def test_report_under_a_plan_marks_claims_whose_trials_ran_under_another(tmp_path, capsys):
+    """The v2 store's trials ran under no plan: every tested claim is post hoc under one; once its trials
+    carry the plan's hash (as `zoo run --analysis` stores it), none is."""
+    import shutil
+    import sqlite3
+    from pathlib import Path
+    store = tmp_path / "zoo.db"
+    shutil.copy(Path(__file__).resolve().parents[1] / "results/ablation2-cpu2/zoo.db", store)
+    f = tmp_path / "plan.yaml"
+    f.write_text("name: v2-as-if\nresamples: 1000\n")
+
+    def claims_md(out):
+        assert main(["report", "--runs", str(store), "--out", str(out), "--table", "3", "--format", "md",
+                     "--profile", "ablation", "--analysis", str(f)]) == 0
+        text = (out / "table3.md").read_text()
+        return text, [line for line in text.splitlines() if line.startswith(("| B-small-dk", "| C-width"))]
+    text, lines = claims_md(tmp_path / "a")
+    assert lines and all("(post hoc)" in line for line in lines), lines
+    assert "Analysis plan: v2-as-if" in text and "ran under no analysis plan" in text
+    with sqlite3.connect(store) as c:
+        c.execute("ALTER TABLE trials ADD COLUMN analysis TEXT")
+        c.execute("UPDATE trials SET analysis = ?", (analysis.load(f).hash(),))
+    text, lines = claims_md(tmp_path / "b")
+    assert lines and not any("(post hoc)" in line for line in lines), lines
+    assert "every claim's trials ran under it" in text
+    capsys.readouterr()

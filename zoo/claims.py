@@ -55,6 +55,7 @@ class RowRun:
     nll_stats: np.ndarray | None = None       # (sentences, 2): per-sentence NLL (nats) and tokens
     bleu_splits: tuple[str, ...] = ("dev",)   # the splits whose sentences bleu_stats pools, in order
     nll_splits: tuple[str, ...] = ("dev",)    # and nll_stats's
+    analysis: str | None = None               # the hash of the analysis plan it ran under (zoo.analysis)
 
 
 Rows = Mapping[str, Sequence[RowRun]]  # row label -> its finished trials, one per seed
