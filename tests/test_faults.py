@@ -346,58 +346,6 @@ def test_status_on_an_empty_file_writes_nothing(tmp_path):
     assert "no trials in" in out
 
 
-DROP = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
-
-
-def readable_zoo(tmp_root: Path) -> Path:
-    """A copy of the zoo package as this process imports it (zoo/, and zoo.runner, zoo.reports, zoo.specs
-    wherever they live: an editable install maps them to runner/, reports/, specs/) in a folder anyone may
-    read: the checkout may sit in a private folder (mode 0700: `mktemp -d`, root's home) nobody cannot enter."""
-    import importlib
-    import shutil
-    import zoo
-    keep = shutil.ignore_patterns("__pycache__", "*.pyc")
-    dst = tmp_root / "zoo"
-    shutil.copytree(Path(zoo.__file__).parent, dst, ignore=keep)
-    from zoo.spec import specs_dir
-    for sub in ("runner", "reports", "specs"):
-        if not (dst / sub).exists():
-            src = specs_dir() if sub == "specs" else Path(importlib.import_module(f"zoo.{sub}").__path__[0])
-            shutil.copytree(src, dst / sub, ignore=keep)
-    for p in [tmp_root, *tmp_root.rglob("*")]:
-        p.chmod(0o755 if p.is_dir() else 0o644)
-    return tmp_root
-
-
-@pytest.fixture(scope="module")
-def as_nobody():
-    """`zoo ARGS` as an unprivileged user (root may write any file, read-only or not), importing a readable
-    copy of the package from a readable folder. Skipped, saying why, when that user cannot run this Python
-    with its packages at all (a virtualenv inside a private folder)."""
-    import shutil
-    import tempfile
-    root = Path(tempfile.mkdtemp(prefix="zoo-nobody-"))
-    try:
-        root.chmod(0o755)
-        readable_zoo(root / "src")
-        env = os.environ | {"PYTHONPATH": str(root / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
-
-        def run(*args, timeout=600):
-            r = subprocess.run([*DROP, *ZOO, *map(str, args)], cwd=root, env=env, capture_output=True, text=True,
-                               timeout=timeout)
-            return r.returncode, r.stdout, r.stderr
-
-        probe = subprocess.run([*DROP, sys.executable, "-c", "import torch, zoo.cli, zoo.runner.store; "
-                                "import zoo; print(zoo.__file__)"], cwd=root, env=env, capture_output=True,
-                               text=True, timeout=600)
-        if probe.returncode != 0 or not probe.stdout.strip().startswith(str(root)):
-            pytest.skip(f"user nobody cannot run {sys.executable} with its packages from here (its virtualenv "
-                        f"is in a folder that user cannot enter?): {(probe.stderr or probe.stdout).strip()[-300:]}")
-        yield run
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-
-
 def test_a_read_only_store_is_read_and_reported_as_read_only(data_root, as_nobody):
     import shutil
     import tempfile

@@ -6,8 +6,6 @@ import json
 import os
 import shutil
 import sqlite3
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -195,47 +193,9 @@ def test_a_read_that_overlaps_a_writers_checkpoint_is_read_again(tmp_path, monke
     assert len(st.trials()) == 2 and next(stamps, "used") == "used"
 
 
-@pytest.fixture(scope="module")
-def as_other_user():
-    """`zoo ARGS` as an unprivileged user (root may read and write any file, whatever its mode), importing a
-    copy of the package in a folder anyone may read: the checkout may sit in a private folder (mode 0700:
-    `mktemp -d`, root's home) that user cannot enter. Skipped, saying why, when that user cannot run this
-    Python with its packages at all (a virtualenv inside a private folder)."""
-    import importlib
-    import zoo
-    drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
-    root = Path(tempfile.mkdtemp(prefix="zoo-other-user-"))
-    try:
-        keep = shutil.ignore_patterns("__pycache__", "*.pyc")
-        shutil.copytree(Path(zoo.__file__).parent, root / "src" / "zoo", ignore=keep)
-        from zoo.spec import specs_dir
-        for sub in ("runner", "reports", "specs"):  # an editable install maps these to runner/, reports/, specs/
-            if not (root / "src" / "zoo" / sub).exists():
-                src = specs_dir() if sub == "specs" else Path(importlib.import_module(f"zoo.{sub}").__path__[0])
-                shutil.copytree(src, root / "src" / "zoo" / sub, ignore=keep)
-        for p in [root, *root.rglob("*")]:
-            p.chmod(0o755 if p.is_dir() else 0o644)
-        env = os.environ | {"PYTHONPATH": str(root / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
-
-        def run(*args) -> tuple[int, str, str]:
-            r = subprocess.run([*drop, sys.executable, "-m", "zoo.cli", *map(str, args)], cwd=root, env=env,
-                               check=False, capture_output=True, text=True, timeout=600)
-            return r.returncode, r.stdout, r.stderr
-
-        probe = subprocess.run([*drop, sys.executable, "-c", "import zoo.cli, zoo.runner.store, zoo; "
-                                "print(zoo.__file__)"], cwd=root, env=env, capture_output=True, text=True,
-                               timeout=600)
-        if probe.returncode != 0 or not probe.stdout.strip().startswith(str(root)):
-            pytest.skip(f"user nobody cannot run {sys.executable} with its packages from here (its virtualenv "
-                        f"is in a folder that user cannot enter?): {(probe.stderr or probe.stdout).strip()[-300:]}")
-        yield run
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-
-
 @pytest.mark.skipif(os.geteuid() == 0 and not shutil.which("setpriv"), reason="needs setpriv to drop root")
 @pytest.mark.parametrize("wal_readable", [True, False], ids=["wal", "unreadable-wal"])
-def test_a_wal_store_in_a_read_only_folder_shows_every_trial_or_says_why_not(wal_readable, as_other_user):
+def test_a_wal_store_in_a_read_only_folder_shows_every_trial_or_says_why_not(wal_readable, as_nobody):
     root = Path(tempfile.mkdtemp(prefix="zoo-ro-"))  # not under pytest's root-only folder
     folder = root / "store"
     try:
@@ -245,7 +205,7 @@ def test_a_wal_store_in_a_read_only_folder_shows_every_trial_or_says_why_not(wal
         for p in folder.iterdir():
             p.chmod(0o444 if wal_readable or not p.name.endswith("-wal") else 0o000)
         folder.chmod(0o555)
-        code, out, err = as_other_user("status", "--runs", folder / "zoo.db", "--json")
+        code, out, err = as_nobody("status", "--runs", folder / "zoo.db", "--json")
         if code == 0:  # never fewer trials than the store holds
             assert wal_readable and len(json.loads(out)) == total, err
         else:  # or exit 2, saying why
