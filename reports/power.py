@@ -65,6 +65,11 @@ def _power_by_integral(q: float, df: int, ncp: float) -> float:
     return min(1.0, max(0.0, quad(f, 0, math.inf, limit=200)[0]))
 
 
+def family_size(metric: str) -> int:
+    """The claims in a metric's Holm family (zoo.claims.judge: one family per metric)."""
+    return sum(c.metric == metric for c in C.CLAIMS)
+
+
 def seeds_needed(effect, seed_sd, sentence_se, alpha, tie_margin=0.0, cap=MAX_SEEDS) -> int | None:
     for n in range(2, cap + 1):
         if power(effect, seed_sd, sentence_se, n, alpha, tie_margin) >= POWER:
@@ -90,7 +95,6 @@ def plan(runs: Runs, claims: list[C.Claim] | None = None) -> Plan:
         hours[row] = sum(secs) / len(secs) / 3600 if secs else 0.0
     resamplers: dict[int, S.Resampler] = {}
     resampler = lambda n: resamplers.setdefault(n, S.Resampler(n, 2000, S.BOOTSTRAP_SEED))
-    family = {m: sum(c.metric == m for c in C.CLAIMS) for m in ("ppl", "bleu")}  # Holm per metric (zoo.claims)
     out = []
     for c in claims:
         comp = comparison(runs, {runs.profile: rows}, c, resampler)
@@ -105,7 +109,7 @@ def plan(runs: Runs, claims: list[C.Claim] | None = None) -> Plan:
         # the paper's effect as a share of its row, at our row's level (the paper's own where we have none)
         effect = abs(c.paper_delta) / paper_level * abs(level if level else paper_level)
         margin = c.margin * abs(level if level else paper_level) if c.tie else 0.0
-        alpha = C.ALPHA / family[c.metric]  # Holm's first step in the claim's own family
+        alpha = C.ALPHA / family_size(c.metric)  # Holm's first step in the claim's own family
         n = seeds_needed(effect, seed_sd, sent_se, alpha, margin)
         note = f"{C.UNTESTABLE}: {comp.untestable}" if comp.untestable else ""
         if n is None:  # the sentence part alone, at any number of seeds
@@ -122,7 +126,7 @@ def print_plan(p: Plan, stream=None) -> None:
     stream, rows = stream or sys.stdout, p.needs
     print(f"Seeds per row for {POWER:.0%} power to find the paper's effect (as a share of the row's figure) "
           f"at Holm's strictest level in the claim's family (alpha {C.ALPHA:g} / the claims on its metric: "
-          + ", ".join(f"{m} {sum(c.metric == m for c in C.CLAIMS)}" for m in ("ppl", "bleu")) + "):", file=stream)
+          + ", ".join(f"{m} {family_size(m)}" for m in ("ppl", "bleu")) + "):", file=stream)
     table = [("claim", "effect", "seed sd", "sent se", "source", "have", "need", "")]
     per_row: dict[str, int] = {}
     for r in rows:
