@@ -403,11 +403,8 @@ def resolve_trials(spec, variants, profile, sets, seeds, data_dir=None):
     from zoo.spec import resolve
     if not Path(spec).is_file():
         raise UserError(f"{spec}: no such spec file (see specs/ for the paper's, or `zoo validate PATH`)")
-    cfgs = resolve(spec, None, profile, sets, seeds, data_dir)  # data_dir: a profile's `prefer:` looks there
-    for v in variants or []:
-        if v not in {c.variant for c in cfgs}:
-            resolve(spec, v, profile, sets, seeds, data_dir)  # raises the spec module's error, with a did-you-mean
-    return [c for c in cfgs if not variants or c.variant in variants]
+    # data_dir: a profile's `prefer:` looks there; an unknown variant is the spec module's error, with a did-you-mean
+    return resolve(spec, list(variants) if variants else None, profile, sets, seeds, data_dir)
 
 
 def _spec_key(spec: str) -> str:

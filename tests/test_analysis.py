@@ -94,3 +94,39 @@ def test_report_under_a_plan_marks_claims_whose_trials_ran_under_another(tmp_pat
     assert lines and not any("(post hoc)" in line for line in lines), lines
     assert "every claim's trials ran under it" in text
     capsys.readouterr()
+
+
+TREND = PLAN + """\
+trend:
+  profiles: {trend_32: 5, trend_64: 5, trend_128: 3}
+  comparisons: {A-one-head: [base, A1], C-depth: [C3, C1]}
+"""
+
+
+def test_a_plan_without_a_trend_keeps_the_hash_it_had_before_trends_existed(tmp_path):
+    """`trend:` came later: left out of the hash while unset, so no earlier plan (or its trials) changes."""
+    assert analysis.AnalysisPlan(name="x").hash() == "cc9919ee48f56619"  # its hash before `trend` existed
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text(PLAN)
+    b.write_text(TREND)
+    pa, pb = analysis.load(a), analysis.load(b)
+    assert pb.trend.profiles == {"trend_32": 5, "trend_64": 5, "trend_128": 3} and pa.hash() != pb.hash()
+    assert list(pb.trend.profiles) == ["trend_32", "trend_64", "trend_128"]  # the widths' order is kept
+
+
+@pytest.mark.parametrize("bad, says", [
+    ("[base, A9]", "two different Table 3 rows"),
+    ("[base, base]", "two different Table 3 rows"),
+])
+def test_a_trend_names_table_3_rows(tmp_path, bad, says):
+    f = tmp_path / "p.yaml"
+    f.write_text(TREND.replace("[C3, C1]", bad))
+    with pytest.raises(SpecError) as e:
+        analysis.load(f)
+    assert says in str(e.value) and f"{f}:" in str(e.value)
+
+
+def test_the_trend_reference_plan_loads():
+    from pathlib import Path
+    plan = analysis.load(Path(__file__).parents[1] / "results" / "trend-cpu2" / "plan.yaml")
+    assert len(plan.trend.comparisons) == 6 and plan.primary == "ppl"

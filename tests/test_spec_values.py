@@ -117,6 +117,12 @@ def test_profile_heads_that_merge_rows_are_refused(tmp_path, capsys):
     msg = fails(capsys, f"{q}:1", "scale.heads", "show", "table3_A", "--profile", q, fragment="A1")
     assert "A2" in msg, msg
     assert run("show", "table3_A", "--profile", "ablation", capsys=capsys)[0] == 0  # 1, 2, 8, 16 heads
+    # only the rows that run are compared: A1, A3 and A4 keep 1, 4 and 8 heads (the trend's narrowest width)
+    a = str(Path(__file__).parents[1] / "specs" / "table3_A.yaml")
+    assert run("run", a, "--variant", "A1", "--variant", "A3", "--variant", "A4", "--profile", q, "--plan",
+               "--no-measure", "--storage", str(tmp_path / "runs"), capsys=capsys)[0] == 0
+    fails(capsys, f"{q}:1", "scale.heads", "run", a, "--variant", "A1", "--variant", "A2", "--profile", q,
+          "--plan", "--no-measure", "--storage", str(tmp_path / "runs"), fragment="A2")
 
 
 def test_set_a_section_null_after_setting_its_field(capsys):

@@ -7,7 +7,12 @@ trial it creates; `zoo report --analysis PLAN` judges with it and calls a claim 
 rows' trials ran under no plan or under another one (a plan edited after the runs is another plan).
 
 The hash is of the plan as validated (canonical JSON), not of its text: a comment or a re-ordered key does
-not change the analysis, a changed level or margin does.
+not change the analysis, a changed level or margin does. A field added after plans existed (`ADDED_LATER`)
+is left out while it holds its default, so adding it leaves every earlier plan's hash (and its trials'
+standing) as it was.
+
+A plan may hold a `trend:` (the scale trend, zoo.trend): the same comparisons at several widths, one profile
+per width, and whether each comparison's effect moves toward the paper's as the model grows.
 """
 from __future__ import annotations
 
@@ -21,6 +26,46 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from zoo.spec.specfile import SpecError, read_yaml
 
 Metric = Literal["ppl", "bleu"]
+ADDED_LATER = {"trend": None}  # field -> its default (left out of the hash while it holds it)
+
+
+class Trend(BaseModel):
+    """The scale trend: each comparison's relative difference at each width, and its slope over log2(d_model)."""
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    profiles: dict[str, int] = Field(description=(
+        "profile -> seeds per row, narrowest width first; each profile is one width (its base row's d_model)"))
+    comparisons: dict[str, tuple[str, str]] = Field(description=(
+        "name -> [better, worse]: two Table 3 rows, the paper's better one first (a tie: either order)"))
+    metric: Literal["log-ppl"] = Field(
+        "log-ppl", description="the relative difference: log(PPL worse / PPL better) on every held-out sentence "
+                               "the trials scored (nats per token; about the relative difference in perplexity)")
+    estimate: Literal["ols-log2-width"] = Field(
+        "ols-log2-width", description="the slope: least squares of the per-width differences on log2(d_model), "
+                                      "equal weight per width (with 3 evenly spaced widths: half the outer difference)")
+    direction: Literal["from-centre"] = Field(
+        "from-centre", description="toward the paper: the slope's sign is that of the paper's difference minus the "
+                                   "fitted line at the widths' centre, and its Holm-adjusted p (over the comparisons) "
+                                   "is below alpha; the opposite sign so: away; else: can't tell")
+
+    @field_validator("profiles")
+    @classmethod
+    def _widths(cls, v):
+        if not 2 <= len(v) <= 8:
+            raise ValueError("a trend needs 2-8 widths (profiles)")
+        if any(not 2 <= n <= 100 for n in v.values()):
+            raise ValueError("a width's seed count is 2-100")
+        return v
+
+    @field_validator("comparisons")
+    @classmethod
+    def _rows(cls, v):
+        from zoo import paper
+        rows = [r[0] for r in paper.TABLE3]
+        for name, pair in v.items():
+            bad = [r for r in pair if r not in rows]
+            if bad or pair[0] == pair[1]:
+                raise ValueError(f"comparison {name}: two different Table 3 rows ({', '.join(rows)}), got {list(pair)}")
+        return v
 
 
 class AnalysisPlan(BaseModel):
@@ -39,6 +84,7 @@ class AnalysisPlan(BaseModel):
     max_looks: int = Field(1, ge=1, le=100, description="the looks --until-resolved may take (1: a fixed design)")
     bootstrap_seed: int = Field(2017, ge=0, lt=2**32)
     resamples: int = Field(10_000, ge=100, le=1_000_000)
+    trend: Trend | None = Field(None, description="the scale trend (zoo.trend), when the reference runs several widths")
 
     @field_validator("secondary")
     @classmethod
@@ -56,7 +102,11 @@ class AnalysisPlan(BaseModel):
 
     def hash(self) -> str:
         """The plan's identity: sha256 of its canonical JSON, 16 hex digits."""
-        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        dump = self.model_dump(mode="json")
+        for k, default in ADDED_LATER.items():
+            if dump[k] == default:
+                del dump[k]
+        text = json.dumps(dump, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def families(self) -> dict[Metric, str]:

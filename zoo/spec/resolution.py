@@ -18,6 +18,7 @@ import hashlib
 import itertools
 import json
 import logging
+from collections.abc import Collection
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
@@ -159,24 +160,27 @@ def _seeds(doc: Doc, prof_path: Path | None, cli: list[int] | None) -> tuple[lis
     return value, where
 
 
-def resolve(path: str | Path, variant: str | None = None, profile: str = "paper",
+def resolve(path: str | Path, variant: str | Collection[str] | None = None, profile: str = "paper",
             sets: list[str] | None = None, seeds: list[int] | None = None,
             data_dir: str | Path | None = None) -> list[Config]:
     """All trials of a spec file or built-in spec name (or of one `variant`), resolved and validated:
     one per variant, or, with a seeds axis (`seeds:` in the spec or profile, or `seeds`), one per
-    variant and seed, named VARIANT-seedN."""
+    variant and seed, named VARIANT-seedN. Several variants (a collection of names) resolve together: checks
+    across rows (two rows that a profile would make one model) compare only the rows that run."""
     path = spec_path(path)
     doc = load_file(path)
     problem = name_problem(path.stem)
     if problem:  # STORAGE/<spec stem>/... is a folder
         raise SpecError(f"{path}:1", "spec", f"the file name {problem}; rename the file")
     variants = read_variants(doc, path)
-    if variant is not None and variant not in variants:
-        raise SpecError(f"{path}", "--variant", f"no variant '{shorten(variant)}'{did_you_mean(variant, variants)}")
+    only = None if variant is None else {variant} if isinstance(variant, str) else set(variant)
+    for v in sorted(only or ()):
+        if v not in variants:
+            raise SpecError(f"{path}", "--variant", f"no variant '{shorten(v)}'{did_you_mean(v, variants)}")
     prof_path = find_profile(profile, path)
     set_data, set_locs = parse_set(sets)
     axis, axis_at = _seeds(doc, prof_path, seeds)
-    _check_size(doc, 1 if variant is not None else len(variants), sweep_size(doc), len(axis or [None]))
+    _check_size(doc, len(only) if only is not None else len(variants), sweep_size(doc), len(axis or [None]))
     _check_seed_axes(doc, axis, seeds)
     if axis is not None:  # the axis would overwrite any other seed of a trial: refuse one set elsewhere too
         _check_one_seed(doc, variants, set_locs, axis_at)
@@ -185,7 +189,7 @@ def resolve(path: str | Path, variant: str | None = None, profile: str = "paper"
     prof_text = profile_text(prof_path)
     out, heads, same = [], {}, {}
     for (name, over), (suffix, point, plocs) in itertools.product(variants.items(), grid):
-        if variant is not None and name != variant:
+        if only is not None and name not in only:
             continue
         vlocs = {p[2:]: l for p, l in doc.variants_from.locs.items() if p[:2] == ("variants", name) and len(p) > 2}
         late = frozenset(vlocs.values()) | frozenset(plocs.values())  # what this trial sets over the spec's own
