@@ -107,6 +107,7 @@ class Table:
     counts: dict                    # state -> number of paper rows in it, for the index
     verdicts: list = field(default_factory=list)  # zoo.claims verdicts (Table 3's forest plot)
     sweep: tuple[list[str], str] | None = None    # a sweep page: its swept fields and metric label
+    show_runs: bool = True                        # the page ends with its runs' cards (a trend page has none)
 
     @property
     def rows(self) -> list:

@@ -25,10 +25,14 @@ def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], pro
     meta = render.meta(runs_path, profile, len(runs.trials), runs.note)
     built = [tables_mod.table3(runs, bootstrap_seed=bootstrap_seed, plan=plan) if n == 3 else tables_mod.BUILDERS[n](runs)
              for n in tables]
+    if plan is not None and plan.trend is not None and 3 in tables:  # its page reads every width's profile
+        from zoo.reports.trend import trend_table
+        built.append(trend_table(runs_mod.load(runs_path), plan, bootstrap_seed))
     nav = [name for name in render.PAGES if name in {t.name for t in built} or (out / f"{name}.html").exists()]
     written, index_figures = [], []
     for t in built:
-        figures = plots.table3_scatters(t, img) + plots.claims(t, img) if t.name == "table3" else []
+        figures = plots.table3_scatters(t, img) + plots.claims(t, img) if t.name == "table3" else \
+            plots.trend(t, img) if t.name == "trend" else []
         if t.name == "table3":
             index_figures = figures[:1]
         cards = []
@@ -67,7 +71,8 @@ def build_sweep(runs_path: Path, out: Path, spec: str, formats: list[str], profi
 
 
 # what a report writes into --out (git pathspecs, relative to it): its pages, its figures, its data files
-REPORT_FILES = ("index.md", "index.html", "table[234].md", "table[234].html", "sweep-*.md", "sweep-*.html",
+REPORT_FILES = ("index.md", "index.html", "table[234].md", "table[234].html", "trend.md", "trend.html",
+                "sweep-*.md", "sweep-*.html",
                 "results.csv", "model-index.yml", "img/*.png")
 
 

@@ -169,6 +169,44 @@ def claims(t3: Table, img: Path) -> list[tuple[str, str]]:
 
 
 @_styled
+def trend(table: Table, img: Path) -> list[tuple[str, str]]:
+    """The scale trend (zoo.trend): per comparison, its relative difference against d_model (log scale)
+    with each width's 95% interval, the fitted line, and the paper's difference as a dashed line."""
+    slopes = table.sections[0].data
+    if not slopes:
+        return []
+    cols = min(3, len(slopes))
+    rows = math.ceil(len(slopes) / cols)
+    fig = Figure(figsize=(3.2 * cols, 2.6 * rows))
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    for ax, s in zip(axes, slopes):
+        pts = [(w.d_model, w.estimate) for w in s.widths if w.estimate is not None]
+        if not pts:
+            ax.text(0.5, 0.5, "not run yet", ha="center", va="center", transform=ax.transAxes, color="#777")
+        for d, e in pts:
+            col = VERDICT_COLORS.get(next(w.verdict for w in s.widths if w.d_model == d), "#555")
+            ax.errorbar(d, e.delta, yerr=[[e.delta - e.lo], [e.hi - e.delta]], fmt="o", ms=4, capsize=3, color=col)
+        if s.slope is not None:
+            x = np.log2([d for d, _ in pts])
+            xs = np.linspace(x.min(), x.max(), 20)
+            ax.plot(2 ** xs, s.centre + s.slope * (xs - x.mean()), color="#333", lw=1)
+        ax.axhline(s.paper_delta, color="#111", ls="--", lw=0.9)
+        ax.axhline(0, color="#999", lw=0.6)
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(mticker.ScalarFormatter())
+        ax.set_xticks([w.d_model for w in s.widths if w.d_model])
+        ax.set_title(f"{s.name}: {s.better} {'≈' if s.tie else '>'} {s.worse}\n{s.verdict}", fontsize=8)
+        ax.set_xlabel("d_model", fontsize=8)
+        ax.set_ylabel("Δ log PPL (nats)", fontsize=8)
+        ax.grid(alpha=0.3)
+    for ax in axes[len(slopes):]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    return [("Scale trend: each comparison's Δ log PPL at each width (95% interval, coloured by that width's "
+             "verdict), the fitted line over log2(d_model), and the paper's Δ dashed", _save(fig, img / "trend.png"))]
+
+
+@_styled
 def curves(t: Trial, points: list[Point], img: Path) -> str | None:
     """Training loss and dev perplexity against step; None when the trial logged nothing."""
     loss = [(p.step, p.loss) for p in points if p.loss is not None]

@@ -19,7 +19,7 @@ from zoo.result import Trial
 from zoo.text import duration
 
 TEMPLATES = Path(__file__).parent / "templates"
-PAGES = {"table2": "Table 2", "table3": "Table 3", "table4": "Table 4"}
+PAGES = {"table2": "Table 2", "table3": "Table 3", "table4": "Table 4", "trend": "Scale trend"}
 
 # Everything on a page can come from someone else's spec, store or machine (a spec file named
 # `<svg onload=...>.yaml`, an error text, a host name): HTML pages escape every value (the templates

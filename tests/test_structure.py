@@ -22,13 +22,14 @@ STAGES = [
     {"zoo._door", "zoo.errors", "zoo.paths", "zoo.paper", "zoo.tokens", "zoo.config", "zoo.result", "zoo.text"},
     SPEC | DATA,  # the spec, and the corpora it names (validation checks names and splits against the catalog)
     {"zoo.evalb_params", "zoo.evalb", "zoo.model", "zoo.costs", "zoo.metrics", "zoo.decode", "zoo.stats",
-     "zoo.claims", "zoo.analysis", "zoo.sequential"},                                                        # the model and its scores
+     "zoo.claims", "zoo.analysis", "zoo.sequential", "zoo.trend"},                                                        # the model and its scores
     TRAIN,                                                                                 # a trial's work
     {"zoo.runner.store"},                                                                  # the store
     {"zoo.runner.local", "zoo.runner.trial", "zoo.runner.progress", "zoo.runner.sweep",
      "zoo.runner.plan"},                                                                   # trials on Ray
     {"zoo.reports.peaks", "zoo.reports.runs", "zoo.reports.cells", "zoo.reports.verdicts", "zoo.reports.tables",
-     "zoo.reports.plots", "zoo.reports.render", "zoo.reports.sweep", "zoo.reports.power", "zoo.reports.share"},
+     "zoo.reports.plots", "zoo.reports.render", "zoo.reports.sweep", "zoo.reports.power", "zoo.reports.share",
+     "zoo.reports.trend"},
 ]
 CLI = {"zoo", "zoo.cli", "zoo.commands", "zoo.runner.cli", "zoo.reports.cli", "zoo.runner", "zoo.reports"}
 LONGEST_CHAIN = 8  # modules, counted along module-level imports (12 before the packages got their seams)
