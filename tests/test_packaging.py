@@ -26,6 +26,7 @@ def test_wheel_installs_only_zoo_with_builtin_specs(tmp_path):
     top = {p.name for p in site.iterdir() if not p.name.endswith(".dist-info")}
     assert top == {"zoo"}, top
     assert (site / "zoo/specs/table3_A.yaml").is_file() and (site / "zoo/specs/profiles/smoke.yaml").is_file()
+    assert (site / "zoo/specs/claims/paper.yaml").is_file()  # zoo.claims reads the paper's claims from it
     assert (site / "zoo/reports/templates").is_dir()
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -33,7 +34,8 @@ def test_wheel_installs_only_zoo_with_builtin_specs(tmp_path):
     env = {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{deps}"}
     code = """
 import importlib.util, sys
-import zoo, zoo.runner.store, zoo.reports.tables
+import zoo, zoo.runner.store, zoo.reports.tables, zoo.claims
+assert len(zoo.claims.CLAIMS) == 19
 assert zoo.__file__.startswith(sys.argv[1]), zoo.__file__
 assert importlib.util.find_spec("runner") is None and importlib.util.find_spec("reports") is None
 from zoo.cli import main

@@ -1,5 +1,5 @@
-"""The paper's Table 3 claims as data, what each needs of a run before it can be tested, and a
-verdict on each from our runs, with its noise.
+"""The paper's Table 3 claims (read from specs/claims/paper.yaml, as a spec's `claims:` block is read),
+what each needs of a run before it can be tested, and a verdict on each from our runs, with its noise.
 
 A claim compares two rows on one metric: "one head is worse than eight by 0.9 BLEU". Our difference
 and its 95% interval come from zoo.stats (the seeds' variance plus the test-set noise they share,
@@ -27,11 +27,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Callable, Literal, Mapping, Sequence
 
 import numpy as np
+from pydantic import Field, ValidationError, model_validator
 
 from zoo import paper
+from zoo.config import ClaimSpec, CrossFieldError, Strict
+from zoo.spec.specfile import read_yaml, specs_dir
 from zoo.stats import Estimate, Metric, Resampler, Side, holm
 
 ALPHA = 0.05
@@ -116,10 +120,12 @@ class Claim:
     margin: float = 0.0     # a tie's equivalence margin, relative to the `worse` row's figure
     needs: tuple[Precondition, ...] = ()
     addon: str = ""         # the profile that gives its rows the budget its preconditions need
+    source: str = ""        # the spec file of a spec's claim ("" for the paper's)
 
     @property
     def paper_delta(self) -> float:
-        """The paper's difference, signed so that positive means `better` is better."""
+        """The paper's difference, signed so that positive means `better` is better (NaN when a row is
+        not the paper's)."""
         return delta(self.metric, _paper_value(self.better, self.metric), _paper_value(self.worse, self.metric))
 
     @property
@@ -133,41 +139,93 @@ def delta(metric: Metric, better: float, worse: float) -> float:
 
 
 def _paper_value(row: str, metric: Metric) -> float:
-    r = paper.table3_row(row)
-    return r["bleu"] if metric == "bleu" else r["ppl"]
+    r = paper.table3_row(row)  # None for a spec's own row: the paper has no figure for it
+    return math.nan if r is None else r["bleu"] if metric == "bleu" else r["ppl"]
 
 
-def _both(id, group, text, better, worse, **kw) -> list[Claim]:
-    return [Claim(f"{id}-{m}", group, text, m, better, worse, **kw) for m in ("bleu", "ppl")]
-
-
-# "Nearly identical": the smallest differences the paper's text calls real are 0.4 BLEU of 25.8
-# (1.6%, h=32 against h=16) and 0.1 PPL of 4.91 (2%), so a tie must be closer than that: 1.5%.
+# A spec's tie without a margin gets the paper's (specs/claims/paper.yaml says why 1.5%).
 TIE_MARGIN = 0.015
-# Section 5.2: base trained 100,000 steps, big 300,000.
-BIG_STEPS_RATIO = 3.0
+PAPER_CLAIMS = specs_dir() / "claims" / "paper.yaml"
+
+
+class StepRatio(Strict):
+    longer: str
+    shorter: str
+    ratio: float = Field(gt=1)
+
+
+class Need(Strict):
+    """One precondition by name: `{overfits: ROW}` or `{step_ratio: {longer: ROW, shorter: ROW, ratio: X}}`."""
+    overfits: str | None = None
+    step_ratio: StepRatio | None = None
+
+    @model_validator(mode="after")
+    def _one(self):
+        if (self.overfits is None) == (self.step_ratio is None):
+            raise ValueError("a need names one precondition: `overfits: ROW` or `step_ratio: {longer, shorter, ratio}`")
+        return self
+
+    def precondition(self) -> Precondition:
+        return overfits(self.overfits) if self.overfits is not None else step_ratio(**dict(self.step_ratio))
+
+
+class PaperClaim(ClaimSpec):
+    """A claim of specs/claims/paper.yaml: a spec's claim plus its Table 3 group, what it needs of a run,
+    the add-on profile that gives it that, and `both: true` for one claim per metric."""
+    metric: Literal["dev_ppl", "bleu"] | None = None
+    both: bool = False
+    group: str
+    needs: list[Need] = []
+    addon: str = ""
+
+    @model_validator(mode="after")
+    def _metric_or_both(self):
+        if (self.metric is None) != self.both:
+            raise CrossFieldError(("metric", "both"), "a claim has a `metric:` or `both: true`, one of the two")
+        return self
+
+    def expand(self) -> list[PaperClaim]:
+        """`both: true` as its two claims, BLEU then perplexity (ids <id>-bleu, <id>-ppl)."""
+        if not self.both:
+            return [self]
+        return [self.model_copy(update={"id": f"{self.id}-{m}", "metric": metric, "both": False})
+                for m, metric in (("bleu", "bleu"), ("ppl", "dev_ppl"))]
+
+
+class PaperClaims(Strict):
+    claims: list[PaperClaim]
+
+
+def from_specs(claims: Sequence[ClaimSpec], group: str, source: str = "") -> list[Claim]:
+    """Claims from a spec's `claims:` (or the paper file's), in `group`; `source`: the spec file they came
+    from. A PaperClaim brings its own group, preconditions and add-on."""
+    out = []
+    for c in claims:
+        metric: Metric = "ppl" if c.metric == "dev_ppl" else "bleu"
+        (a, b), tie = c.rows, c.tie is not None
+        what = "dev perplexity" if metric == "ppl" else "BLEU"
+        out.append(Claim(c.id, getattr(c, "group", group), c.text or f"{a} {'ties' if tie else 'beats'} {b} on {what}",
+                         metric, a, b, tie=tie, margin=(c.margin or TIE_MARGIN) if tie else 0.0,
+                         needs=tuple(n.precondition() for n in getattr(c, "needs", ())),
+                         addon=getattr(c, "addon", ""), source=source))
+    return out
+
+
+def load_paper(path: Path = PAPER_CLAIMS) -> list[Claim]:
+    """The paper's claims from their data file, in its order, read as a spec's `claims:` block is (same
+    errors: file:line and the field)."""
+    from zoo.spec.resolution import check_claims, spec_error  # here: a module-level import makes the chain too long
+    doc = read_yaml(path)
+    try:
+        specs = PaperClaims.model_validate(doc.data).claims
+    except ValidationError as e:
+        raise spec_error(doc, e, PaperClaims) from None
+    check_claims(doc, specs, [r[0] for r in paper.TABLE3], "rows of the paper's Table 3")
+    return from_specs([x for c in specs for x in c.expand()], "")
+
 
 # Section 6.2 ("Model Variations") and 5.4 (label smoothing), with the rows of Table 3 they rest on.
-CLAIMS: list[Claim] = [
-    Claim("A-one-head-bleu", "A", "single-head attention is 0.9 BLEU worse than the best setting (h=8)",
-          "bleu", "base", "A1"),
-    *_both("A-too-many-heads", "A", "quality also drops off with too many heads (h=32 worse than h=16)", "A3", "A4"),
-    *_both("B-small-dk", "B", "reducing the attention key size d_k hurts model quality (d_k 16 worse than 64)",
-           "base", "B1"),
-    *_both("C-depth", "C", "bigger models are better: 8 layers beat 2", "C3", "C1"),
-    *_both("C-width", "C", "bigger models are better: d_model 1024 beats 256", "C5", "C4"),
-    *_both("C-ffn", "C", "bigger models are better: d_ff 4096 beats 1024", "C7", "C6"),
-    *_both("D-dropout", "D", "dropout is very helpful in avoiding over-fitting (P_drop 0.1 beats 0)", "base", "D1",
-           needs=(overfits("D1"),), addon="ablation_dropout"),
-    Claim("D-smoothing-ppl", "D", "label smoothing hurts perplexity, as the model learns to be more unsure "
-          "(eps_ls 0 has the lower perplexity)", "ppl", "D3", "base"),
-    Claim("D-smoothing-bleu", "D", "... but improves accuracy and BLEU score (eps_ls 0.1 beats 0)", "bleu",
-          "base", "D3"),
-    *_both("E-positions", "E", "learned positional embeddings give nearly identical results to sinusoids",
-           "E", "base", tie=True, margin=TIE_MARGIN),
-    *_both("big", "big", "the big model beats base (trained 3x as long)", "big", "base",
-           needs=(step_ratio("big", "base", BIG_STEPS_RATIO),), addon="ablation_big"),
-]
+CLAIMS: list[Claim] = load_paper()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -216,6 +216,61 @@ class PaperRef(Strict):
     table: int | None = Field(None, ge=2, le=4)
     group: str | None = Field(None, max_length=200)
     row: str | None = Field(None, max_length=200)
+    paper_row: bool | None = Field(None, description=(
+        "this row stands for the paper's own in its table: set by zoo for the built-in specs, or deliberately "
+        "in a spec; any other spec's rows are the user's, shown after the paper's rows of their group and "
+        "never in their place (None: a trial recorded before zoo told them apart)"))
+    compare_to: str | None = Field(None, max_length=200, description=(
+        "the row a user's row is compared with in its group (a paper row of its table or a variant of its "
+        "spec; default: base)"))
+
+
+class ClaimSpec(Strict):
+    """A spec's claim about its rows, tested as the paper's claims are (zoo.claims): one row better than
+    another on a metric, or two rows tied within a margin."""
+    id: str = Field(max_length=64, description="the claim's name, unique in its spec")
+    better: str | None = Field(None, max_length=200, description="the row claimed better (with `than`)")
+    than: str | None = Field(None, max_length=200, description="the row it beats")
+    tie: list[str] | None = Field(None, min_length=2, max_length=2,
+                                  description="two rows claimed equal within `margin` (instead of better/than)")
+    metric: Literal["dev_ppl", "bleu"] = Field(description="dev_ppl (lower is better) or bleu")
+    margin: float | None = Field(None, gt=0, lt=1, description=(
+        "a tie's equivalence margin, relative to the second row's figure: 0.015 or '1.5%' (default 1.5%)"))
+    text: str = Field("", max_length=2000, description="what the claim says, in words")
+
+    @field_validator("id")
+    @classmethod
+    def _id_is_a_name(cls, v):
+        return _safe(v)
+
+    @field_validator("margin", mode="before")
+    @classmethod
+    def _percent(cls, v):  # "1.5%" is 0.015
+        if isinstance(v, str) and v.strip().endswith("%"):
+            try:
+                return float(v.strip()[:-1]) / 100
+            except ValueError:
+                raise ValueError(f"a margin is a fraction (0.015) or a percentage ('1.5%'), got {v!r}") from None
+        return v
+
+    @model_validator(mode="after")
+    def _one_form(self):
+        pair = self.better is not None or self.than is not None
+        if pair == (self.tie is not None) or (pair and (self.better is None or self.than is None)):
+            raise CrossFieldError(("better", "than", "tie"), "a claim is either `better: ROW` with `than: ROW`, "
+                                  "or `tie: [ROW, ROW]` (with an optional margin)")
+        if self.margin is not None and self.tie is None:
+            raise CrossFieldError(("margin",), "a margin belongs to a tie (`tie: [ROW, ROW]`)")
+        rows = self.rows
+        if rows[0] == rows[1]:
+            raise CrossFieldError(("tie",) if self.tie else ("than",), f"a claim compares two different rows "
+                                  f"(got {rows[0]} twice)")
+        return self
+
+    @property
+    def rows(self) -> tuple[str, str]:
+        """(better, worse), or a tie's two rows."""
+        return tuple(self.tie) if self.tie is not None else (self.better, self.than)
 
 
 # Fields added after stores existed, with the value that means "off": left out of the config hash
@@ -235,6 +290,9 @@ class Config(Strict):
         "profile scales them) and the seed, as dotted names (a label: not hashed)"))
     description: str = Field("", max_length=10_000)
     paper: PaperRef = PaperRef()
+    claims: list[ClaimSpec] = Field(default_factory=list, max_length=100, description=(
+        "the spec's claims about its rows (a label: not hashed; kept with every trial, so a claim edited "
+        "after its runs is known)"))
     model: ModelSpec = ModelSpec()
     data: DataSpec = DataSpec()
     train: TrainSpec = TrainSpec()

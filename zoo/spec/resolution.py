@@ -18,16 +18,18 @@ import hashlib
 import itertools
 import json
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
+from typing import get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from zoo.config import Config, CrossFieldError
+from zoo.config import ClaimSpec, Config, CrossFieldError
+from zoo.paper import TABLE2, TABLE3, TABLE4
 from zoo.paths import name_problem, shorten
 from zoo.spec.profiles import profile_text, apply_profile, check_heads, find_profile, profile_name, read_profile
 from zoo.spec.specfile import (SECTIONS, Doc, SpecError, did_you_mean, unknown_key, read_variants, deep_merge, load_file,
-                          load_yaml, spec_path)
+                          load_yaml, spec_path, specs_dir)
 from zoo.spec.sweep_axes import count, read_asha, read_grid, split_scaled, sweep_size
 
 
@@ -87,7 +89,7 @@ def _blame(doc: Doc, fields: tuple[str, ...], late: frozenset = frozenset()) -> 
     origin = doc.origin.rsplit(":", 1)[0]
 
     def rank(f: str) -> int:
-        loc = doc.locs.get(tuple(f.split(".")))
+        loc = doc.locs.get(_dotted_loc(f))
         if loc is None:
             return 0
         return 4 if loc.startswith("--set") else 3 if loc in late else 2 if loc.rsplit(":", 1)[0] == origin else 1
@@ -108,37 +110,93 @@ def _drop_nulls(body: dict, model=None) -> dict:
 
 
 def _validate(doc: Doc, header: dict, late: frozenset = frozenset()) -> Config:
-    body = {**header, **{k: doc.data[k] for k in (*SECTIONS, "paper", "description") if k in doc.data}}
+    body = {**header, **{k: doc.data[k] for k in (*SECTIONS, "paper", "claims", "description") if k in doc.data}}
     try:
         return Config.model_validate(_drop_nulls(body))
     except ValidationError as e:
-        err = e.errors()[0]
-        loc = tuple(str(x) for x in err["loc"])
-        cause = (err.get("ctx") or {}).get("error")
-        if isinstance(cause, CrossFieldError):
-            loc = tuple(_blame(doc, cause.fields, late).split("."))
-        field = ".".join(loc)
-        if err["type"] == "extra_forbidden":
-            model = Config
-            for part in loc[:-1]:
-                model = model.model_fields[part].annotation if part in model.model_fields else model
-            allowed = getattr(model, "model_fields", {}).keys()
-            msg = unknown_key("field", loc[-1], allowed)
-        else:
-            msg = err["msg"].removeprefix("Value error, ")
-            if "input" in err and not isinstance(err["input"], dict) and "is not a safe name" not in msg \
-                    and not isinstance(cause, CrossFieldError):
-                msg += f" (got {shorten(repr(err['input']), 80)})"
-                if isinstance(err["input"], str) and not err["input"].isascii():
-                    msg += " (it holds non-ASCII characters: a look-alike letter?)"
-                elif isinstance(err["input"], str) and err["type"] in ("bool_type", "bool_parsing") \
-                        and err["input"].lower() in ("yes", "no", "on", "off", "y", "n"):
-                    msg += "; specs read YAML 1.2, where only true and false are booleans"
-        # point at the field, or its nearest parent, where the data set it
-        where = doc.where(tuple(p for p in loc))
+        err = spec_error(doc, e, Config, late)
         if header.get("trial") and header["trial"] != header.get("variant"):  # one combination of a grid
-            msg += f" (in the trial {header['trial']})"
-        raise SpecError(where, field, msg) from None
+            err = SpecError(err.where, err.field, f"{err.message} (in the trial {header['trial']})")
+        raise err from None
+
+
+def _dotted_loc(field: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else p for p in field.split("."))  # list items' lines are keyed by index
+
+
+def _fields_at(model, loc: tuple) -> Collection[str]:
+    """The fields a model allows at `loc` (inside a list: its items' model's)."""
+    for part in loc:
+        f = getattr(model, "model_fields", {}).get(part)
+        if f is not None:
+            model = get_args(f.annotation)[0] if get_origin(f.annotation) is list else f.annotation
+    return getattr(model, "model_fields", {}).keys()
+
+
+def spec_error(doc: Doc, e: ValidationError, model: type[BaseModel] = Config, late: frozenset = frozenset()) -> SpecError:
+    """A validation error of `doc` read as `model`: a SpecError at the file:line that set the field (for
+    a rule between fields, the one set last), naming the field and what it allows."""
+    err = e.errors()[0]
+    loc = tuple(err["loc"])
+    cause = (err.get("ctx") or {}).get("error")
+    if isinstance(cause, CrossFieldError):
+        # its fields are dotted from the root, except a list item's (a claim's): from the item
+        item = ".".join(map(str, loc))
+        fields = tuple(f if not loc or f.split(".")[0] == loc[0] else f"{item}.{f}" for f in cause.fields)
+        loc = _dotted_loc(_blame(doc, fields, late))
+    field = ".".join(map(str, loc))
+    if err["type"] == "extra_forbidden":
+        msg = unknown_key("field", loc[-1], _fields_at(model, loc[:-1]))
+    elif loc[:1] == ("claims",) and loc[-1] == "margin" and err["type"] in ("greater_than", "less_than"):
+        written = functools.reduce(lambda d, k: d[k], loc, doc.data)  # "-1%", not the -0.01 it read as
+        msg = f"must be above 0 and below 1 (0.015), or a percentage above 0% and below 100% ('1.5%') (got {shorten(repr(written))})"
+    else:
+        msg = err["msg"].removeprefix("Value error, ")
+        if "input" in err and not isinstance(err["input"], dict) and "is not a safe name" not in msg \
+                and not isinstance(cause, CrossFieldError):
+            msg += f" (got {shorten(repr(err['input']), 80)})"
+            if isinstance(err["input"], str) and not err["input"].isascii():
+                msg += " (it holds non-ASCII characters: a look-alike letter?)"
+            elif isinstance(err["input"], str) and err["type"] in ("bool_type", "bool_parsing") \
+                    and err["input"].lower() in ("yes", "no", "on", "off", "y", "n"):
+                msg += "; specs read YAML 1.2, where only true and false are booleans"
+    return SpecError(_where(doc, loc), field, msg)
+
+
+def _where(doc: Doc, loc: tuple) -> str:
+    """Where the data set the field, or its nearest parent; a list item's field left out: the item's first line."""
+    for i in range(len(loc), 0, -1):
+        if loc[:i] in doc.locs:
+            return doc.locs[loc[:i]]
+        lines = [at for p, at in doc.locs.items() if p[:i] == loc[:i]] if isinstance(loc[i - 1], int) else []
+        if lines:
+            return min(lines, key=lambda at: int(at.rsplit(":", 1)[1]))
+    return doc.origin
+
+
+# The rows a claim may name besides the spec's own variants: its paper table's (zoo.paper)
+PAPER_ROWS = {2: [r[5] for r in TABLE2 if r[5]], 3: [r[0] for r in TABLE3], 4: [r[3] for r in TABLE4 if r[3]]}
+
+
+def check_claims(doc: Doc, claims: Sequence[ClaimSpec], rows: Collection[str], what: str) -> None:
+    """A `claims:` list's ids are unique and its rows are among `rows` (`what` says which those are)."""
+    rows, seen = sorted(set(rows)), {}
+    for i, c in enumerate(claims):
+        if c.id in seen:
+            raise SpecError(doc.where(("claims", i, "id")), f"claims.{i}.id",
+                            f"'{c.id}' is already the id of claims.{seen[c.id]}; each claim needs its own")
+        seen[c.id] = i
+        for f, row in zip(("tie", "tie") if c.tie else ("better", "than"), c.rows):
+            if row not in rows:
+                raise SpecError(doc.where(("claims", i, f)), f"claims.{i}.{f}",
+                                f"unknown row '{shorten(row)}': a claim compares {what}{did_you_mean(row, rows)}")
+
+
+def _check_spec_claims(doc: Doc, variants: Collection[str], cfgs: list[Config]) -> None:
+    """A spec's claims name its variants, or rows of its paper table."""
+    tables = sorted({c.paper.table for c in cfgs if c.paper.table in PAPER_ROWS})
+    what = "this spec's variants" + "".join(f" and the paper's Table {t} rows" for t in tables)
+    check_claims(doc, cfgs[0].claims, [*variants, *(r for t in tables for r in PAPER_ROWS[t])], what)
 
 
 def _seeds(doc: Doc, prof_path: Path | None, cli: list[int] | None) -> tuple[list[int] | None, str]:
@@ -188,6 +246,7 @@ def resolve(path: str | Path, variant: str | Collection[str] | None = None, prof
     asha = read_asha(doc)  # validated with the rest (the runner reads it with `scheduler`)
     prof_text = profile_text(prof_path)
     out, heads, same = [], {}, {}
+    builtin = path.resolve().parent == specs_dir().resolve()  # a built-in spec's rows are the paper's
     for (name, over), (suffix, point, plocs) in itertools.product(variants.items(), grid):
         if only is not None and name not in only:
             continue
@@ -210,7 +269,9 @@ def resolve(path: str | Path, variant: str | Collection[str] | None = None, prof
             _say(" ".join(notes))
         paper = d.data.get("paper")
         if isinstance(paper, dict) and paper.get("table") and "row" not in paper:
-            d.data["paper"] = {**paper, "row": name}
+            d.data["paper"] = paper = {**paper, "row": name}
+        if isinstance(paper, dict) and paper.get("table"):  # whose row it is: the paper's only from its own specs
+            d.data["paper"] = {**paper, "paper_row": builtin or paper.get("paper_row") is True}
         for seed in axis or [None]:
             ds = d if seed is None else deep_merge(d, {"train": {"seed": seed}}, {})
             header = {"variant": name, "trial": trial_name(name, suffix, seed),
@@ -221,6 +282,8 @@ def resolve(path: str | Path, variant: str | Collection[str] | None = None, prof
             _check_corpus(ds, cfg)
             _check_same(doc, cfg, sized, same)
             out.append(cfg)
+    if out and out[0].claims:
+        _check_spec_claims(doc, variants, out)
     if asha is not None and out and asha.grace_steps >= max(c.train.steps for c in out):
         steps = max(c.train.steps for c in out)
         raise SpecError(doc.where(("sweep", "scheduler", "asha", "grace_steps")), "sweep.scheduler.asha.grace_steps",
@@ -343,11 +406,11 @@ def _check_corpus(doc: Doc, cfg: Config) -> None:
 
 
 def spec_files(paths: list[str | Path]) -> list[Path]:
-    """Expand folders into their spec files (profiles excluded: they are overlays, not specs)."""
+    """Expand folders into their spec files (profiles and claims folders excluded: they are not specs)."""
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            files += sorted(f for f in p.rglob("*.y*ml") if "profiles" not in f.relative_to(p).parts)
+            files += sorted(f for f in p.rglob("*.y*ml") if not {"profiles", "claims"} & set(f.relative_to(p).parts))
         else:
             try:
                 files.append(spec_path(p))

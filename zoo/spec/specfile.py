@@ -18,8 +18,8 @@ from zoo.paths import SAFE_NAME, name_problem, shorten
 
 
 SECTIONS = ("model", "data", "train", "eval", "resources")
-FILE_KEYS = {"extends", "name", "description", "paper", "variants", "seeds", "sweep", *SECTIONS}
-NULL_IS_EMPTY = (*SECTIONS, "paper", "sweep", "seeds", "variants", "description")  # `model:` with nothing under it
+FILE_KEYS = {"extends", "name", "description", "paper", "claims", "variants", "seeds", "sweep", *SECTIONS}
+NULL_IS_EMPTY = (*SECTIONS, "paper", "claims", "sweep", "seeds", "variants", "description")  # `model:` with nothing under it
 
 
 def without_empty(data: dict, keys=NULL_IS_EMPTY) -> dict:
