@@ -28,11 +28,15 @@ def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], pro
     if plan is not None and plan.trend is not None and 3 in tables:  # its page reads every width's profile
         from zoo.reports.trend import trend_table
         built.append(trend_table(runs_mod.load(runs_path), plan, bootstrap_seed))
+    if len(tables) == len(tables_mod.BUILDERS):  # the whole report: a page per user spec too, listed in the index
+        from zoo.reports import sweep
+        from zoo.reports.verdicts import user_specs
+        built += [sweep.sweep_table(runs, spec) for spec in user_specs(runs)]
     nav = [name for name in render.PAGES if name in {t.name for t in built} or (out / f"{name}.html").exists()]
     written, index_figures = [], []
     for t in built:
         figures = plots.table3_scatters(t, img) + plots.claims(t, img) if t.name == "table3" else \
-            plots.trend(t, img) if t.name == "trend" else []
+            plots.trend(t, img) if t.name == "trend" else plots.sweep(t, img) if t.sweep else []
         if t.name == "table3":
             index_figures = figures[:1]
         cards = []
@@ -54,7 +58,8 @@ def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], pro
 
 
 def build_sweep(runs_path: Path, out: Path, spec: str, formats: list[str], profile: str | None = None) -> list[Path]:
-    """The page of one swept spec (`zoo report --sweep SPEC`): every point, its seeds, a figure per field."""
+    """The page of one spec (`zoo report --spec SPEC`, or --sweep): every point over its seeds, each row against
+    its reference row, its claims' verdicts, a figure per swept field."""
     from zoo.reports import plots, render, runs as runs_mod, sweep
     runs = runs_mod.load(runs_path, profile)
     warn_damaged(runs.store)
@@ -152,8 +157,10 @@ def register(sub) -> None:
     s.add_argument("--format", choices=["md", "html", "all"], default="all", help="output format (default all)")
     s.add_argument("--out", default=str(DEFAULT_OUT), help=f"output folder (default {DEFAULT_OUT})")
     s.add_argument("--runs", help=f"results store, or the --storage folder holding it (default {DEFAULT_RUNS})")
-    s.add_argument("--sweep", metavar="SPEC", help="instead of the paper's tables: one page for this swept spec "
-                   "(every grid point and variant, mean and spread over seeds, a figure per swept field)")
+    s.add_argument("--spec", "--sweep", dest="sweep", metavar="SPEC", help="instead of the paper's tables: one page "
+                   "for this spec (yours or a sweep): every variant and grid point over its seeds, each row against "
+                   "its reference row (Δ and interval), the verdicts of its claims, a figure per swept field "
+                   "(--sweep is the older name)")
     s.add_argument("--profile", help="only runs of this profile (default: the most recent finished run per row)")
     s.add_argument("--addon", action="append", metavar="PROFILE", help="also read this profile's runs for the "
                    "claims its longer budget can test (the dropout claim needs over-fitting, big 3x base's steps); "

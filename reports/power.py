@@ -21,7 +21,7 @@ from zoo import paper
 from zoo import stats as S
 from zoo.reports.runs import Runs
 from zoo.spec import MAX_SEEDS  # a spec may ask no more: advice beyond it could not be run
-from zoo.reports.verdicts import claim_rows, comparison
+from zoo.reports.verdicts import claim_rows, comparison, user_comparison, user_rows_of
 from zoo.text import text_table
 
 POWER = 0.8
@@ -65,9 +65,10 @@ def _power_by_integral(q: float, df: int, ncp: float) -> float:
     return min(1.0, max(0.0, quad(f, 0, math.inf, limit=200)[0]))
 
 
-def family_size(metric: str) -> int:
-    """The claims in a metric's Holm family (zoo.claims.judge: one family per metric)."""
-    return sum(c.metric == metric for c in C.CLAIMS)
+def family_size(metric: str, claims=None, source: str = "") -> int:
+    """The claims in a metric's Holm family (zoo.claims.judge: one family per metric): the paper's, or a
+    user spec's own claims (`source`, among `claims`)."""
+    return sum(c.metric == metric and c.source == source for c in (claims if source else C.CLAIMS))
 
 
 def seeds_needed(effect, seed_sd, sentence_se, alpha, tie_margin=0.0, cap=MAX_SEEDS) -> int | None:
@@ -97,7 +98,14 @@ def plan(runs: Runs, claims: list[C.Claim] | None = None) -> Plan:
     resampler = lambda n: resamplers.setdefault(n, S.Resampler(n, 2000, S.BOOTSTRAP_SEED))
     out = []
     for c in claims:
-        comp = comparison(runs, {runs.profile: rows}, c, resampler)
+        if c.source:  # a user's claim: its rows by name in its spec (zoo.reports.verdicts.user_comparison)
+            comp = user_comparison(runs, c, runs.profile, resampler)
+            rows.update({r: v for r, v in (comp.rows or {}).items() if r not in rows})
+            for r, t in user_rows_of(runs, c, runs.profile).items():
+                secs = [x.result.total_seconds or x.result.train_seconds for x in runs.seeds(t)] if t else []
+                hours.setdefault(r, sum(secs) / len(secs) / 3600 if secs else 0.0)
+        else:
+            comp = comparison(runs, {runs.profile: rows}, c, resampler)
         e, have = comp.estimate, min((len(rows.get(r) or []) for r in c.rows), default=0)
         if e is not None:
             seed_sd, sent_se, source = e.seed_se * math.sqrt(min(e.seeds)), e.sentence_se, \
@@ -105,11 +113,18 @@ def plan(runs: Runs, claims: list[C.Claim] | None = None) -> Plan:
             level = comp.level
         else:
             (seed_sd, sent_se), source, level = PRIOR[c.metric], "prior", None
-        paper_level = paper.table3_row(c.worse)["bleu" if c.metric == "bleu" else "ppl"]
-        # the paper's effect as a share of its row, at our row's level (the paper's own where we have none)
-        effect = abs(c.paper_delta) / paper_level * abs(level if level else paper_level)
-        margin = c.margin * abs(level if level else paper_level) if c.tie else 0.0
-        alpha = C.ALPHA / family_size(c.metric)  # Holm's first step in the claim's own family
+        alpha = C.ALPHA / family_size(c.metric, claims if c.source else None, c.source)  # Holm's first step
+        if c.source:  # no paper effect to carry over: the pilot's own difference (an optimistic guide)
+            if e is None:
+                out.append(Need(c, math.nan, seed_sd, sent_se, source, None, have, "a claim of yours is sized from "
+                                "its pilot's difference: run 2+ seeds of both its rows first"))
+                continue
+            effect, margin = abs(e.delta), c.margin * abs(level) if c.tie else 0.0
+        else:
+            paper_level = paper.table3_row(c.worse)["bleu" if c.metric == "bleu" else "ppl"]
+            # the paper's effect as a share of its row, at our row's level (the paper's own where we have none)
+            effect = abs(c.paper_delta) / paper_level * abs(level if level else paper_level)
+            margin = c.margin * abs(level if level else paper_level) if c.tie else 0.0
         n = seeds_needed(effect, seed_sd, sent_se, alpha, margin)
         note = f"{C.UNTESTABLE}: {comp.untestable}" if comp.untestable else ""
         if n is None:  # the sentence part alone, at any number of seeds
@@ -124,7 +139,8 @@ def print_plan(p: Plan, stream=None) -> None:
     """One line per claim, then the cost: the extra trials per row (the most any of its claims needs)."""
     import sys
     stream, rows = stream or sys.stdout, p.needs
-    print(f"Seeds per row for {POWER:.0%} power to find the paper's effect (as a share of the row's figure) "
+    print(f"Seeds per row for {POWER:.0%} power to find the paper's effect (as a share of the row's figure; "
+          "for a claim of yours, the pilot's own difference, an optimistic guide) "
           f"at Holm's strictest level in the claim's family (alpha {C.ALPHA:g} / the claims on its metric: "
           + ", ".join(f"{m} {family_size(m)}" for m in ("ppl", "bleu")) + "):", file=stream)
     table = [("claim", "effect", "seed sd", "sent se", "source", "have", "need", "")]

@@ -22,6 +22,7 @@ from zoo.config import Config
 from zoo.spec import resolve, specs_dir
 
 SPECS = specs_dir()
+BUILTIN = frozenset(p.stem for p in SPECS.glob("*.yaml"))
 
 
 def table_specs(table: int) -> tuple[str, ...]:
@@ -51,15 +52,32 @@ class Runs:
         return (self.profile, *self.addons)
 
     def pick(self, table: int, row: str, group: str | None = None, profile: str | None = None) -> Trial | None:
-        """The trial shown for one paper row: most recent finished, else most recently updated; of
-        `profile`, else of the main profile when add-ons are loaded (tables show the main profile)."""
+        """The trial shown for one paper row: of the paper's own specs only (a user's row never stands in
+        its place), most recent finished, else most recently updated; of `profile`, else of the main
+        profile when add-ons are loaded (tables show the main profile)."""
+        return _latest(self.claimants(table, row, group, profile))
+
+    def claimants(self, table: int, row: str, group: str | None = None, profile: str | None = None) -> list[Trial]:
+        """The paper-row trials that could stand for one paper row (of any spec that is the paper's)."""
         want = profile or (self.profile if self.addons else None)
-        mine = [t for t in self.trials if t.paper_table == table and (t.paper_row or t.variant) == row
-                and (group is None or t.paper_group == group) and (want is None or t.profile == want)]
-        done = [t for t in mine if t.finished]
-        if done:
-            return max(done, key=lambda t: t.finished_at or t.updated_at or 0)
-        return max(mine, key=lambda t: t.updated_at or 0, default=None)
+        return [t for t in self.trials if t.paper_table == table and (t.paper_row or t.variant) == row
+                and is_paper(t) and (group is None or t.paper_group == group) and (want is None or t.profile == want)]
+
+    def user_rows(self, table: int, profile: str | None = None) -> list[Trial]:
+        """The user's rows in a paper table: one trial per (spec, variant) of a spec that is not the paper's
+        (most recent finished, else most recently updated), in the order they were first created."""
+        want = profile or self.profile
+        by_row: dict[tuple, list[Trial]] = {}
+        for t in self.trials:
+            if t.paper_table == table and not is_paper(t) and (want is None or t.profile == want):
+                by_row.setdefault((t.spec, t.variant, t.profile), []).append(t)
+        rows = [(min(x.created_at or 0 for x in ts), _latest(ts)) for ts in by_row.values()]
+        return [t for _, t in sorted(rows, key=lambda r: (r[0], r[1].spec, r[1].variant))]
+
+    def row_of(self, spec: str, variant: str, profile: str | None = None) -> Trial | None:
+        """One user row's trial: `variant` of `spec`, of `profile` (default: any)."""
+        return _latest([t for t in self.trials if t.spec == spec and t.variant == variant
+                        and (profile is None or t.profile == profile)])
 
     def seeds(self, t: Trial | None) -> list[Trial]:
         """The finished trials that differ from `t` only in their seed (a seeds axis), `t` included."""
@@ -74,7 +92,9 @@ class Runs:
     @staticmethod
     def _recipe(x: Trial) -> tuple:
         """What a trial is apart from its seed: spec, profile and config without trial name and seed."""
-        c = x.config.model_dump(mode="json", exclude={"trial": True, "train": {"seed"}}) if x.config else {}
+        # the spec's claims are a label: editing one does not make its seeds another recipe
+        c = x.config.model_dump(mode="json", exclude={"trial": True, "claims": True, "train": {"seed"}}) \
+            if x.config else {}
         if c:
             c["overrides"].pop("train.seed", None)  # a seeds axis records the seed there too
         return x.spec, x.profile, json.dumps(c, sort_keys=True)
@@ -118,6 +138,25 @@ class Runs:
 
     def points(self, t: Trial) -> list[Point]:
         return self.store.points(*t.key) if self.store else []
+
+
+def _latest(ts: list[Trial]) -> Trial | None:
+    """Most recent finished, else most recently updated."""
+    done = [t for t in ts if t.finished]
+    if done:
+        return max(done, key=lambda t: t.finished_at or t.updated_at or 0)
+    return max(ts, key=lambda t: t.updated_at or 0, default=None)
+
+
+def is_paper(t: Trial) -> bool:
+    """Whether a trial's row is the paper's own (its built-in spec, or a spec that says `paper_row: true`),
+    not a user's row that names a paper group. Trials recorded before zoo told them apart: by their spec
+    file, a built-in spec's name in a `specs/` folder."""
+    recorded = t.config.paper.paper_row if t.config else None
+    if recorded is not None:
+        return recorded
+    spec = Path(t.spec)
+    return spec.parent.name == "specs" and spec.stem in BUILTIN
 
 
 def load(path: str | Path, profile: str | None = None, addons: tuple[str, ...] = ()) -> Runs:

@@ -37,7 +37,7 @@ def _model(row: T2Row | T3Row, name: str) -> dict | None:
 
 
 def model_index(runs: Runs) -> str:
-    models = [x for r in table3_rows(runs) if (x := _model(r, f"table3-{r.name}"))]
+    models = [x for r in table3_rows(runs) if not r.yours and (x := _model(r, f"table3-{r.name}"))]
     models += [x for r in table2_rows(runs) if (x := _model(r, f"table2-{r.group.lower()}-{r.name}"))]
     doc = {"Collections": [{"Name": "Attention Is All You Need (zoo)", "Paper": {"Title": "Attention Is All You Need",
                                                                                    "URL": PAPER}}],

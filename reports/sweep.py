@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zoo.errors import UserError
-from zoo.reports.cells import Column, Section, State, Table, count, over_seeds, profile_notes, state
+from zoo.reports.cells import Column, Section, State, Table, columns, count, over_seeds, profile_notes, state, text_col
 from zoo.reports.runs import Runs
+from zoo.reports.verdicts import reference, shared_resampler, spec_claims, versus
 from zoo.result import Trial
 
 
@@ -65,6 +66,65 @@ def sweep_table(runs: Runs, spec: str) -> Table:
     notes = [f"Every point of the sweep: its swept values, and over the seeds that finished the mean "
              f"{label} on the spec's eval split, its standard deviation (sd) and the mean dev perplexity "
              "per word-piece.", *profile_notes([t for _, t in shown])]
-    return Table(f"sweep-{stem}", f"Sweep: {stem}", f"{len(mine)} trials of {spec}: {len(points)} points "
-                 f"x their seeds.", [Section("", sweep_columns(fields, label), rows, index="trial")], notes, shown,
-                 count([r.state for r in rows]), sweep=(fields, label))
+    sections = [Section("", sweep_columns(fields, label), rows, index="trial"),
+                *_against(runs, mine, resampler := shared_resampler()), *_claims(runs, mine, resampler)]
+    varied = [f for f in fields if len({json.dumps(r.values.get(f)) for r in rows}) > 1]  # a figure each
+    return Table(f"sweep-{stem}", f"{'Sweep' if varied else 'Spec'}: {stem}", f"{len(mine)} trials of {spec}: "
+                 f"{len(points)} points x their seeds.", sections, notes, shown, count([r.state for r in rows]),
+                 sweep=(varied, label))
+
+
+@dataclass
+class VersusRow:
+    """One of the spec's rows against its reference row (`paper: {compare_to: ROW}`, default base)."""
+    name: str
+    group: str | None = None
+    profile: str | None = text_col("", "profile")
+    vs: str | None = text_col("", "against")
+    seeds: str | None = text_col("", "seeds")
+    d_ppl: str | None = text_col("measured", "Δ PPL [95%]")
+    p_ppl: str | None = text_col("measured", "p (PPL)")
+    d_bleu: str | None = text_col("measured", "Δ BLEU [95%]")
+    p_bleu: str | None = text_col("measured", "p (BLEU)")
+
+
+def _against(runs: Runs, mine: list[Trial], resampler) -> list[Section]:
+    """Each (profile, variant) of a spec against its reference row, where the spec names a paper table."""
+    out = []
+    for key in sorted({(t.profile, t.variant) for t in mine if t.paper_table}):
+        t = max((x for x in mine if (x.profile, x.variant) == key), key=lambda x: (x.finished, x.updated_at or 0))
+        name, ref = reference(runs, t)
+        cells, seeds = {}, None
+        for metric in ("ppl", "bleu"):
+            e = (comp := versus(runs, t, ref, metric, resampler)).estimate
+            if e is None:
+                cells[metric] = (comp.missing, None)
+                continue
+            sign = -1 if metric == "ppl" else 1  # this row minus the reference, in the metric's units
+            lo, hi = sorted((sign * e.lo, sign * e.hi))
+            cells[metric] = (f"{sign * e.delta:+.2f} [{lo:+.2f}, {hi:+.2f}]", f"{e.p:.3g}")
+            seeds = seeds or "{} / {}".format(*e.seeds)
+        out.append(VersusRow(t.variant, profile=t.profile, vs=name if ref else f"{name} (not run)", seeds=seeds,
+                             d_ppl=cells["ppl"][0], p_ppl=cells["ppl"][1], d_bleu=cells["bleu"][0],
+                             p_bleu=cells["bleu"][1]))
+    if not out:
+        return []
+    return [Section("Against the reference row", columns(VersusRow), out, [
+        "Each row minus its reference (`paper: {compare_to: ROW}` in the spec, default base; a variant of this spec "
+        "first, else the paper's row; of the same profile), mean over the seeds both ran, with its 95% interval and "
+        "p: paired by seed, plus the test-set noise the seeds share (the statistics of the report's claims, and "
+        "of `zoo compare`, which prints the same digits). Unadjusted: one comparison per row; the spec's claims "
+        "below are the Holm-corrected tests."], index="row")]
+
+
+def _claims(runs: Runs, mine: list[Trial], resampler) -> list[Section]:
+    from zoo.reports.verdicts import ClaimRow, claim_row  # one row type for every claims table
+    judged = spec_claims(runs, mine[0].spec, resampler)
+    if not judged:
+        return []
+    rows = [claim_row(v, v.claim.id, v.claim.text, why) for v, why in judged]
+    return [Section("Claims", columns(ClaimRow), rows, [
+        "The spec's `claims:`, tested as the paper's are (zoo.claims): held / within noise / flipped, or for a tie "
+        "equivalent / different / inconclusive within its margin; Holm over this spec's claims on each metric. "
+        "A claim whose text or rows changed after its rows' first trial is post hoc."], index="claim",
+        data=[v for v, _ in judged])]

@@ -12,7 +12,7 @@ from zoo.reports import peaks
 from zoo.reports.cells import (CITED, COUNTING, PAPER_METRIC_NOTE, Run, Section, State, Table, col, columns, count,
                                decoding_note, paper_metric, pct, profile_notes, provenance_flags, sci, text_col)
 from zoo.reports.runs import TABLE2_SPECS, TABLE3_SPECS, TABLE4_SPECS, Runs, paper_configs
-from zoo.reports.verdicts import claims_section, rank_section
+from zoo.reports.verdicts import claims_section, rank_section, reference, shared_resampler, versus
 from zoo.text import duration
 
 
@@ -25,6 +25,7 @@ class T3Row:
     group: str | None = None          # the paper's group title (the group header)
     letter: str = ""                  # the group's key in zoo.paper.TABLE3_GROUPS (the figures' colours)
     run: Run | None = None
+    whose: str | None = text_col("", "whose")  # "paper", or "yours: SPEC" for a user's row of the group
     spec_params: float | None = None  # our count of the paper spec at paper scale (its vocabulary)
     spec_flops: float | None = None   # the paper spec's analytic training FLOPs (its planned steps)
     bleu_tokenized: float | None = None  # mean over seeds (model-index.yml)
@@ -50,6 +51,13 @@ class T3Row:
     seeds: int | None = col("measured", "seeds", "{:d}")
     params: float | None = col("measured", "params (M)", "{:.3g}")
     flops: float | None = col("cost", "train FLOPs", sci)
+    vs: str | None = text_col("yours against", "against")              # a user's row: its reference row
+    d_ppl: str | None = text_col("yours against", "Δ PPL [95%]")     # the row minus the reference, paired by seed
+    d_bleu: str | None = text_col("yours against", "Δ BLEU [95%]")
+
+    @property
+    def yours(self) -> bool:
+        return self.whose is not None and self.whose != "paper"
     provenance: str | None = text_col("run", "provenance differs")
     state: State | None = text_col("run", "state")
     profile: str | None = text_col("run", "profile")
@@ -66,32 +74,72 @@ def _shape(cfg: Config | None) -> dict:
                 PE={"sinusoidal": "sinusoid"}.get(m.positional_encoding, m.positional_encoding))
 
 
-def table3_rows(runs: Runs) -> list[T3Row]:
-    """Every Table 3 row, in the paper's order: what the page, the figures and model-index.yml show."""
+def table3_rows(runs: Runs, resampler=None) -> list[T3Row]:
+    """Every Table 3 row, in the paper's order, each group followed by the user's rows that name it (from
+    specs that are not the paper's): what the page, the figures and model-index.yml show. `resampler`:
+    the report's shared one, for the user's rows' differences (default: zoo.stats's)."""
     specs = {row: c for (_, row), c in paper_configs(TABLE3_SPECS).items()}
+    resampler = resampler or shared_resampler()
+    yours: dict[str, list] = {}
+    for t in runs.user_rows(3):
+        letter = t.paper_group if t.paper_group in paper.TABLE3_GROUPS else "big"  # an unknown group: at the end
+        yours.setdefault(letter, []).append(t)
     rows = []
-    for row, letter, ppl, bleu, params_m in paper.TABLE3:
-        t, ps = runs.pick(3, row), specs.get(row)
-        run = Run.of(t, ps, runs.seeds(t))  # with a seeds axis: mean and spread over the seeds that finished
-        cfg, b = run.config, run.over_seeds("bleu")
-        # Δ compares like with like: the paper spec at paper scale (its vocabulary) against the printed
-        # count; a scaled run's own count has no Δ (it would measure the profile, not a discrepancy)
-        spec_params = costs.params_analytic(ps.model, ps.data.vocab_size) if ps else None
-        rows.append(T3Row(
-            row, paper.TABLE3_GROUPS[letter], letter=letter, run=run, spec_params=spec_params,
-            spec_flops=ps and costs.train_flops_total(ps), bleu_tokenized=run.over_seeds("bleu_tokenized").mean,
-            **_shape(cfg), paper_ppl=ppl, paper_bleu=bleu, paper_params=params_m,
-            d_params=100 * (spec_params / 1e6 - params_m) / params_m if spec_params and params_m else None,
-            ppl=run.over_seeds("dev_ppl").mean, bleu=b.mean, bleu_sd=b.sd, bleu_paper=paper_metric(run, b.mean),
-            seeds=b.n or None, params=costs.params_analytic(cfg.model, run.vocab) / 1e6 if run.result and cfg else None,
-            flops=run.flops_done(), state=run.state, profile=run.profile, data=run.data_split()))
+    for i, (row, letter, ppl, bleu, params_m) in enumerate(paper.TABLE3):
+        rows.append(_paper_t3_row(runs, specs, row, letter, ppl, bleu, params_m))
+        if i + 1 == len(paper.TABLE3) or paper.TABLE3[i + 1][1] != letter:  # the group's last paper row
+            rows += [_user_t3_row(runs, t, letter, resampler) for t in yours.get(letter, [])]
     for r, flag in zip(rows, provenance_flags([r.run.trial for r in rows])[0]):
         r.provenance = flag
     return rows
 
 
+def _user_t3_row(runs: Runs, t, letter: str, resampler) -> T3Row:
+    """A user's row in its group: its measured cells and its difference from its reference row."""
+    run = Run.of(t, None, runs.seeds(t))
+    cfg, b = run.config, run.over_seeds("bleu")
+    name, ref = reference(runs, t)
+    diffs = {}
+    for metric in ("ppl", "bleu"):
+        comp = versus(runs, t, ref, metric, resampler)
+        e = comp.estimate
+        if e is None:
+            diffs[metric] = comp.missing
+            continue
+        sign = -1 if metric == "ppl" else 1  # printed as this row minus the reference, in the metric's units
+        lo, hi = sorted((sign * e.lo, sign * e.hi))
+        diffs[metric] = f"{sign * e.delta:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+    return T3Row(
+        t.variant, paper.TABLE3_GROUPS[letter], letter=letter, run=run, whose=f"yours: {t.spec}", **_shape(cfg),
+        ppl=run.over_seeds("dev_ppl").mean, bleu=b.mean, bleu_sd=b.sd, bleu_paper=paper_metric(run, b.mean),
+        seeds=b.n or None, params=costs.params_analytic(cfg.model, run.vocab) / 1e6 if run.result and cfg else None,
+        flops=run.flops_done(), state=run.state, profile=run.profile, data=run.data_split(),
+        vs=name if ref is not None else f"{name} (not run)", d_ppl=diffs["ppl"], d_bleu=diffs["bleu"])
+
+
+def _paper_t3_row(runs: Runs, specs: dict, row: str, letter: str, ppl, bleu, params_m) -> T3Row:
+    """A paper row beside our run of it (the paper spec as written where it has not run)."""
+    t, ps = runs.pick(3, row), specs.get(row)
+    run = Run.of(t, ps, runs.seeds(t))  # with a seeds axis: mean and spread over the seeds that finished
+    cfg, b = run.config, run.over_seeds("bleu")
+    # Δ compares like with like: the paper spec at paper scale (its vocabulary) against the printed
+    # count; a scaled run's own count has no Δ (it would measure the profile, not a discrepancy)
+    spec_params = costs.params_analytic(ps.model, ps.data.vocab_size) if ps else None
+    return T3Row(
+        row, paper.TABLE3_GROUPS[letter], letter=letter, run=run, whose="paper", spec_params=spec_params,
+        spec_flops=ps and costs.train_flops_total(ps), bleu_tokenized=run.over_seeds("bleu_tokenized").mean,
+        **_shape(cfg), paper_ppl=ppl, paper_bleu=bleu, paper_params=params_m,
+        d_params=100 * (spec_params / 1e6 - params_m) / params_m if spec_params and params_m else None,
+        ppl=run.over_seeds("dev_ppl").mean, bleu=b.mean, bleu_sd=b.sd, bleu_paper=paper_metric(run, b.mean),
+        seeds=b.n or None, params=costs.params_analytic(cfg.model, run.vocab) / 1e6 if run.result and cfg else None,
+        flops=run.flops_done(), state=run.state, profile=run.profile, data=run.data_split())
+
+
 def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None = None, plan=None) -> Table:
-    rows = table3_rows(runs)
+    rows = table3_rows(runs, shared_resampler(resamples or (plan.resamples if plan else None),
+                                              (plan.bootstrap_seed if plan else None) if bootstrap_seed is None
+                                              else bootstrap_seed))
+    ours = [r for r in rows if not r.yours]
     shown = [(r.name, r.run.trial) for r in rows if r.run.trial]
     deltas = sorted((r.d_params, r.name) for r in rows if r.d_params is not None)
     sigs = sorted({s for _, t in shown if t.finished and (x := t.result.primary) and (s := x.bleu_signature)})
@@ -118,10 +166,22 @@ def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None 
     if differ_note := provenance_flags([r.run.trial for r in rows])[1]:
         notes.insert(0, differ_note)
     claims = claims_section(runs, resamples, bootstrap_seed, plan)
+    if any(r.yours for r in rows):
+        notes.insert(0, "Your rows: a spec that is not the paper's (not built in, no `paper_row: true`) shows its "
+                     "rows after the paper's rows of the group its `paper:` names, never in their place; 'yours "
+                     "against' is the row minus its reference row (`paper: {compare_to: ROW}`, default base, of "
+                     "the same profile), mean over the seeds both ran, with its 95% interval (the claims' "
+                     "statistics: paired by seed, plus the test-set noise the seeds share).")
+    for row, *_ in paper.TABLE3:  # two specs that both say they are the paper's row: which one shows
+        specs = sorted({t.spec for t in runs.claimants(3, row)})
+        if len(specs) > 1:
+            notes.insert(0, f"Row {row}: shown from {runs.pick(3, row).spec} (the most recent finished run); "
+                         f"also the paper's row in {', '.join(s for s in specs if s != runs.pick(3, row).spec)}.")
+    cols = [c for c in columns(T3Row) if any(r.yours for r in rows) or (c.key != "whose" and c.group != "yours against")]
     return Table("table3", "Table 3: variations on the Transformer architecture",
                  "Each row of the paper's ablation table: the paper's figures beside ours, what it cost, "
-                 "and where the run stands.", [Section("", columns(T3Row), rows), claims, rank_section(rows)],
-                 notes, shown, count([r.state for r in rows]), verdicts=claims.data)
+                 "and where the run stands.", [Section("", cols, rows), claims, rank_section(ours)],
+                 notes, shown, count([r.state for r in ours]), verdicts=claims.data)
 
 
 # -- Table 2 --------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ class ClaimRow:
     name: str = ""                                   # the claim's id
     group: str | None = None
     verdict: str = text_col("verdict", "verdict")
-    says: str = text_col("claim", "the paper says")
+    says: str = text_col("claim", "says")
     rows: str = text_col("claim", "rows")
     paper_delta: float | None = col("paper", "Δ")
     delta: float | None = col("measured", "Δ", "{:+.2f}")
@@ -45,12 +45,7 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
     resamples = resamples or (plan.resamples if plan else S.RESAMPLES)
     bootstrap_seed = (plan.bootstrap_seed if plan else S.BOOTSTRAP_SEED) if bootstrap_seed is None else bootstrap_seed
     by_profile = {p: claim_rows(runs, p) for p in runs.profiles}
-    resamplers: dict[int, S.Resampler] = {}
-
-    def resampler(n: int) -> S.Resampler:  # one per number of sentences (0: seeds only), shared by all claims
-        if n not in resamplers:
-            resamplers[n] = S.Resampler(n, resamples, bootstrap_seed + n)
-        return resamplers[n]
+    resampler = shared_resampler(resamples, bootstrap_seed)  # one per number of sentences, shared by all claims
 
     claims = [c for c in C.CLAIMS if not plan or not plan.claims or c.id in plan.claims]
     verdicts = C.judge([comparison(runs, by_profile, c, resampler) for c in claims],
@@ -110,7 +105,89 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
         "Each claim compares two rows on one metric, written from the paper's text (section 6.2, 5.4) and "
         "its Table 3, never from our results. Δ: how much better the first row is (BLEU higher, PPL "
         "lower), the mean over seeds. Rows stopped early by a time limit (truncated) are excluded."]
-    return Section("Claims", columns(ClaimRow), rows, notes, index="claim", data=verdicts)
+    yours = [(spec, v, why) for spec in user_specs(runs, 3) for v, why in spec_claims(runs, spec, resampler, plan)]
+    for spec, v, why in yours:
+        rows.append(claim_row(v, f"{v.claim.id} ({spec})", f"yours: {v.claim.text}", why))
+    if yours:
+        notes.insert(1, "Your claims (a spec's `claims:`) are tested with the same statistics, each spec's claims "
+                     "their own Holm family per metric, apart from the paper's (adding yours never changes the "
+                     "paper's verdicts). A claim whose text or rows changed after its rows' first trial is post hoc.")
+    return Section("Claims", columns(ClaimRow), rows, notes, index="claim", data=verdicts + [v for _, v, _ in yours])
+
+
+def claim_row(v, name: str, says: str, post_hoc: str = "") -> ClaimRow:
+    c, e = v.claim, v.estimate
+    verdict = f"{v.verdict}: {v.reason}" if v.reason else v.verdict
+    paper = c.paper_delta
+    return ClaimRow(
+        name, verdict=verdict + (f" ({post_hoc})" if post_hoc else ""),
+        says=f"{says} ({'BLEU' if c.metric == 'bleu' else 'PPL'})", rows=f"{c.better} {'≈' if c.tie else '>'} {c.worse}",
+        paper_delta=None if math.isnan(paper) else round(paper, 2), delta=e and e.delta,
+        interval=e and f"[{e.lo:+.2f}, {e.hi:+.2f}]", mc_error=e and f"±{e.mc_error:.3f}",
+        p_holm=None if v.p_holm is None else f"{v.p_holm:.3g}", seeds=e and "{} / {}".format(*e.seeds))
+
+
+def user_specs(runs: Runs, table: int | None = None) -> list[str]:
+    """The specs in the store that are not the paper's (of one paper table, or any), first run first."""
+    from zoo.reports.runs import is_paper
+    first: dict[str, float] = {}
+    for t in runs.trials:
+        if not is_paper(t) and (table is None or t.paper_table == table):
+            first[t.spec] = min(first.get(t.spec, math.inf), t.created_at or 0)
+    return sorted(first, key=lambda s: (first[s], s))
+
+
+def spec_claims(runs: Runs, spec: str, resampler, plan=None) -> list[tuple]:
+    """A user spec's claims (its `claims:`, as its latest trial recorded them) judged on the store's rows:
+    (Verdict, why it is post hoc or ""). One Holm family per metric, of this spec's claims only."""
+    from zoo import claims as C
+    latest = latest_config(runs, spec)
+    if latest is None:
+        return []
+    specs = latest.config.claims
+    claims = C.from_specs(specs, latest.paper_group or "", spec)
+    comparisons = [user_comparison(runs, c, latest.profile, resampler) for c in claims]
+    verdicts = C.judge(comparisons, **({"alpha": plan.alpha} if plan else {}))
+    return [(v, _edited(runs, spec, cs, v.comparison)) for v, cs in zip(verdicts, specs)]
+
+
+def latest_config(runs: Runs, spec: str):
+    """The spec's most recently updated trial with a config (what its `claims:` say now), or None."""
+    mine = [t for t in runs.trials if t.spec == spec and t.config]
+    return max(mine, key=lambda t: t.updated_at or 0, default=None)
+
+
+def user_rows_of(runs: Runs, claim, profile: str | None) -> dict:
+    """The trials a user's claim names: each row the spec's own variant, else the paper's row of that name
+    (of `profile`); a row not run is None."""
+    spec = claim.source
+    table = next((t.paper_table for t in runs.trials if t.spec == spec and t.paper_table), 3)
+    return {name: runs.row_of(spec, name, profile) or runs.pick(table, name, profile=profile) for name in claim.rows}
+
+
+def user_comparison(runs: Runs, claim, profile: str | None, resampler):
+    """A user's claim measured on its rows (zoo.claims.compare), or why it cannot be."""
+    from zoo import claims as C
+    picked = user_rows_of(runs, claim, profile)
+    if not all(t and t.finished for t in picked.values()):
+        return C.Comparison(claim, missing="not run")
+    return C.compare(claim, {name: row_runs(runs, t) for name, t in picked.items()}, resampler)
+
+
+def _edited(runs: Runs, spec: str, cs, comp) -> str:
+    """Why a claim is post hoc: it is not, or not so, in the config its rows' first trial recorded."""
+    if comp.rows is None:
+        return ""
+    picked = user_rows_of(runs, comp.claim, None)
+    ran = [x for t in picked.values() if t for x in runs.seeds(t) if x.spec == spec]
+    first = min(ran, key=lambda x: x.created_at or 0, default=None)
+    recorded = {c.id: c for c in first.config.claims} if first and first.config else {}
+    if cs.id not in recorded:
+        return "post hoc: the claim was added after its rows' first trial"
+    if recorded[cs.id] != cs:
+        return "post hoc: the claim changed after its rows' first trial"
+    return ""
+
 
 
 def _paper_metric_delta(rows: dict, c):
@@ -128,28 +205,67 @@ def _paper_metric_delta(rows: dict, c):
 def claim_rows(runs: Runs, profile: str | None = None) -> dict[str, list]:
     """Per Table 3 row, its finished seeds as zoo.claims.RowRun (truncated rows left out), of `profile`
     (default: the main one)."""
-    from zoo import claims as C
     out = {}
     for row, *_ in paper.TABLE3:
         t = runs.pick(3, row, profile=profile)
-        if not t or not t.finished or truncated(t):
-            continue
-        got = []
-        for x in runs.seeds(t):
-            m = x.result
-            points = runs.points(x)
-            curve = tuple(p.dev_ppl for p in points if p.dev_ppl)
-            losses = [p.loss for p in points if p.loss is not None]
-            tail = losses[-max(1, len(losses) // 10):]
-            (bleu, bleu_splits), (nll, nll_splits) = _pooled(x, "bleu"), _pooled(x, "nll")
-            got.append(C.RowRun(
-                seed=x.seed or 0, steps=m.steps_done, dev_ppl=m.dev_ppl,
-                bleu_paper=m.primary.bleu_paper if m.primary else None,
-                dev_ppl_curve=curve, train_loss_tail=sum(tail) / len(tail) if tail else None,
-                bleu_stats=bleu, nll_stats=nll, bleu_splits=bleu_splits, nll_splits=nll_splits,
-                analysis=x.analysis))
-        out[row] = got
+        if t and t.finished and not truncated(t):
+            out[row] = row_runs(runs, t)
     return out
+
+
+def row_runs(runs: Runs, t) -> list:
+    """A row's finished seeds (the trials that differ from `t` only in the seed) as zoo.claims.RowRun."""
+    from zoo import claims as C
+    got = []
+    for x in runs.seeds(t):
+        m = x.result
+        points = runs.points(x)
+        curve = tuple(p.dev_ppl for p in points if p.dev_ppl)
+        losses = [p.loss for p in points if p.loss is not None]
+        tail = losses[-max(1, len(losses) // 10):]
+        (bleu, bleu_splits), (nll, nll_splits) = _pooled(x, "bleu"), _pooled(x, "nll")
+        got.append(C.RowRun(
+            seed=x.seed or 0, steps=m.steps_done, dev_ppl=m.dev_ppl,
+            bleu_paper=m.primary.bleu_paper if m.primary else None,
+            dev_ppl_curve=curve, train_loss_tail=sum(tail) / len(tail) if tail else None,
+            bleu_stats=bleu, nll_stats=nll, bleu_splits=bleu_splits, nll_splits=nll_splits,
+            analysis=x.analysis))
+    return got
+
+
+def reference(runs: Runs, t):
+    """The row a user's row is compared with: its `compare_to` (a variant of its own spec first, else a
+    paper row of its table), default base; of the same profile. (label, trial or None)."""
+    name = (t.config.paper.compare_to if t.config else None) or "base"
+    own = runs.row_of(t.spec, name, t.profile)
+    if own is not None and own.key != t.key:
+        return name, own
+    return name, runs.pick(t.paper_table or 3, name, profile=t.profile)
+
+
+def versus(runs: Runs, a, b, metric: str, resampler):
+    """Row `a` against row `b` on one metric (their finished seeds, paired where both ran them): a
+    zoo.claims.Comparison whose estimate is positive when `a` is better (None with `missing` when it cannot
+    be measured). `resampler(n)` is the report's shared resampler, so every page prints the same digits."""
+    from zoo import claims as C
+    claim = C.Claim("versus", "", "", metric, "a", "b")
+    if not (a and b and a.finished and b.finished):
+        return C.Comparison(claim, missing="not run")
+    return C.compare(claim, {"a": row_runs(runs, a), "b": row_runs(runs, b)}, resampler)
+
+
+def shared_resampler(resamples: int | None = None, bootstrap_seed: int | None = None):
+    """One resampler per number of sentences, seeded as the claims section seeds it (bootstrap seed + n)."""
+    from zoo import stats as S
+    resamples = resamples or S.RESAMPLES
+    bootstrap_seed = S.BOOTSTRAP_SEED if bootstrap_seed is None else bootstrap_seed
+    made: dict[int, S.Resampler] = {}
+
+    def resampler(n: int) -> S.Resampler:
+        if n not in made:
+            made[n] = S.Resampler(n, resamples, bootstrap_seed + n)
+        return made[n]
+    return resampler
 
 
 def _pooled(t, kind: str):

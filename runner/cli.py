@@ -76,15 +76,25 @@ def _power(args, cfgs) -> int:
     if pilot.is_dir():
         pilot = pilot / "zoo.db"
     mine = {c.paper.row for c in cfgs if c.paper and c.paper.row}
-    claims = [c for c in C.CLAIMS if set(c.rows) & mine]
+    claims = [c for c in C.CLAIMS if set(c.rows) & mine] + _yours(args, cfgs)
     if not claims:
-        raise UserError(f"{args.spec}: no Table 3 claim rests on its rows ({', '.join(sorted(mine)) or 'none'})")
+        raise UserError(f"{args.spec}: no Table 3 claim rests on its rows ({', '.join(sorted(mine)) or 'none'}) "
+                        "and the spec states none of its own (`claims:`)")
     runs = runs_mod.load(pilot, cfgs[0].profile)
     warn_damaged(runs.store)  # the plan is sized from the sound rows
     print(f"pilot: {pilot} ({len(runs.trials)} trials of profile {cfgs[0].profile}"
           + (f"; {runs.note}: the stated prior is used" if runs.note else "") + ")")
     power.print_plan(power.plan(runs, claims))
     return 0
+
+
+def _yours(args, cfgs) -> list:
+    """The spec's own claims (its `claims:`), named by the spec as the store names it."""
+    from zoo import claims as C
+    from zoo.runner.sweep import spec_in_store
+    if not cfgs or not cfgs[0].claims:
+        return []
+    return C.from_specs(cfgs[0].claims, cfgs[0].paper.group or "", spec_in_store(args.spec))
 
 
 OPEN = ("within noise", "inconclusive", "needs 2+ seeds")  # verdicts another seed could change
@@ -111,9 +121,12 @@ def _until_resolved(args, seeds) -> int:
         raise UserError(f"--max-seeds {args.max_seeds} is below the {k} seeds of the first round")
     cfgs = sweep.resolve_trials(args.spec, args.variant, auto_profile(args.profile), args.set, [1], args.data_dir)
     variant_of = {c.paper.row: c.variant for c in cfgs if c.paper and c.paper.row}
-    claims = {c.id for c in C.CLAIMS if set(c.rows) & set(variant_of)}
+    variant_of |= {c.variant: c.variant for c in cfgs}  # a claim of the spec's own names its variants
+    yours = _yours(args, cfgs)
+    claims = {(c.id, "") for c in C.CLAIMS if set(c.rows) & set(variant_of)} | {(c.id, c.source) for c in yours}
     if not claims:
-        raise UserError(f"{args.spec}: no Table 3 claim rests on its rows, so there is nothing to resolve")
+        raise UserError(f"{args.spec}: no Table 3 claim rests on its rows and it states none of its own "
+                        "(`claims:`), so there is nothing to resolve")
     plan = _plan(args)  # an analysis plan fixes the level and the most looks before the first trial
     alpha = plan.alpha if plan else C.ALPHA
     if plan and sequential.looks(k, args.max_seeds) > plan.max_looks:
@@ -136,7 +149,7 @@ def _until_resolved(args, seeds) -> int:
         # the report's comparisons (tables.claims_section), judged again here: only the claims still open,
         # one Holm family at this look's level
         comparisons = [v.comparison for v in tables.claims_section(runs).data
-                       if v.claim.id in claims and v.claim.id not in settled]
+                       if (v.claim.id, v.claim.source) in claims and v.claim.id not in settled]
         verdicts = C.judge(comparisons, alpha=level)
         still = [v for v in verdicts if v.verdict in OPEN]
         settled |= {v.claim.id: (v.verdict, k, level) for v in verdicts if v.verdict not in OPEN}

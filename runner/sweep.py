@@ -79,7 +79,7 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
     """Run the spec's variants; return the exit code (0 all finished, 1 some failed, 130 interrupted, 143 by SIGTERM)."""
     from zoo.runner.store import open_store
     address = address or os.environ.get("RAY_ADDRESS") or None  # as `ray` itself: the variable names the cluster
-    spec_key = _spec_key(spec)
+    spec_key = spec_in_store(spec)
     # Trials run in their own folders, maybe on other nodes: hand them absolute data paths.
     data_dir = os.path.abspath(os.path.expanduser(data_dir)) if data_dir else None
     if os.environ.get("ZOO_DATA_DIR"):
@@ -407,7 +407,7 @@ def resolve_trials(spec, variants, profile, sets, seeds, data_dir=None):
     return resolve(spec, list(variants) if variants else None, profile, sets, seeds, data_dir)
 
 
-def _spec_key(spec: str) -> str:
+def spec_in_store(spec: str) -> str:
     """The spec as the store names it: relative to the working folder when inside it, else absolute,
     so `specs/x.yaml`, `./specs/x.yaml` and its absolute path are one spec."""
     path = os.path.abspath(spec)

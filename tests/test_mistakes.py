@@ -101,7 +101,7 @@ def test_a_billion_point_grid_is_refused_by_arithmetic(tmp_path):
 
 def test_trials_are_capped_across_variants_sweep_and_seeds(tmp_path, capsys):
     variants = "\n".join(f"  v{i}: {{}}" for i in range(30))
-    msg = fails_at(tmp_path, capsys, f"extends: base\nseeds: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\nsweep:\n  random:\n"
+    fails_at(tmp_path, capsys, f"extends: base\nseeds: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\nsweep:\n  random:\n"
                    f"    samples: 10\n    model.dropout: {{uniform: [0.0, 0.5]}}\nvariants:\n{variants}\n",
                    3, "sweep", fragment=f"makes 3,000 trials (30 variants x 10 sweep points x 10 seeds); at most {MAX_TRIALS:,}")
 

@@ -1,6 +1,5 @@
 """zoo.result: the typed run result (issue 11). Old summaries load; nothing outside the module reads
 a summary field by string; the committed reference stores load as RunResults."""
-import json
 import re
 from pathlib import Path
 

@@ -29,7 +29,7 @@ STAGES = [
      "zoo.runner.plan"},                                                                   # trials on Ray
     {"zoo.reports.peaks", "zoo.reports.runs", "zoo.reports.cells", "zoo.reports.verdicts", "zoo.reports.tables",
      "zoo.reports.plots", "zoo.reports.render", "zoo.reports.sweep", "zoo.reports.power", "zoo.reports.share",
-     "zoo.reports.trend"},
+     "zoo.reports.trend", "zoo.reports.compare"},
 ]
 CLI = {"zoo", "zoo.cli", "zoo.commands", "zoo.runner.cli", "zoo.reports.cli", "zoo.runner", "zoo.reports"}
 LONGEST_CHAIN = 8  # modules, counted along module-level imports (12 before the packages got their seams)

@@ -59,12 +59,14 @@ def register(sub) -> None:
     register_train(sub)
     try:  # runner/ and reports/ exist as zoo.runner and zoo.reports only once installed (pyproject's package-dir)
         from zoo.reports import cli as reports_cli  # zoo report, in reports/cli.py
+        from zoo.reports import compare as compare_cli  # zoo compare, in reports/compare.py
         from zoo.runner import cli as runner_cli  # zoo run / status, in runner/cli.py
     except ModuleNotFoundError as e:
         if e.name not in ("zoo.reports", "zoo.runner"):
             raise
         raise NotInstalled() from None
     reports_cli.register(sub)
+    compare_cli.register(sub)
     runner_cli.register(sub)
 
 
