@@ -159,6 +159,12 @@ def is_paper(t: Trial) -> bool:
     return spec.parent.name == "specs" and spec.stem in BUILTIN
 
 
+def whose(t: Trial) -> str:
+    """Whose a row is that is not the paper's: zoo's own (a built-in spec beyond the paper) or the user's."""
+    spec = Path(t.spec)
+    return "beyond the paper" if spec.parent.name == "specs" and spec.stem in BUILTIN else "yours"
+
+
 def load(path: str | Path, profile: str | None = None, addons: tuple[str, ...] = ()) -> Runs:
     """Read the store; a missing or empty file is an empty store, a non-SQLite file a UserError.
     `addons`: profiles whose runs the claims may read too (they need a main `profile`)."""

@@ -11,7 +11,7 @@ from zoo.config import Config
 from zoo.reports import peaks
 from zoo.reports.cells import (CITED, COUNTING, PAPER_METRIC_NOTE, Run, Section, State, Table, col, columns, count,
                                decoding_note, paper_metric, pct, profile_notes, provenance_flags, sci, text_col)
-from zoo.reports.runs import TABLE2_SPECS, TABLE3_SPECS, TABLE4_SPECS, Runs, paper_configs
+from zoo.reports.runs import TABLE2_SPECS, TABLE3_SPECS, TABLE4_SPECS, Runs, paper_configs, whose
 from zoo.reports.verdicts import claims_section, rank_section, reference, shared_resampler, versus
 from zoo.text import duration
 
@@ -25,7 +25,7 @@ class T3Row:
     group: str | None = None          # the paper's group title (the group header)
     letter: str = ""                  # the group's key in zoo.paper.TABLE3_GROUPS (the figures' colours)
     run: Run | None = None
-    whose: str | None = text_col("", "whose")  # "paper", or "yours: SPEC" for a user's row of the group
+    whose: str | None = text_col("", "whose")  # "paper", "yours: SPEC", or "beyond the paper: SPEC" (zoo's own)
     spec_params: float | None = None  # our count of the paper spec at paper scale (its vocabulary)
     spec_flops: float | None = None   # the paper spec's analytic training FLOPs (its planned steps)
     bleu_tokenized: float | None = None  # mean over seeds (model-index.yml)
@@ -54,14 +54,15 @@ class T3Row:
     vs: str | None = text_col("yours against", "against")              # a user's row: its reference row
     d_ppl: str | None = text_col("yours against", "Δ PPL [95%]")     # the row minus the reference, paired by seed
     d_bleu: str | None = text_col("yours against", "Δ BLEU [95%]")
-
-    @property
-    def yours(self) -> bool:
-        return self.whose is not None and self.whose != "paper"
     provenance: str | None = text_col("run", "provenance differs")
     state: State | None = text_col("run", "state")
     profile: str | None = text_col("run", "profile")
     data: str | None = text_col("run", "data / split")
+
+    @property
+    def yours(self) -> bool:
+        """A row that is not the paper's (a user's, or zoo's own beyond the paper)."""
+        return self.whose is not None and self.whose != "paper"
 
 
 def _shape(cfg: Config | None) -> dict:
@@ -82,7 +83,7 @@ def table3_rows(runs: Runs, resampler=None) -> list[T3Row]:
     resampler = resampler or shared_resampler()
     yours: dict[str, list] = {}
     for t in runs.user_rows(3):
-        letter = t.paper_group if t.paper_group in paper.TABLE3_GROUPS else "big"  # an unknown group: at the end
+        letter = t.paper_group if t.paper_group in paper.TABLE3_GROUPS else "big"  # a group of its own: at the end
         yours.setdefault(letter, []).append(t)
     rows = []
     for i, (row, letter, ppl, bleu, params_m) in enumerate(paper.TABLE3):
@@ -110,7 +111,8 @@ def _user_t3_row(runs: Runs, t, letter: str, resampler) -> T3Row:
         lo, hi = sorted((sign * e.lo, sign * e.hi))
         diffs[metric] = f"{sign * e.delta:+.2f} [{lo:+.2f}, {hi:+.2f}]"
     return T3Row(
-        t.variant, paper.TABLE3_GROUPS[letter], letter=letter, run=run, whose=f"yours: {t.spec}", **_shape(cfg),
+        t.variant, paper.TABLE3_GROUPS.get(t.paper_group or "", t.paper_group or "yours"), letter=letter, run=run,
+        whose=f"{whose(t)}: {t.spec}", **_shape(cfg),
         ppl=run.over_seeds("dev_ppl").mean, bleu=b.mean, bleu_sd=b.sd, bleu_paper=paper_metric(run, b.mean),
         seeds=b.n or None, params=costs.params_analytic(cfg.model, run.vocab) / 1e6 if run.result and cfg else None,
         flops=run.flops_done(), state=run.state, profile=run.profile, data=run.data_split(),

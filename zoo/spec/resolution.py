@@ -246,7 +246,7 @@ def resolve(path: str | Path, variant: str | Collection[str] | None = None, prof
     asha = read_asha(doc)  # validated with the rest (the runner reads it with `scheduler`)
     prof_text = profile_text(prof_path)
     out, heads, same = [], {}, {}
-    builtin = path.resolve().parent == specs_dir().resolve()  # a built-in spec's rows are the paper's
+    builtin = path.resolve().parent == specs_dir().resolve()
     for (name, over), (suffix, point, plocs) in itertools.product(variants.items(), grid):
         if only is not None and name not in only:
             continue
@@ -271,7 +271,10 @@ def resolve(path: str | Path, variant: str | Collection[str] | None = None, prof
         if isinstance(paper, dict) and paper.get("table") and "row" not in paper:
             d.data["paper"] = paper = {**paper, "row": name}
         if isinstance(paper, dict) and paper.get("table"):  # whose row it is: the paper's only from its own specs
-            d.data["paper"] = {**paper, "paper_row": builtin or paper.get("paper_row") is True}
+            # a built-in spec's row is the paper's, except a Table 3 row the paper's table lacks (zoo's own
+            # beyond the paper, e.g. specs/modern.yaml's), which stands where a user's row would
+            ours = builtin and (paper.get("table") != 3 or paper.get("row") in PAPER_ROWS[3])
+            d.data["paper"] = {**paper, "paper_row": ours or paper.get("paper_row") is True}
         for seed in axis or [None]:
             ds = d if seed is None else deep_merge(d, {"train": {"seed": seed}}, {})
             header = {"variant": name, "trial": trial_name(name, suffix, seed),
