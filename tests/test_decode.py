@@ -239,3 +239,44 @@ def test_eos_is_banned_at_the_first_step_by_default():
     spec.min_len = 1  # the spec's default
     out = translate(EosFirst(), WordPieces(), sents, spec)
     assert all(out[:2]) and out[2] == ""  # nothing forces words out of an empty source
+
+
+def greedy_nocache(m, src, max_len_offset):
+    """greedy's choices, recomputing the decoder over the whole prefix every step (reference)."""
+    memory, mask = m.encode(src)
+    max_lens = [min(int(n) + max_len_offset, m.spec.max_len) for n in (src != 0).sum(1)]
+    out = []
+    for r in range(src.size(0)):
+        ys = [BOS]
+        while len(ys) - 1 < max_lens[r] and ys[-1] != EOS:
+            logits = m.decode(torch.tensor([ys]), memory[r:r + 1], mask[r:r + 1])[0, -1].float()
+            logits[[0, BOS]] = float("-inf")
+            ys.append(int(logits.argmax()))
+        out.append([y for y in ys[1:] if y != EOS])
+    return out
+
+
+@pytest.mark.parametrize("change", [
+    {"positional_encoding": "rope"}, {"positional_encoding": "alibi"}, {"positional_encoding": "none"},
+    {"h_kv": 1}, {"h_kv": 2}, {"norm_position": "pre"}, {"norm": "rmsnorm"}, {"ffn": "swiglu"},
+    {"norm_position": "pre", "norm": "rmsnorm", "ffn": "swiglu", "positional_encoding": "rope", "h_kv": 2},
+], ids=lambda c: "+".join(f"{k}={v}" for k, v in c.items()))
+def test_cached_equals_nocache_for_every_component(change):
+    """The key/value cache stays right beyond the paper: rotary keys turned once by their absolute
+    position, ALiBi biased by the distance to the current query, shared key/value heads, a final norm."""
+    torch.manual_seed(0)
+    m = EosRamp(TINY.model_copy(update=change), 12)
+    src = torch.randint(4, 12, (5, 7))
+    src[1, 4:] = 0  # padding
+    src[3, 2:] = 0
+    for k, alpha in ((1, 0.0), (4, 0.6)):
+        cached = beam_search(m, src, k, alpha, 8)
+        assert cached == beam_search_nocache(m, src, k, alpha, 8), (k, alpha)
+    m.eval()
+    with torch.no_grad():
+        assert greedy(m, src, 8) == greedy_nocache(m, src, 8)
+        tgt = torch.randint(4, 12, (5, 9))
+        memory, mask = m.encode(src)
+        cache = m.new_cache()
+        steps = [m.decode(tgt[:, t:t + 1], memory, mask, cache) for t in range(tgt.size(1))]
+        torch.testing.assert_close(torch.cat(steps, 1), m(src, tgt), atol=1e-5, rtol=1e-5)

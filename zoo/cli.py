@@ -64,6 +64,7 @@ def cmd_validate(args) -> int:
 
 def cmd_show(args) -> int:
     import yaml
+    from zoo.config import GATED_FFN, param_matched_d_ff
     from zoo.spec import profile_description
     cfgs = _configs(args)
     if args.json:
@@ -76,7 +77,14 @@ def cmd_show(args) -> int:
         print(yaml.safe_dump({k: d[k] for k in ("paper", "model", "data", "train", "eval", "resources")},
                              sort_keys=False, default_flow_style=None).rstrip())
         m = c.model
-        print(f"# heads: h {m.h} x d_k {m.d_k} (d_v {m.d_v}) at d_model {m.d_model}\n# budget: {budget(c)}")
+        print(f"# heads: h {m.h} x d_k {m.d_k} (d_v {m.d_v}) at d_model {m.d_model}"
+              + (f", {m.h_kv} key/value heads" if m.h_kv is not None else ""))
+        if m.ffn in ("relu", "gelu", *GATED_FFN):  # so a user can match a gated FFN's parameters to the paper's
+            matched = param_matched_d_ff(m.d_ff)
+            print(f"# ffn {m.ffn}: 3 matrices of d_model x d_ff (each gate {m.d_ff} wide); d_ff {matched} matches "
+                  f"the parameters of relu at d_ff {m.d_ff}" if m.ffn in GATED_FFN else
+                  f"# ffn {m.ffn}: 2 matrices; a gated FFN (swiglu, geglu) matches its parameters at d_ff {matched}")
+        print(f"# budget: {budget(c)}")
     return 0
 
 

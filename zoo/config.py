@@ -46,6 +46,52 @@ def _safe(value: str) -> str:
     return value
 
 
+# ----------------------------------------------------------------------------------------------
+# Model components (zoo.components builds them and counts their costs): a spec names one of each kind, and
+# the first of each kind is the paper's. A third-party package adds one through the entry-point group
+# `zoo.components`, an entry point named KIND.NAME (`"norm.scalenorm" = "my_pkg:ScaleNorm"`); its names
+# are read here from the installed packages' metadata, nothing imported, so validating stays light.
+
+COMPONENTS = {"norm": ("layernorm", "rmsnorm"), "ffn": ("relu", "gelu", "swiglu", "geglu"),
+              "positional": ("sinusoidal", "learned", "rope", "alibi", "none"), "attention": ("multihead",)}
+COMPONENT_FIELDS = {"norm": "norm", "ffn": "ffn", "positional": "positional_encoding", "attention": "attention"}
+ENTRY_POINT_GROUP = "zoo.components"
+GATED_FFN = ("swiglu", "geglu")  # 3 matrices of d_model x d_ff, not 2
+
+
+@functools.cache
+def component_entry_points() -> dict[tuple[str, str], Any]:
+    """The installed third-party components: (kind, name) -> its importlib.metadata entry point."""
+    from importlib.metadata import entry_points
+    out = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        kind, _, name = ep.name.partition(".")
+        if kind in COMPONENTS and name and name not in COMPONENTS[kind]:  # a built-in's name stays zoo's
+            out[(kind, name)] = ep
+    return out
+
+
+def component_names(kind: str) -> list[str]:
+    """The names a spec may give a component of this kind: zoo's built-ins, then installed packages'."""
+    return [*COMPONENTS[kind], *sorted(n for k, n in component_entry_points() if k == kind)]
+
+
+def component_package(kind: str, name: str) -> str | None:
+    """'distribution version' of the package that supplies a third-party component (None: zoo's own)."""
+    ep = component_entry_points().get((kind, name))
+    return None if ep is None else f"{ep.dist.name} {ep.dist.version}" if ep.dist else ep.value
+
+
+def param_matched_d_ff(d_ff: int) -> int:
+    """A gated FFN's d_ff (3 matrices) that holds about the parameters of an ungated one (2) at d_ff."""
+    return round(2 * d_ff / 3)
+
+
+def _choices(kind: str):
+    # the JSON Schema's enum: the names installed when `zoo schema` runs
+    return lambda schema: schema.update(enum=component_names(kind))
+
+
 class ModelSpec(Strict):
     N: int = Field(6, ge=1, le=64, description="layers in each of encoder and decoder")
     d_model: int = Field(512, ge=2, le=16384)
@@ -58,18 +104,57 @@ class ModelSpec(Strict):
     # (0) in the paper specs, which state only P_drop
     attention_dropout: float = Field(0.0, ge=0.0, lt=1.0, description="dropout on attention weights")
     ff_dropout: float = Field(0.0, ge=0.0, lt=1.0, description="dropout after the FFN's ReLU")
-    positional_encoding: Literal["sinusoidal", "learned"] = "sinusoidal"
+    positional_encoding: str = Field("sinusoidal", max_length=100, json_schema_extra=_choices("positional"),
+                                     description=(
+        "sinusoidal (the paper's), learned (Table 3 row E), added to the embeddings; rope (rotary, Su et al. 2021) "
+        "or alibi (Press et al. 2022), acting in every self-attention, the encoder's (ALiBi by |i - j|) and the "
+        "decoder's, never in encoder-decoder attention (its queries and keys share no position axis); none (only "
+        "the decoder's causal mask orders tokens); or a third-party package's (entry-point group zoo.components)"))
     max_len: int = Field(1024, ge=8, le=100000, description="longest position the model embeds")
-    share_embeddings: bool = Field(True, description="one matrix for source, target and pre-softmax")
+    share_embeddings: bool = Field(True, description=(
+        "one matrix for source, target and pre-softmax; false: three, so the output projection is untied too"))
     # ours, not the paper's (parsing only): tells the decoder which word it is at
     word_pointer: bool = Field(False, description="parsing: add to each decoder input the encoder's state "
                                "of the word the next preterminal covers (target symbols only)")
+    # components beyond the paper: the paper's choice is each default
+    norm_position: Literal["post", "pre"] = Field("post", description=(
+        "post: Norm(x + Dropout(Sublayer(x))), the paper's; pre: x + Dropout(Sublayer(Norm(x))) with a final "
+        "norm after each stack (pre-LN, Xiong et al. 2020)"))
+    norm: str = Field("layernorm", max_length=100, json_schema_extra=_choices("norm"), description=(
+        "layernorm (the paper's) or rmsnorm (Zhang & Sennrich 2019: no mean, no bias), or a third-party package's"))
+    ffn: str = Field("relu", max_length=100, json_schema_extra=_choices("ffn"), description=(
+        "relu (the paper's: max(0, x W_1 + b_1) W_2 + b_2), gelu (the same with GELU), swiglu or geglu (Shazeer "
+        "2020: (act(x W) * x V) W_2, no biases), or a third-party package's. A gated FFN has 3 matrices and d_ff "
+        "is the hidden width of each gate (W and V), so at the same d_ff it holds 1.5x the weights: 2/3 of an "
+        "ungated d_ff matches its parameters (`zoo show` prints that d_ff)"))
+    attention: str = Field("multihead", max_length=100, json_schema_extra=_choices("attention"), description=(
+        "multihead (the paper's scaled dot-product attention in h heads, with h_kv key/value heads), or a "
+        "third-party package's"))
+    h_kv: int | None = Field(None, ge=1, le=256, description=(
+        "key/value heads, dividing h: null (h, the paper's multi-head attention), 1 (multi-query attention, "
+        "Shazeer 2019) or between (grouped-query attention, Ainslie et al. 2023: h / h_kv query heads share one)"))
 
     @model_validator(mode="after")
     def _even_for_sinusoid(self):
         if self.positional_encoding == "sinusoidal" and self.d_model % 2:
             raise ValueError(f"d_model must be even for sinusoidal positions (got {self.d_model})")
         return self
+
+    @model_validator(mode="after")
+    def _heads_and_rotations(self):
+        # CrossFieldError: reported at whichever of the fields the user set last
+        if self.h_kv is not None and self.h % self.h_kv:
+            fit = [k for k in range(1, self.h + 1) if self.h % k == 0]
+            raise CrossFieldError(("model.h_kv", "model.h"), f"h_kv ({self.h_kv}) must divide h ({self.h}): each "
+                                  f"key/value head serves h / h_kv query heads; use one of {fit}")
+        if self.positional_encoding == "rope" and self.d_k % 2:
+            raise CrossFieldError(("model.d_k", "model.positional_encoding"), f"rope rotates pairs of a query's and "
+                                  f"a key's coordinates, so d_k must be even (got {self.d_k})")
+        return self
+
+    @property
+    def kv_heads(self) -> int:
+        return self.h if self.h_kv is None else self.h_kv
 
 
 class DataSpec(Strict):
@@ -133,7 +218,13 @@ class TrainSpec(Strict):
     label_smoothing: float = Field(0.1, ge=0.0, lt=1.0, description="eps_ls")
     optimizer: OptimizerSpec = OptimizerSpec()
     schedule: ScheduleSpec = ScheduleSpec()
-    checkpoint_every: int = Field(1000, ge=1, le=MAX_STEPS, description="steps between checkpoints")
+    checkpoint_every: int = Field(1000, ge=1, le=MAX_STEPS, description=(
+        "steps between checkpoints: every one inside the averaging window (eval.average_checkpoints), "
+        "elsewhere at most one per checkpoint_minutes"))
+    checkpoint_minutes: float = Field(10, ge=0, le=10**7, description=(
+        "minutes of training between checkpoints for resuming (taken at the next multiple of checkpoint_every; "
+        "0: every checkpoint_every steps); when or how often a run saves changes none of its results, so it is "
+        "not part of the config hash"))
     keep_checkpoints: int = Field(5, ge=1, le=1000, description="keep the last k checkpoints")
     eval_every: int = Field(1000, ge=1, le=MAX_STEPS, description="steps between dev-perplexity evaluations")
     log_every: int = Field(10, ge=1, le=MAX_STEPS, description="steps between training-metric reports")
@@ -275,7 +366,9 @@ class ClaimSpec(Strict):
 
 # Fields added after stores existed, with the value that means "off": left out of the config hash
 # when off (a new field must be added here, or every finished trial in every store reruns).
-ADDED_LATER = {("train", "schedule", "cooldown"): 0.0, ("eval", "ppl_splits"): [], ("data", "preterminals"): "XX"}
+ADDED_LATER = {("train", "schedule", "cooldown"): 0.0, ("eval", "ppl_splits"): [], ("data", "preterminals"): "XX",
+               ("model", "norm_position"): "post", ("model", "norm"): "layernorm", ("model", "ffn"): "relu",
+               ("model", "attention"): "multihead", ("model", "h_kv"): None}
 
 
 class Config(Strict):
@@ -367,13 +460,21 @@ class Config(Strict):
     def config_hash(self) -> str:
         """Hash of everything that changes the result (not where it runs, not its labels)."""
         body = self.model_dump(mode="json", include={"model", "data", "train", "eval"},
-                               exclude={"train": {"compile"}})  # how it runs, like resources
+                               # how it runs, like resources: compiled or eager, the same arithmetic; a
+                               # save reads the state and changes nothing (the averaged checkpoints'
+                               # steps follow checkpoint_every, which stays in)
+                               exclude={"train": {"compile", "checkpoint_minutes"}})
         # fields added later leave the hash of a config that does not use them as it was, so finished
         # trials of a store stay finished (the field off changes no result)
         for *path, name in ADDED_LATER:
             part = functools.reduce(dict.get, path, body)
             if part.get(name) == ADDED_LATER[(*path, name)]:
                 del part[name]
+        # a third-party component is its package's code: its version changes the result as a field does
+        packages = {kind: p for kind, field in COMPONENT_FIELDS.items()
+                    if (p := component_package(kind, getattr(self.model, field)))}
+        if packages:
+            body["model"]["component_packages"] = packages
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
 

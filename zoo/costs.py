@@ -2,8 +2,9 @@
 
 Counting rules (stated in every report):
 - Parameters: every weight of the compiled model once; the shared embedding / pre-softmax matrix
-  counts once; attention projections have no bias, feed-forward layers do, LayerNorms have gain
-  and bias; sinusoidal positions are not parameters, learned ones are.
+  counts once; attention projections have no bias, feed-forward layers do (gated ones do not),
+  LayerNorms have gain and bias (RMSNorm a gain); sinusoidal positions are not parameters, learned
+  ones are. Each component's count is its registry's (zoo.components), a third-party one's too.
 - FLOPs: 2 per multiply-add of every matrix product (projections, Q K^T, attention x V, feed-forward,
   pre-softmax); element-wise work (softmax, LayerNorm, bias, residual) is left out, as
   `torch.utils.flop_counter` does. Attention is counted dense (the causal mask saves nothing in a
@@ -21,32 +22,35 @@ from zoo.config import Config, ModelSpec
 SEQ_LEN = 25
 
 
+def _costs(m: ModelSpec) -> tuple:
+    """zoo.components.Cost of one attention, feed-forward, norm and positions module, as the spec names them."""
+    from zoo import components  # here, not at the top: the reports' import chains stay short (no torch either way)
+    return tuple(components.cost(m, kind) for kind in ("attention", "ffn", "norm", "positional"))
+
+
 def params_analytic(m: ModelSpec, vocab_size: int) -> int:
     d = m.d_model
-    attn = d * m.h * (2 * m.d_k + m.d_v) + m.h * m.d_v * d
-    ffn = 2 * d * m.d_ff + m.d_ff + d
-    ln = 2 * d
-    enc = attn + ffn + 2 * ln
-    dec = 2 * attn + ffn + 3 * ln
+    attn, ffn, norm, pos = (c.params for c in _costs(m))
+    enc = attn + ffn + 2 * norm
+    dec = 2 * attn + ffn + 3 * norm
+    final = 2 * norm if m.norm_position == "pre" else 0  # pre-norm: one after each stack
     embed = vocab_size * d * (1 if m.share_embeddings else 3)  # src, tgt, pre-softmax
-    pos = m.max_len * d if m.positional_encoding == "learned" else 0
     pointer = d * d if m.word_pointer else 0  # W_p (ours, parsing)
-    return embed + pos + pointer + m.N * (enc + dec)
+    return embed + pos + pointer + final + m.N * (enc + dec)
 
 
 def forward_flops(m: ModelSpec, vocab_size: int, n_src: int, n_tgt: int, S: int, T: int) -> int:
     """Forward FLOPs for n_src source tokens in sentences of length S and n_tgt target tokens of length T."""
-    d, h, dk, dv = m.d_model, m.h, m.d_k, m.d_v
-    proj_qkv = 2 * d * h * (2 * dk + dv)   # Q, K, V projections, per token
-    proj_o = 2 * h * dv * d                 # W^O
-    ffn = 4 * d * m.d_ff
-    attn = lambda L: 2 * L * h * (dk + dv)  # Q K^T and attention x V for one query over L keys
-    enc = n_src * (proj_qkv + attn(S) + proj_o + ffn)
-    dec_self = n_tgt * (proj_qkv + attn(T) + proj_o)
-    dec_cross = n_tgt * (2 * d * h * dk + attn(S) + proj_o) + n_src * 2 * d * h * (dk + dv)
-    dec = dec_self + dec_cross + n_tgt * ffn
+    d = m.d_model
+    attn, ffn, norm, pos = _costs(m)
+    self_attn = lambda L: attn.flops + attn.kv_flops + L * attn.pair_flops  # per query token, over L keys
+    enc = n_src * (self_attn(S) + ffn.flops + 2 * norm.flops)
+    # the memory's keys and values: projected once per source token; queries attend over S of them
+    dec_cross = n_tgt * (attn.flops + S * attn.pair_flops) + n_src * attn.kv_flops
+    dec = n_tgt * (self_attn(T) + ffn.flops + 3 * norm.flops) + dec_cross
+    final = (n_src + n_tgt) * norm.flops if m.norm_position == "pre" else 0
     pointer = n_tgt * 2 * d * d if m.word_pointer else 0  # W_p memory[k] (ours, parsing)
-    return m.N * (enc + dec) + n_tgt * 2 * d * vocab_size + pointer
+    return m.N * (enc + dec) + final + (n_src + n_tgt) * pos.flops + n_tgt * 2 * d * vocab_size + pointer
 
 
 def forward_flops_per_token(m: ModelSpec, vocab_size: int, seq_len: int = SEQ_LEN) -> float:
@@ -96,18 +100,18 @@ RUNTIME = 2**29  # the process itself: torch, the corpus, sentencepiece (a smoke
 
 def activation_floats_per_token(m: ModelSpec, vocab_size: int, seq_len: int) -> int:
     """Floats autograd keeps per target token (one source token alongside), sentences of seq_len."""
-    d, h = m.d_model, m.h
-    heads = h * (2 * m.d_k + m.d_v) + h * m.d_v       # Q, K, V and the concatenated heads
+    d = m.d_model
     # scaled_dot_product_attention's fused kernels keep no L x L scores for the backward pass, only
-    # a per-head log-sum-exp; seq_len stays a parameter for callers that count the scores themselves
-    attn = lambda L: heads + 2 * h + 2 * d              # heads' statistics; W^O out, its dropout
-    ffn = 3 * m.d_ff + 2 * d                            # hidden before/after ReLU, dropout; out, dropout
-    norm = 3 * d                                        # LayerNorm in, residual sum, statistics
-    enc = attn(seq_len) + ffn + 2 * norm
-    dec = 2 * attn(seq_len) + ffn + 3 * norm
+    # a per-head log-sum-exp (in the attention's own count); seq_len stays a parameter for callers
+    # that count the scores themselves
+    attn, ffn, norm, _ = (c.activations for c in _costs(m))
+    norm += d                                           # and the residual sum it reads
+    enc = attn + ffn + 2 * norm
+    dec = 2 * attn + ffn + 3 * norm
+    final = 2 * norm if m.norm_position == "pre" else 0
     embed = 4 * d                                       # scaled embeddings + positions, dropout, both sides
     logits = 2 * vocab_size                             # logits (kept by the loss) + log-softmax or gradient
-    return m.N * (enc + dec) + embed + logits
+    return m.N * (enc + dec) + final + embed + logits
 
 
 def micro_batch_tokens(cfg: Config, workers: int = 1) -> int:

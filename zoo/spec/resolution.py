@@ -24,7 +24,7 @@ from typing import get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from zoo.config import ClaimSpec, Config, CrossFieldError
+from zoo.config import COMPONENT_FIELDS, ClaimSpec, Config, CrossFieldError, component_names
 from zoo.paper import TABLE2, TABLE3, TABLE4
 from zoo.paths import name_problem, shorten
 from zoo.spec.profiles import profile_text, apply_profile, check_heads, find_profile, profile_name, read_profile
@@ -283,6 +283,7 @@ def resolve(path: str | Path, variant: str | Collection[str] | None = None, prof
                       "profile_description": " ".join([prof_text, *notes]).strip()}
             cfg = _validate(ds, header, late)
             _check_corpus(ds, cfg)
+            _check_components(ds, cfg)
             _check_same(doc, cfg, sized, same)
             out.append(cfg)
     if out and out[0].claims:
@@ -406,6 +407,18 @@ def _check_corpus(doc: Doc, cfg: Config) -> None:
         if split not in splits:
             raise SpecError(doc.where(("eval", field)), f"eval.{field}",
                             f"corpus {name} has no split '{split}'{did_you_mean(split, splits)}")
+
+
+def _check_components(doc: Doc, cfg: Config) -> None:
+    """Each model component the config names is zoo's or an installed package's (zoo.config reads the
+    packages' metadata: nothing is imported), so a misspelt one fails here with the names there are."""
+    for kind, field in COMPONENT_FIELDS.items():
+        name, names = getattr(cfg.model, field), component_names(kind)
+        if name not in names:
+            alike = "" if name.isascii() else " (it holds non-ASCII characters: a look-alike letter?)"
+            raise SpecError(doc.where(("model", field)), f"model.{field}",
+                            f"no {kind} component '{shorten(name)}'{alike}{did_you_mean(name, names)} (a package "
+                            "adds one through the entry-point group zoo.components)")
 
 
 def spec_files(paths: list[str | Path]) -> list[Path]:
