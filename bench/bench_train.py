@@ -1,37 +1,46 @@
-"""Training throughput and model-FLOPs utilization (MFU) of zoo's compiled Transformer on this CPU.
+"""Training throughput and model-FLOPs utilization (MFU) of zoo's Transformer, step by step as zoo.train takes it.
 
-In one process, on one machine state:
+Every model here trains through zoo.train.step.train_step, the loop's own step, with the run's choices from
+its config (zoo.train.step.step_setup: autocast precision, train.compile; on a GPU zoo.train.device.train_device
+sets TF32 and turns cuDNN attention off, as for a trial). The loss statistics stay on the device and are read
+once, after the timed steps (no per-step loss.item()). Before timing, each model trains once on every batch
+shape the timed steps will meet (a first step of a shape pays for allocations, kernel choice, a compile).
+
+On the CPU, in one process, on one machine state:
 1. the fp32 matmul peak: the best GFLOP/s of a few large square matmuls (measured first and again
    last; the higher figure is the peak, so a slower machine at either end cannot flatter the MFU);
 2. the cpu profile's base model (`zoo show base --profile cpu`: d_model 256, 3+3 layers, h 8, 8000
-   shared BPE, 4000-token batches of Multi30k) against torch.nn.Transformer of the same size, with
-   the same shared embedding, loss, optimizer and loop; the two alternate in rounds so machine noise
-   hits both alike;
-   and, where the CPU has bf16 instructions, the same model under the cpu profile's
-   train.precision bf16 (autocast, attention fp32), its MFU against a bf16 matmul peak of the same run;
+   shared BPE, 4000-token batches of Multi30k) in fp32 against torch.nn.Transformer of the same size, with
+   the same shared embedding, loss, optimizer and step; the two alternate step by step on the same batch so
+   machine noise hits both alike; and, where the CPU has bf16 instructions, the same model as the cpu profile
+   trains it (train.precision bf16: autocast, attention fp32), its MFU against a bf16 matmul peak of the run;
 3. the paper's base model (specs/base.yaml: d_model 512, 6+6 layers, 37000-token vocabulary) on
    2000-token batches. WMT14's training set is not in the data folder, so its batches are Multi30k's
    (8000 BPE ids); the softmax over the 37000 rows costs the same whatever ids the targets hold.
 
 Model FLOPs: zoo.costs.forward_flops of each batch as trained (its non-pad source and target tokens,
 attention over its mean sentence lengths; padding is not counted), training = 3 x forward. MFU =
-those FLOPs per second / the matmul peak. Tokens/s counts non-pad target tokens.
+those FLOPs per second / a matmul peak, given twice, labelled: the peak measured in the same run, and
+the spec peak (a GPU's datasheet; a CPU's nominal clock x FLOPs a cycle, bench/roofline.py).
+Tokens/s counts non-pad target tokens.
 
     taskset -c 1 env OMP_NUM_THREADS=1 ZOO_DATA_DIR=../shared/data .venv/bin/python bench/bench_train.py
 
-On a GPU, `--device cuda` trains the paper's base and big instead (specs as written, bf16 autocast,
-TF32, fused Adam, `--batch-tokens` per step) and prints `MFU paper base (cuda bf16): 0.NN` and the
-same for big against a bf16 matmul peak measured in the same run. (Not yet run: no GPU so far.)
-
-`--predict` prints the roofline model's (bench/roofline.py) step time and MFU of the paper's base and
-big on an H100 and an A100, before (eager, one fp32 loss over all the logits) and after (compiled:
-pointwise chains fused; the loss in chunks), then checks the same model against this CPU: the
-cpu-profile base's predicted fp32 step (this CPU's matmul peak and copy bandwidth, measured in the
-same run) beside its measured one. `--compile` measures whether train.compile pays on this CPU.
+`--device cuda` trains the paper's base and big instead (specs as written, `--batch-tokens` per step) and
+prints `MFU paper base (cuda bf16): 0.NN of the measured peak, 0.NN of the spec peak (...)` and the same for big.
+`--predict` prints the roofline's (bench/roofline.py) step time and MFU of the paper's base and big on an
+H100, H200 and A100, eager and under train.compile on, each with its best and worst case, on the batches
+`--device cuda` trains; first it checks the roofline against this CPU: two shapes' steps measured and
+predicted (the CPU's peak, bandwidth, matmul and attention speed at the steps' own shapes and per-op cost
+measured in the same run), and prints the error. `--tiny` swaps the paper's models for the smoke
+profile's and small batches, and predicts them on this CPU too (scripts/first-gpu-run.sh --cpu: the code
+paths, not the figures).
+`--compile` measures whether train.compile pays on this CPU. `--json PATH` writes the figures.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import time
 
@@ -42,8 +51,10 @@ from zoo import data as zdata
 from zoo import spec as zspec
 from zoo.costs import forward_flops
 from zoo.model import build_model
-from zoo.config import ModelSpec
-from zoo.train import autocast, autocast_dtype, cpu_has_bf16, keep_freed_memory, make_optimizer, smoothed_loss
+from zoo.config import Config, ModelSpec
+from zoo.train import cpu_has_bf16, keep_freed_memory, make_optimizer, smoothed_loss
+from zoo.train.device import train_device
+from zoo.train.step import step_setup, train_step
 
 
 class TorchReference(nn.Module):
@@ -92,166 +103,6 @@ def matmul_peak(seconds: float = 1.0, sizes=(1024, 2048, 3072), device="cpu", dt
     return best
 
 
-def batch_flops(m: ModelSpec, vocab: int, b: zdata.Batch) -> float:
-    """Training FLOPs (3 x forward) of one batch's non-pad tokens."""
-    B = b.src.size(0)
-    return 3.0 * forward_flops(m, vocab, b.n_src_tokens, b.n_tgt_tokens, round(b.n_src_tokens / B),
-                               round(b.n_tgt_tokens / B))
-
-
-class Trainer:
-    """One model, its optimizer and its tallies; `run` trains steps the way zoo.train._step does."""
-
-    def __init__(self, model: nn.Module, m: ModelSpec, vocab: int, eps: float, device="cpu", precision="auto"):
-        self.device = torch.device(device)
-        self.amp = autocast_dtype(precision, self.device)  # as zoo.train: bf16 on a GPU, fp32 on a CPU unless asked
-        self.model, self.m, self.vocab, self.eps = model.to(self.device), m, vocab, eps
-        self.opt = make_optimizer(model, lr=1e-4)
-        self.tokens = 0
-        self.flops = self.seconds = 0.0
-
-    def run(self, batches, count: bool = True):
-        self.model.train()
-        n = f = 0
-        t = time.perf_counter()
-        for b in batches:
-            b = b.to(self.device)
-            self.opt.zero_grad(set_to_none=True)
-            with autocast(self.device, self.amp):  # as zoo.train
-                logits = self.model(b.src, b.tgt_in)
-            loss, _ = smoothed_loss(logits, b.tgt_out, self.eps)
-            (loss / b.n_tgt_tokens).backward()
-            loss.item()
-            self.opt.step()
-            n += b.n_tgt_tokens
-            f += batch_flops(self.m, self.vocab, b)
-        _sync(self.device)
-        if count:
-            self.seconds += time.perf_counter() - t
-            self.tokens += n
-            self.flops += f
-
-    @property
-    def tps(self) -> float:
-        return self.tokens / self.seconds
-
-    def mfu(self, peak_gflops: float) -> float:
-        return self.flops / self.seconds / (peak_gflops * 1e9)
-
-
-def load_batches(dataset: str, vocab: int, batch_tokens: int, count: int):
-    root = zdata.data_dir()
-    sp = zdata.load_sp(zdata.bpe_model(dataset, vocab, root))
-    pairs = zdata.encode_pairs(sp, zdata.load_pairs(dataset, "train", root), 128)
-    order = zdata.make_batches(zdata.pair_lengths(pairs), batch_tokens, 1, 0)
-    return [zdata.collate(pairs, order[i]) for i in range(min(count, len(order)))]
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rounds", type=int, default=3, help="counted rounds (after one warm-up round)")
-    ap.add_argument("--steps", type=int, default=3, help="steps per model per round, cpu-profile size; "
-                    "the models alternate step by step on the same batch")
-    ap.add_argument("--base-steps", type=int, default=8, help="counted steps of the paper's base model (after 1 warm-up)")
-    ap.add_argument("--no-bf16", action="store_true", help="skip the cpu-profile base under bf16 autocast "
-                    "(train.precision bf16; measured only where the CPU has bf16 instructions)")
-    ap.add_argument("--no-base", action="store_true", help="skip the paper's base model")
-    ap.add_argument("--no-reference", action="store_true", help="skip nn.Transformer")
-    ap.add_argument("--peak-seconds", type=float, default=1.0)
-    ap.add_argument("--reference-init", choices=["torch", "zoo"], default="torch",
-                    help="nn.Transformer's embedding: nn.Embedding's N(0, 1) (torch) or zoo's N(0, d_model^-1/2)")
-    ap.add_argument("--malloc-default", action="store_true",
-                    help="leave glibc's malloc as it is (zoo training sets zoo.train.keep_freed_memory)")
-    ap.add_argument("--device", default="cpu", help="cuda: the paper's base and big on this GPU under bf16 "
-                    "autocast (TF32 on), MFU against a bf16 matmul peak measured in the same run")
-    ap.add_argument("--batch-tokens", type=int, default=12500, help="target tokens per batch on a GPU")
-    ap.add_argument("--predict", action="store_true", help="the roofline prediction (GPUs and this CPU); no full bench")
-    ap.add_argument("--compile", action="store_true", help="eager vs train.compile on for the cpu-profile base")
-    args = ap.parse_args()
-    if args.predict:
-        return predict(args)
-    if args.compile:
-        return compile_pays(args)
-    if torch.device(args.device).type == "cuda":
-        return gpu(args)
-    kept = False if args.malloc_default else keep_freed_memory()
-
-    peak0 = matmul_peak(args.peak_seconds)
-    cpu = zspec.resolve("base", profile="cpu")[0]
-    m, V, eps = cpu.model, cpu.data.vocab_size, cpu.train.label_smoothing
-    batches = load_batches(cpu.data.dataset, V, cpu.train.batch_tokens, (args.rounds + 1) * args.steps)
-    torch.manual_seed(0)
-    runs = {"zoo": Trainer(build_model(m, V), m, V, eps)}
-    if not args.no_reference:
-        runs["nn.Transformer"] = Trainer(TorchReference(m, V, args.reference_init == "zoo"), m, V, eps)
-    bf16 = not args.no_bf16 and cpu_has_bf16()
-    if bf16:  # the same weights under the cpu profile's train.precision bf16
-        torch.manual_seed(0)
-        runs["zoo bf16"] = Trainer(build_model(m, V), m, V, eps, precision="bf16")
-    for i, b in enumerate(batches):  # step by step on the same batch, in alternating order; round 0 warms up
-        for tr in (list(runs.values()) if i % 2 else list(runs.values())[::-1]):
-            tr.run([b], count=i >= args.steps)
-
-    base = None
-    if not args.no_base:
-        paper = zspec.resolve("base", profile="paper")[0]
-        bm, bV = paper.model, paper.data.vocab_size
-        bb = load_batches(cpu.data.dataset, V, 2000, args.base_steps + 1)
-        torch.manual_seed(0)
-        base = Trainer(build_model(bm, bV), bm, bV, paper.train.label_smoothing)
-        base.run(bb[:1], count=False)
-        base.run(bb[1:])
-    peak = max(peak0, matmul_peak(args.peak_seconds))
-    peak_bf16 = matmul_peak(args.peak_seconds, dtype=torch.bfloat16) if bf16 else None
-
-    print(f"threads {torch.get_num_threads()}; fp32 matmul peak {peak:.1f} GFLOP/s (first {peak0:.1f}); "
-          f"training FLOPs = 3 x zoo.costs.forward_flops of each batch's non-pad tokens; "
-          f"malloc keeps freed memory: {kept}")
-    print(f"cpu-profile base: d_model {m.d_model}, {m.N}+{m.N} layers, h {m.h}, vocab {V}, "
-          f"{cpu.train.batch_tokens}-token batches of {cpu.data.dataset}, {args.rounds} rounds x {args.steps} steps")
-    for k, tr in runs.items():
-        of = f"MFU {tr.mfu(peak_bf16):.2f} of the bf16 peak" if tr.amp else f"MFU {tr.mfu(peak):.2f}"
-        print(f"  {k:<15} {tr.tps:8.0f} target tokens/s  {tr.flops / tr.seconds / 1e9:6.1f} GFLOP/s  {of}")
-    if base is not None:
-        print(f"paper base: d_model {bm.d_model}, {bm.N}+{bm.N} layers, h {bm.h}, vocab {bV}, 2000-token batches "
-              f"({cpu.data.dataset} ids), {args.base_steps} steps")
-        print(f"  {'zoo':<15} {base.tps:8.0f} target tokens/s  {base.flops / base.seconds / 1e9:6.1f} GFLOP/s  "
-              f"MFU {base.mfu(peak):.2f}")
-    if bf16:
-        print(f"bf16 matmul peak {peak_bf16:.1f} GFLOP/s ({peak_bf16 / peak:.1f}x fp32); cpu-profile base under "
-              f"bf16 autocast (attention fp32): {runs['zoo bf16'].tps / runs['zoo'].tps:.2f}x the fp32 tokens/s")
-        print(f"MFU cpu-profile base (bf16, of the bf16 peak): {runs['zoo bf16'].mfu(peak_bf16):.2f}")
-    print(f"MFU cpu-profile base: {runs['zoo'].mfu(peak):.2f}")
-    if base is not None:
-        print(f"MFU paper base: {base.mfu(peak):.2f}")
-    if "nn.Transformer" in runs:
-        print(f"ratio zoo / nn.Transformer: {runs['zoo'].tps / runs['nn.Transformer'].tps:.2f}")
-
-
-def gpu(args) -> None:
-    """The paper's base and big (specs as written) on one GPU, bf16 autocast as zoo.train runs them."""
-    dev = torch.device(args.device)
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
-    peak0 = matmul_peak(args.peak_seconds, (4096, 8192), dev, torch.bfloat16)
-    results = {}
-    for name in ("base", "big"):
-        cfg = zspec.resolve(name, profile="paper")[0]
-        m, V = cfg.model, cfg.data.vocab_size
-        # Multi30k's 8000-BPE ids stand in for WMT14's: the 37000-row softmax costs the same
-        batches = load_batches("multi30k", 8000, args.batch_tokens, args.base_steps + 1)
-        torch.manual_seed(0)
-        tr = Trainer(build_model(m, V), m, V, cfg.train.label_smoothing, dev)
-        tr.run(batches[:1], count=False)
-        tr.run(batches[1:])
-        results[name] = tr
-        print(f"{name}: d_model {m.d_model}, {m.N}+{m.N} layers, vocab {V}, {args.batch_tokens}-token batches, "
-              f"{tr.tps:9.0f} target tokens/s, peak memory {torch.cuda.max_memory_allocated(dev) / 2**30:.1f} GiB")
-    peak = max(peak0, matmul_peak(args.peak_seconds, (4096, 8192), dev, torch.bfloat16))
-    print(f"{torch.cuda.get_device_name(dev)}; bf16 matmul peak {peak:.0f} GFLOP/s (first {peak0:.0f})")
-    for name, tr in results.items():
-        print(f"MFU paper {name} (cuda bf16): {tr.mfu(peak):.2f}")
-
-
 def copy_bandwidth(seconds: float = 0.5, mb: int = 256) -> float:
     """Bytes/s of a large tensor copy (read + write), the memory side of this machine's roofline."""
     a, b = torch.empty(mb * 2**18), torch.empty(mb * 2**18)
@@ -263,85 +114,365 @@ def copy_bandwidth(seconds: float = 0.5, mb: int = 256) -> float:
     return 2 * a.numel() * 4 * k / (time.perf_counter() - t)
 
 
-def _meta_model(m: ModelSpec, vocab: int, dtype=torch.float32):
-    with torch.device("meta"):
-        return build_model(m, vocab).to(dtype).train()
+def batch_flops(m: ModelSpec, vocab: int, b: zdata.Batch) -> float:
+    """Training FLOPs (3 x forward) of one batch's non-pad tokens."""
+    B = b.src.size(0)
+    return 3.0 * forward_flops(m, vocab, b.n_src_tokens, b.n_tgt_tokens, round(b.n_src_tokens / B),
+                               round(b.n_tgt_tokens / B))
 
 
-def _meta_batch(B: int, S: int, T: int):
-    ids = lambda n: torch.ones(B, n, dtype=torch.long, device="meta")
-    return ids(S), ids(T), ids(T)
+class Trainer:
+    """One model trained by zoo.train.step.train_step with `cfg`'s choices (the loop's step); the timed steps' tallies."""
 
+    def __init__(self, model: nn.Module, cfg: Config, device="cpu"):
+        self.device, self.cfg = torch.device(device), cfg
+        self.m, self.vocab = cfg.model, cfg.data.vocab_size
+        self.model = model.to(self.device)
+        self.fwd, self.amp = step_setup(cfg, self.model, self.device)
+        self.opt = make_optimizer(self.model, lr=1e-4)
+        self.stats = torch.zeros(2, dtype=torch.float64, device=self.device)  # read once, after timing
+        self.shapes: set = set()
+        self.tokens = self.steps = 0
+        self.flops = self.seconds = 0.0
 
-def predict(args) -> None:
-    import roofline
-    from zoo.train import loop as ztrain, recipe as zrecipe
-    print("roofline: matmul FLOPs at the bf16 peak, every other op's bytes at the memory bandwidth (per op, "
-          "the slower of the two), fused Adam; source of the peaks: bench/roofline.py")
-    L = 32  # WMT14's BPE sentences average ~27 tokens; padded batches of length-sorted pairs
-    for name in ("base", "big"):
-        cfg = zspec.resolve(name, profile="paper")[0]
-        m, V = cfg.model, cfg.data.vocab_size
-        B = args.batch_tokens // L
-        src, tgt_in, tgt_out = _meta_batch(B, L, L)
-        model_flops = 3 * forward_flops(m, V, B * L, B * L, L, L)
-        n = sum(p.numel() for p in _meta_model(m, V).parameters())
-        for gpu, (peak, bw) in roofline.GPUS.items():
-            row = []
-            for label, fused, chunk in (("before", False, 2 ** 62), ("after", True, 2 ** 24)):
-                zrecipe.LOSS_CHUNK = chunk
-                loss = lambda lg, t: ztrain.smoothed_loss(lg, t, cfg.train.label_smoothing)[0]
-                tr = roofline.step(_meta_model(m, V, torch.bfloat16), src, tgt_in, tgt_out, loss, peak, bw, fused, n,
-                                   compiled_loss=fused)  # after: train.compile on compiles the loss's chunks too
-                row.append(f"{label} {tr.seconds * 1e3:6.1f} ms, MFU {model_flops / tr.seconds / peak:.2f} "
-                           f"({tr.ops} kernels, {tr.bytes / 2**30:.1f} GiB)")
-            print(f"predicted {gpu} paper {name} ({args.batch_tokens}-token batches, {B} x {L}, bf16): "
-                  + "; ".join(row))
-        zrecipe.LOSS_CHUNK = 2 ** 24
+    def _step(self, b) -> None:
+        train_step(self.cfg, self.fwd, self.opt, self.device, [(b, 1.0)], b.n_tgt_tokens, self.stats, self.amp)
 
-    # the same model against this CPU: its peaks measured now, then the cpu-profile base's fp32 steps
-    kept = keep_freed_memory()
-    peak, bw = matmul_peak(args.peak_seconds) * 1e9, copy_bandwidth()
-    cpu = zspec.resolve("base", profile="cpu")[0]
-    m, V, eps = cpu.model, cpu.data.vocab_size, cpu.train.label_smoothing
-    batches = load_batches(cpu.data.dataset, V, cpu.train.batch_tokens, args.base_steps + 1)
-    torch.manual_seed(0)
-    tr = Trainer(build_model(m, V), m, V, eps)
-    tr.run(batches[:1], count=False)
-    tr.run(batches[1:])
-    n = sum(p.numel() for p in tr.model.parameters())
-    loss = lambda lg, t: ztrain.smoothed_loss(lg, t, eps)[0]
-    predicted = sum(roofline.step(_meta_model(m, V), *_meta_batch(*b.src.shape, b.tgt_in.size(1)), loss,
-                                  peak, bw, False, n).seconds for b in batches[1:])
-    print(f"this CPU ({torch.get_num_threads()} threads; fp32 matmul peak {peak / 1e9:.1f} GFLOP/s, copy "
-          f"{bw / 1e9:.1f} GB/s; malloc keeps freed memory: {kept}): cpu-profile base, {len(batches) - 1} "
-          f"fp32 steps of {cpu.train.batch_tokens}-token batches: predicted {predicted:.2f} s, measured "
-          f"{tr.seconds:.2f} s ({predicted / tr.seconds - 1:+.0%})")
+    def warm_up(self, batches) -> None:
+        """One untimed step of each shape among `batches`: a timed step then never meets a new shape."""
+        self.model.train()
+        for b in batches:
+            if (key := (tuple(b.src.shape), tuple(b.tgt_in.shape))) not in self.shapes:
+                self.shapes.add(key)
+                self._step(b)
+        _sync(self.device)
 
-
-def compile_pays(args) -> None:
-    """The cpu-profile base, eager and under train.compile on (inductor, dynamic shapes), same batches."""
-    from zoo import train as ztrain
-    keep_freed_memory()
-    cpu = zspec.resolve("base", profile="cpu", sets=["train.compile=on"])[0]
-    m, V, eps = cpu.model, cpu.data.vocab_size, cpu.train.label_smoothing
-    batches = load_batches(cpu.data.dataset, V, cpu.train.batch_tokens, args.base_steps + 2)
-    out = {}
-    for label in ("eager", "compiled"):
-        torch.manual_seed(0)
-        model = build_model(m, V)
-        tr = Trainer(model, m, V, eps)
-        if label == "compiled":
-            tr.model = ztrain.compiled(model, cpu)
+    def run(self, batches) -> None:
+        self.model.train()
         t = time.perf_counter()
-        tr.run(batches[:2], count=False)  # the compiled one compiles here (and once more for a new shape class)
+        for b in batches:
+            self._step(b)
+        _sync(self.device)
+        self.seconds += time.perf_counter() - t
+        self.steps += len(batches)
+        self.tokens += sum(b.n_tgt_tokens for b in batches)
+        self.flops += sum(batch_flops(self.m, self.vocab, b) for b in batches)
+        if not math.isfinite(self.stats[0].item()):  # the one read, after the clock stopped
+            raise RuntimeError("non-finite loss in the benchmark's steps")
+
+    @property
+    def tps(self) -> float:
+        return self.tokens / self.seconds
+
+    def mfu(self, peak_gflops: float) -> float:
+        return self.flops / self.seconds / (peak_gflops * 1e9)
+
+
+def load_batches(dataset: str, vocab: int, batch_tokens: int, count: int, device="cpu"):
+    root = zdata.data_dir()
+    sp = zdata.load_sp(zdata.bpe_model(dataset, vocab, root))
+    pairs = zdata.encode_pairs(sp, zdata.load_pairs(dataset, "train", root), 128)
+    order = zdata.make_batches(zdata.pair_lengths(pairs), batch_tokens, 1, 0)
+    batches = [zdata.collate(pairs, order[i]) for i in range(min(count, len(order)))]
+    # pinned, as the loop's loader hands them over on a GPU (the copy then does not wait for the host)
+    return [b.pinned() for b in batches] if torch.device(device).type == "cuda" else batches
+
+
+def resolve(name: str, profile: str, sets=()) -> Config:
+    return zspec.resolve(name, profile=profile, sets=list(sets))[0]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=3, help="timed rounds, after the warm-up")
+    ap.add_argument("--steps", type=int, default=3, help="steps per model per round, cpu-profile size; "
+                    "the models alternate step by step on the same batch")
+    ap.add_argument("--base-steps", type=int, default=None, help="timed steps of the paper's base (and big) "
+                    "model, after the warm-up (default 8; --tiny: 2)")
+    ap.add_argument("--no-bf16", action="store_true", help="skip the cpu-profile base under bf16 autocast "
+                    "(train.precision bf16; measured only where the CPU has bf16 instructions)")
+    ap.add_argument("--no-base", action="store_true", help="skip the paper's base model")
+    ap.add_argument("--no-reference", action="store_true", help="skip nn.Transformer")
+    ap.add_argument("--peak-seconds", type=float, default=None, help="seconds per matmul size of the peak (default 1)")
+    ap.add_argument("--reference-init", choices=["torch", "zoo"], default="torch",
+                    help="nn.Transformer's embedding: nn.Embedding's N(0, 1) (torch) or zoo's N(0, d_model^-1/2)")
+    ap.add_argument("--malloc-default", action="store_true",
+                    help="leave glibc's malloc as it is (zoo training sets zoo.train.keep_freed_memory)")
+    ap.add_argument("--device", default="cpu", help="cuda: the paper's base and big on this GPU, as a trial "
+                    "trains them (bf16 autocast, TF32, cuDNN attention off)")
+    ap.add_argument("--batch-tokens", type=int, default=None,
+                    help="source and target tokens per batch of the paper's models (default 12500; --tiny: 600)")
+    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                    help="a spec field for the paper's models (train.compile=on)")
+    ap.add_argument("--predict", action="store_true", help="the roofline prediction (GPUs and this CPU); no full bench")
+    ap.add_argument("--check-steps", type=int, default=3, help="--predict: timed steps of each self-check shape")
+    ap.add_argument("--tiny", action="store_true", help="the smoke profile's base and big, small batches: "
+                    "every code path in seconds, on any device (figures that mean nothing)")
+    ap.add_argument("--compile", action="store_true", help="eager vs train.compile on for the cpu-profile base")
+    ap.add_argument("--json", metavar="PATH", help="also write the figures to PATH")
+    args = ap.parse_args()
+    args.base_steps = args.base_steps or (2 if args.tiny else 8)
+    args.batch_tokens = args.batch_tokens or (600 if args.tiny else 12500)
+    args.peak_seconds = args.peak_seconds or (0.1 if args.tiny else 1.0)
+    if args.predict:
+        figures = predict(args)
+    elif args.compile:
+        figures = compile_pays(args)
+    elif torch.device(args.device).type == "cuda" or args.tiny:
+        figures = paper_models(args)
+    else:
+        figures = cpu_bench(args)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(figures, f, indent=2)
+
+
+def cpu_bench(args) -> dict:
+    kept = False if args.malloc_default else keep_freed_memory()
+    peak0 = matmul_peak(args.peak_seconds)
+    cpu = resolve("base", "cpu", ["train.precision=fp32"])
+    m, V = cpu.model, cpu.data.vocab_size
+    batches = load_batches(cpu.data.dataset, V, cpu.train.batch_tokens, args.rounds * args.steps)
+    torch.manual_seed(0)
+    runs = {"zoo": Trainer(build_model(m, V), cpu)}
+    if not args.no_reference:
+        runs["nn.Transformer"] = Trainer(TorchReference(m, V, args.reference_init == "zoo"), cpu)
+    bf16 = not args.no_bf16 and cpu_has_bf16()
+    if bf16:  # the same weights as the cpu profile trains them: train.precision bf16
+        torch.manual_seed(0)
+        runs["zoo bf16"] = Trainer(build_model(m, V), resolve("base", "cpu", ["train.precision=bf16"]))
+    for tr in runs.values():
+        tr.warm_up(batches)
+    for i, b in enumerate(batches):  # step by step on the same batch, in alternating order
+        for tr in (list(runs.values()) if i % 2 else list(runs.values())[::-1]):
+            tr.run([b])
+
+    base = None
+    if not args.no_base:
+        paper = resolve("base", "paper")
+        bm, bV = paper.model, paper.data.vocab_size
+        bb = load_batches(cpu.data.dataset, V, 2000, args.base_steps)
+        torch.manual_seed(0)
+        base = Trainer(build_model(bm, bV), paper)
+        base.warm_up(bb)
+        base.run(bb)
+    peak = max(peak0, matmul_peak(args.peak_seconds))
+    peak_bf16 = matmul_peak(args.peak_seconds, dtype=torch.bfloat16) if bf16 else None
+    import roofline
+    threads = torch.get_num_threads()
+    spec, spec_label = roofline.cpu_spec_peak(threads, False)
+    spec16, spec16_label = roofline.cpu_spec_peak(threads, True)
+
+    def mfu(tr) -> str:
+        measured, nominal = (peak_bf16, spec16) if tr.amp else (peak, spec)
+        return (f"MFU {tr.mfu(measured):.2f} of the measured {'bf16' if tr.amp else 'fp32'} peak, "
+                f"{tr.mfu(nominal / 1e9):.2f} of the nominal")
+
+    print(f"threads {threads}; fp32 matmul peak {peak:.1f} GFLOP/s measured (first {peak0:.1f}), "
+          f"{spec / 1e9:.0f} {spec_label}; training FLOPs = 3 x zoo.costs.forward_flops of each batch's non-pad "
+          f"tokens; malloc keeps freed memory: {kept}")
+    print(f"cpu-profile base: d_model {m.d_model}, {m.N}+{m.N} layers, h {m.h}, vocab {V}, "
+          f"{cpu.train.batch_tokens}-token batches of {cpu.data.dataset}, {args.rounds} rounds x {args.steps} steps")
+    for k, tr in runs.items():
+        print(f"  {k:<15} {tr.tps:8.0f} target tokens/s  {tr.flops / tr.seconds / 1e9:6.1f} GFLOP/s  {mfu(tr)}")
+    if base is not None:
+        print(f"paper base: d_model {bm.d_model}, {bm.N}+{bm.N} layers, h {bm.h}, vocab {bV}, 2000-token batches "
+              f"({cpu.data.dataset} ids), {args.base_steps} steps")
+        print(f"  {'zoo':<15} {base.tps:8.0f} target tokens/s  {base.flops / base.seconds / 1e9:6.1f} GFLOP/s  {mfu(base)}")
+    if bf16:
+        print(f"bf16 matmul peak {peak_bf16:.1f} GFLOP/s measured ({peak_bf16 / peak:.1f}x fp32), {spec16 / 1e9:.0f} "
+              f"{spec16_label}; cpu-profile base under bf16 autocast (attention fp32): "
+              f"{runs['zoo bf16'].tps / runs['zoo'].tps:.2f}x the fp32 tokens/s")
+        print(f"MFU cpu-profile base (bf16, of the measured bf16 peak): {runs['zoo bf16'].mfu(peak_bf16):.2f}")
+    print(f"MFU cpu-profile base (of the measured fp32 peak): {runs['zoo'].mfu(peak):.2f}")
+    if base is not None:
+        print(f"MFU paper base (of the measured fp32 peak): {base.mfu(peak):.2f}")
+    if "nn.Transformer" in runs:
+        print(f"ratio zoo / nn.Transformer: {runs['zoo'].tps / runs['nn.Transformer'].tps:.2f}")
+    rows = {k: _row(tr, peak_bf16 if tr.amp else peak, (spec16 if tr.amp else spec) / 1e9)
+            for k, tr in {**runs, **({"paper base": base} if base else {})}.items()}
+    return {"device": "cpu", "threads": threads, "peak_gflops": peak, "peak_bf16_gflops": peak_bf16,
+            "spec_peak_gflops": spec / 1e9, "spec_peak": spec_label, "models": rows}
+
+
+def _row(tr: Trainer, peak: float, spec: float) -> dict:
+    return {"tokens_per_s": tr.tps, "step_ms": 1e3 * tr.seconds / tr.steps, "steps": tr.steps,
+            "mfu_measured_peak": tr.mfu(peak), "mfu_spec_peak": tr.mfu(spec),
+            "compute_dtype": "bf16" if tr.amp else "fp32", "compile": tr.cfg.train.compile}
+
+
+def paper_models(args) -> dict:
+    """The paper's base and big (specs as written; --tiny: the smoke profile's) as a trial trains them here."""
+    import roofline
+    gpu = torch.device(args.device).type == "cuda"
+    profile = "smoke" if args.tiny else "paper"
+    results, dev = {}, None
+    for name in ("base", "big"):
+        cfg = resolve(name, profile, [*args.set, f"resources.gpus={1 if gpu else 0}"])
+        dev = train_device(cfg)  # TF32 and cuDNN attention off on a GPU, as for a trial
+        if dev.type == "cpu":
+            keep_freed_memory()
+        m, V = cfg.model, cfg.data.vocab_size
+        # Multi30k's ids stand in for WMT14's: the 37000-row softmax costs the same whatever the targets
+        batches = load_batches("multi30k", min(V, 8000), args.batch_tokens, args.base_steps, dev)
+        torch.manual_seed(0)
+        tr = Trainer(build_model(m, V), cfg, dev)
+        tr.warm_up(batches)
+        tr.run(batches)
+        results[name] = tr
+        mem = f", peak memory {torch.cuda.max_memory_allocated(dev) / 2**30:.1f} GiB" if gpu else ""
+        print(f"{name}: d_model {m.d_model}, {m.N}+{m.N} layers, vocab {V}, {args.batch_tokens}-token batches, "
+              f"{tr.tps:9.0f} target tokens/s, {1e3 * tr.seconds / tr.steps:.1f} ms a step{mem}")
+    dtype = torch.bfloat16 if tr.amp else torch.float32
+    sizes = (4096, 8192) if gpu else (256, 512)
+    peak = max(matmul_peak(args.peak_seconds, sizes, dev, dtype) for _ in range(2))
+    if gpu:
+        label = torch.cuda.get_device_name(dev)
+        spec = roofline.gpu_spec(label)
+        spec_flops, spec_label = (spec.peak, f"{spec.name} datasheet") if spec else (float("nan"), "no datasheet entry")
+    else:
+        label = "cpu"
+        spec_flops, spec_label = roofline.cpu_spec_peak(torch.get_num_threads(), tr.amp is not None)
+    kind = f"{dev.type} {'bf16' if tr.amp else 'fp32'}"
+    print(f"{label}; {'bf16' if tr.amp else 'fp32'} matmul peak {peak:.0f} GFLOP/s measured; "
+          f"{spec_flops / 1e9:.0f} GFLOP/s {spec_label}")
+    for name, tr in results.items():
+        print(f"MFU paper {name} ({kind}): {tr.mfu(peak):.2f} of the measured peak, "
+              f"{tr.mfu(spec_flops / 1e9):.2f} of the spec peak ({spec_label})")
+    return {"device": label, "profile": profile, "batch_tokens": args.batch_tokens, "peak_gflops": peak,
+            "spec_peak_gflops": spec_flops / 1e9, "spec_peak": spec_label,
+            "models": {k: _row(tr, peak, spec_flops / 1e9) for k, tr in results.items()}}
+
+
+def _meta_model(m: ModelSpec, vocab: int):
+    with torch.device("meta"):
+        return build_model(m, vocab).train()
+
+
+def _meta_batch(b: zdata.Batch):
+    ids = lambda t: torch.ones(t.shape, dtype=torch.long, device="meta")
+    return ids(b.src), ids(b.tgt_in), ids(b.tgt_out)
+
+
+def _trace(cfg: Config, batches, amp: bool, compiled: bool = False, attention_fp32: bool = False) -> list:
+    """The roofline's traces of one step per batch: (kernels, attention calls)."""
+    import roofline
+    eps = cfg.train.label_smoothing
+    loss = lambda lg, t: smoothed_loss(lg, t, eps)[0]
+    model = _meta_model(cfg.model, cfg.data.vocab_size)
+    return [roofline.step(model, *_meta_batch(b), loss, fused=compiled, amp=amp, compiled_loss=compiled,
+                          attention_fp32=attention_fp32) for b in batches]
+
+
+def cpu_check(args) -> tuple[list, dict]:
+    """The roofline against this CPU: two shapes, each trained as its run trains it (a few timed steps after
+    the warm-up) and predicted from this CPU's calibration on its own traced shapes; their error."""
+    import roofline
+    keep_freed_memory()
+    p = "smoke" if args.tiny else None
+    shapes = [(resolve("base", p or "cpu"), 300 if p else None),   # the cpu profile's base, as it trains
+              (resolve("big" if p else "base", p or "paper", ["train.precision=fp32"]), 600 if p else 2000)]
+    peaks = {False: max(matmul_peak(args.peak_seconds) for _ in range(2)) * 1e9}
+    if cpu_has_bf16():
+        peaks[True] = matmul_peak(args.peak_seconds, dtype=torch.bfloat16) * 1e9
+    bw = max(copy_bandwidth(0.2 if args.tiny else 0.5) for _ in range(3))  # the best of three, as the peak
+    rows, devices = [], {}
+    for cfg, tokens in shapes:
+        m, V = cfg.model, cfg.data.vocab_size
+        batches = load_batches("multi30k", min(V, 8000), tokens or cfg.train.batch_tokens, args.check_steps)
+        torch.manual_seed(0)
+        tr = Trainer(build_model(m, V), cfg)
+        tr.warm_up(batches)
+        tr.run(batches)
+        amp = tr.amp is not None
+        traces = _trace(cfg, batches, amp, attention_fp32=amp)  # zoo.model keeps a CPU's attention fp32
+        dev = devices[amp] = roofline.calibrate_cpu(traces, peaks[amp], bw, f"this CPU ({'bf16' if amp else 'fp32'})")
+        predicted = sum(t.seconds(dev) for t, _ in traces)
+        rows.append({"model": f"{cfg.variant} ({cfg.profile} profile)", "d_model": m.d_model, "layers": m.N, "vocab": V,
+                     "batch_tokens": tokens or cfg.train.batch_tokens, "compute_dtype": "bf16" if amp else "fp32",
+                     "steps": tr.steps, "measured_s": tr.seconds, "predicted_s": predicted,
+                     "error": predicted / tr.seconds - 1, "matmul_fraction": dev.matmul[0],
+                     "attention_fraction": dev.attention[0], "per_op_us": dev.host[0] * 1e6,
+                     "peak_gflops": dev.peak / 1e9, "copy_gbs": bw / 1e9})
+    return rows, devices
+
+
+def predict(args) -> dict:
+    import roofline
+    threads = torch.get_num_threads()
+    rows, cpus = cpu_check(args)
+    print(f"roofline self-check on this CPU ({threads} threads; copy {rows[0]['copy_gbs']:.1f} GB/s; each step "
+          f"predicted from this CPU's own measured matmul and attention speed at its shapes, bandwidth and "
+          f"per-op cost):")
+    for r in rows:
+        print(f"  {r['model']}: d_model {r['d_model']}, {r['layers']}+{r['layers']} layers, vocab {r['vocab']}, "
+              f"{r['batch_tokens']}-token batches, {r['compute_dtype']}: {r['steps']} steps predicted "
+              f"{r['predicted_s']:.2f} s, measured {r['measured_s']:.2f} s, error {r['error']:+.0%} (matmuls at "
+              f"{r['matmul_fraction']:.2f} of the {r['peak_gflops']:.0f} GFLOP/s peak, attention "
+              f"{r['attention_fraction']:.2f}, {r['per_op_us']:.0f} us an op)")
+    errors = ", ".join(f"{r['model']} {r['error']:+.0%}" for r in rows)
+    print(f"roofline self-check error: {errors}")
+
+    profile = "smoke" if args.tiny else "paper"
+    out = {"threads": threads, "cpu_check": rows, "profile": profile, "batch_tokens": args.batch_tokens, "models": {}}
+    for name in ("base", "big"):
+        cfg = resolve(name, profile)
+        m, V = cfg.model, cfg.data.vocab_size
+        batches = load_batches("multi30k", min(V, 8000), args.batch_tokens, args.base_steps)  # those --device cuda times
+        flops = sum(batch_flops(m, V, b) for b in batches) / len(batches)
+        pad = sum(b.padding_fraction for b in batches) / len(batches)
+        traces = {"eager": _trace(cfg, batches, True), "compiled": _trace(cfg, batches, True, compiled=True)}
+        devices = [(d, traces) for d in roofline.GPUS.values()]
+        if args.tiny:  # the CPU rehearsal (scripts/first-gpu-run.sh --cpu) compares with this CPU, calibrated here
+            amp = cpu_has_bf16() and cfg.train.precision == "bf16"
+            cpu_traces = {label: _trace(cfg, batches, amp, compiled=label == "compiled", attention_fp32=True)
+                          for label in ("eager", "compiled")}
+            dev = roofline.calibrate_cpu(cpu_traces["eager"], cpus[amp].peak, cpus[amp].bandwidth, cpus[amp].name)
+            devices.append((dev, cpu_traces))
+        model = out["models"][name] = {"flops_per_step": flops, "padding": pad, "steps": len(batches),
+                                       "tokens_per_step": sum(b.n_tgt_tokens for b in batches) / len(batches)}
+        for dev, tr in devices:
+            model[dev.name] = {}
+            for label, ts in tr.items():
+                ms = [1e3 * sum(t.seconds(dev, c) for t, _ in ts) / len(ts) for c in ("best", "mid", "worst")]
+                model[dev.name][label] = {"ms": ms, "mfu": [flops / (x / 1e3) / dev.peak for x in ms],
+                                          "kernels": len(ts[0][0].kernels), "gib": ts[0][0].bytes / 2**30}
+            if dev.source == "datasheet":
+                e, c = model[dev.name]["eager"], model[dev.name]["compiled"]
+                print(f"predicted {dev.name} paper {name} ({profile} profile, {args.batch_tokens}-token batches of "
+                      f"multi30k, {pad:.0%} padding, bf16): eager {_range(e['ms'], 'ms')}, MFU {_range(e['mfu'])} "
+                      f"({e['kernels']} kernels, {e['gib']:.1f} GiB); compiled {_range(c['ms'], 'ms')}, MFU "
+                      f"{_range(c['mfu'])} ({c['kernels']} kernels, {c['gib']:.1f} GiB); compiled / eager speed "
+                      f"{e['ms'][1] / c['ms'][1]:.2f}x")
+    return out
+
+
+def _range(x: list, unit: str = "") -> str:
+    lo, hi = sorted((x[0], x[2]))
+    f = (lambda v: f"{v:.1f}") if unit else (lambda v: f"{v:.2f}")
+    return f"{f(x[1])}{' ' + unit if unit else ''} ({f(lo)}-{f(hi)})"
+
+
+def compile_pays(args) -> dict:
+    """The cpu-profile base, eager and under train.compile on (inductor, dynamic shapes), same batches."""
+    keep_freed_memory()
+    out = {}
+    for label, sets in (("eager", []), ("compiled", ["train.compile=on"])):
+        cpu = resolve("base", "cpu", ["train.precision=fp32", *sets])
+        m, V = cpu.model, cpu.data.vocab_size
+        batches = load_batches(cpu.data.dataset, V, cpu.train.batch_tokens, args.base_steps)
+        torch.manual_seed(0)
+        tr = Trainer(build_model(m, V), cpu)
+        t = time.perf_counter()
+        tr.warm_up(batches)  # the compiled one compiles here (and again for a new shape class)
         warm = time.perf_counter() - t
-        tr.run(batches[2:])
+        tr.run(batches)
         out[label] = tr
-        print(f"{label:<9} first 2 steps {warm:6.1f} s; then {tr.tps:6.0f} target tokens/s")
+        print(f"{label:<9} warm-up ({len(tr.shapes)} shapes) {warm:6.1f} s; then {tr.tps:6.0f} target tokens/s")
     gain = out["compiled"].tps / out["eager"].tps
     print(f"compile on this CPU: {gain:.2f}x the eager tokens/s in the steady state; "
           f"{'pays' if gain > 1.05 else 'does not pay'} here")
+    return {"gain": gain, **{k: {"tokens_per_s": tr.tps} for k, tr in out.items()}}
 
 
 if __name__ == "__main__":

@@ -1,19 +1,31 @@
-"""A roofline model of one training step, traced on the meta device (bench_train.py --predict).
+"""A roofline of one training step, traced on the meta device (bench_train.py --predict).
 
-One forward, loss and backward of zoo's Transformer runs on meta tensors (shapes only, no data)
-under a dispatch mode that sees every aten op: matmul-class ops (mm, addmm, bmm, attention) count
-their FLOPs with torch.utils.flop_counter's formulas, every op counts the bytes it reads and writes.
-An op takes max(FLOPs / peak, bytes / bandwidth); a step is the sum over its ops, plus the fused
-Adam update (fp32 weight, gradient and two moments read, three written: 28 bytes a parameter).
-
-`fused` models torch.compile: a chain of pointwise ops (each consuming the one before) becomes one
-kernel, so the intermediate tensors between them are neither written nor read back. Attention is
-traced as the memory-efficient SDPA kernel (its FLOPs, its inputs and outputs: scores never reach
-memory), as on a GPU where cuDNN attention is off (zoo.train.device.train_device).
+The trace: one forward, loss and backward of zoo's Transformer on meta tensors (shapes only) of a batch's
+padded shapes, under a dispatch mode that sees every aten op. Each op is one kernel: matmul-class ops count
+their FLOPs (torch.utils.flop_counter's formulas), every op the bytes it reads and writes (a broadcast
+tensor once; an indexed op only what it addresses). What the trace models:
+- autocast's real traffic (`amp`): the weights, the embeddings and the residual stream stay fp32; a matmul
+  (linear, the pre-softmax product, attention) casts its fp32 inputs to bf16 (a kernel reading 4 and writing
+  2 bytes an element; a weight once per forward, as autocast caches the casts of leaf tensors), then reads and
+  writes bf16; the backward casts those inputs' gradients back to fp32; layer norm runs in fp32;
+- attention as the fused kernel a GPU runs (memory-efficient SDPA, as with cuDNN attention off: the scores
+  never reach memory), with its own achievable fraction (short sequences keep it far from the peak);
+- padding: the trace runs a real batch's padded shapes, while MFU counts its non-pad tokens only;
+- `fused` (train.compile on): a chain of pointwise ops (casts included) is one kernel whose intermediate
+  tensors are neither written nor read back; the loss is its compiled per-chunk kernels.
+Time: each kernel takes max(FLOPs / (peak x the device's achievable fraction), bytes / (bandwidth x its
+achievable fraction), the device's floor per kernel); a GPU's step is their sum but never less than the
+host's dispatch time (kernels x host seconds each: eager PyTorch queues kernels one by one); a CPU runs each
+kernel on the host, so the dispatch time adds. Plus the fused Adam update (28 bytes a parameter).
+A device's fractions and costs are ranges: a prediction is a point (each range's middle) and its best and
+worst cases. This CPU's side is measured, not assumed (`calibrate_cpu`): its peak, its copy bandwidth, the
+fraction its matmul and attention kernels reach at the step's own shapes and its per-op cost.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+import time
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -21,23 +33,80 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
-# bf16 dense tensor-core peaks and HBM bandwidths, from the vendors' data sheets:
-# H100 SXM5: 989 TFLOP/s bf16 dense (1979 with sparsity), 3.35 TB/s HBM3 (NVIDIA H100 Tensor Core GPU
-# datasheet, 2023); A100 SXM4 80GB: 312 TFLOP/s bf16 dense, 2.039 TB/s HBM2e (NVIDIA A100 datasheet, 2021).
-GPUS = {"H100 SXM": (989e12, 3.35e12), "A100 SXM": (312e12, 2.0e12)}
+
+@dataclass(frozen=True)
+class Device:
+    name: str
+    peak: float  # matmul FLOP/s in the compute dtype (datasheet, or measured on a CPU)
+    bandwidth: float  # memory bytes/s (datasheet, or measured)
+    matmul: tuple[float, float]  # fraction of the peak this model's GEMMs reach (worst, best)
+    attention: tuple[float, float]  # the same inside the fused attention kernels
+    memory: tuple[float, float]  # fraction of the bandwidth a memory-bound kernel reaches
+    floor: tuple[float, float]  # seconds any kernel takes at least on the device (best, worst)
+    host: tuple[float, float]  # host seconds to dispatch one kernel, eager (best, worst)
+    synchronous: bool = False  # a CPU: the host runs each kernel itself, so dispatch adds instead of overlapping
+    exp_per_s: float = float("inf")  # elements/s of an exp-heavy kernel (softmax): a CPU's limit, never a GPU's
+    source: str = ""
+
+
+# Datasheets (bf16 dense tensor-core peak, HBM bandwidth): H100 SXM5 989 TFLOP/s (1979 with sparsity), 3.35 TB/s
+# (NVIDIA H100 datasheet, 2023); H200 SXM 989 TFLOP/s, 4.8 TB/s (NVIDIA H200 datasheet, 2024); A100 SXM4 80GB
+# 312 TFLOP/s, 2.039 TB/s (NVIDIA A100 datasheet, 2021). The achievable fractions are this model's, not a
+# large square GEMM's: K = d_model (512, 1024) is thin, and cuBLAS's best large bf16 GEMMs reach about
+# 0.75-0.8 of the H100's and 0.8-0.85 of the A100's peak. Attention at 20-40 tokens a sentence is a grid of
+# tiny tiles. STREAM-like copies reach 0.8-0.9 of HBM. Eager PyTorch spends 5-12 us of host time per op
+# with autograd; a kernel lasts at least 2-4 us.
+_GPU = dict(attention=(0.10, 0.35), memory=(0.70, 0.90), floor=(2e-6, 4e-6), host=(5e-6, 12e-6))
+GPUS = {
+    "H100 SXM": Device("H100 SXM", 989e12, 3.35e12, matmul=(0.45, 0.75), **_GPU, source="datasheet"),
+    "H200 SXM": Device("H200 SXM", 989e12, 4.8e12, matmul=(0.45, 0.75), **_GPU, source="datasheet"),
+    "A100 SXM": Device("A100 SXM", 312e12, 2.039e12, matmul=(0.55, 0.80), **_GPU, source="datasheet"),
+}
+
+
+def gpu_spec(device_name: str) -> Device | None:
+    """The datasheet entry for a torch.cuda.get_device_name() (NVIDIA H100 80GB HBM3, NVIDIA A100-SXM4-80GB)."""
+    for key in ("H200", "H100", "A100"):
+        if key in device_name.upper():
+            return GPUS[f"{key} SXM"]
+    return None
+
+
+@dataclass
+class Kernel:
+    kind: str  # "matmul", "attention", "memory" or "exp" (memory-bound on a GPU, compute-bound on a CPU)
+    flops: float
+    bytes: float
+    replay: tuple | None = None  # a matmul's or attention's call, to time it on this CPU (calibrate_cpu)
 
 
 @dataclass
 class Trace:
-    flops: float = 0.0  # matmul-class FLOPs
-    seconds: float = 0.0  # the roofline sum
-    bytes: float = 0.0  # bytes moved, all ops
-    ops: int = 0  # kernels (after fusion when fused)
+    kernels: list[Kernel] = field(default_factory=list)
+
+    @property
+    def flops(self) -> float:
+        return sum(k.flops for k in self.kernels if k.kind in ("matmul", "attention"))
+
+    @property
+    def bytes(self) -> float:
+        return sum(k.bytes for k in self.kernels)
+
+    def seconds(self, d: Device, case: str = "mid") -> float:
+        """The step on device d: case "best", "mid" (each range's middle) or "worst"."""
+        pick = {"best": lambda r, up: r[up], "worst": lambda r, up: r[1 - up], "mid": lambda r, up: sum(r) / 2}[case]
+        frac = {"matmul": pick(d.matmul, 1), "attention": pick(d.attention, 1)}
+        bw, floor, host = d.bandwidth * pick(d.memory, 1), pick(d.floor, 0), pick(d.host, 0)
+        work = [max(k.flops / (d.peak * frac[k.kind]) if k.kind in frac else k.flops / d.exp_per_s, k.bytes / bw)
+                for k in self.kernels]
+        if d.synchronous:
+            return sum(work) + host * len(work)
+        return max(sum(max(w, floor) for w in work), host * len(work))
 
 
 def _bytes(x) -> int:
-    if isinstance(x, torch.Tensor):
-        return x.numel() * x.element_size()
+    if isinstance(x, torch.Tensor):  # a broadcast (expanded) tensor is read once, not once per element
+        return min(x.numel() * x.element_size(), x.untyped_storage().nbytes())
     if isinstance(x, (list, tuple)):
         return sum(_bytes(y) for y in x)
     return 0
@@ -51,65 +120,99 @@ def _tensors(x):
             yield from _tensors(y)
 
 
+# ops by name without the overload: views and allocations move no data; an indexed op moves only what it
+# addresses; an exp-heavy op runs an exp (or the like) per element
+_FREE = {"aten::view", "aten::_reshape_alias", "aten::t", "aten::transpose", "aten::expand", "aten::permute",
+         "aten::split", "aten::split_with_sizes", "aten::slice", "aten::detach", "aten::_unsafe_view", "aten::alias",
+         "aten::unsqueeze", "aten::squeeze", "aten::as_strided", "aten::unbind", "aten::select", "aten::empty",
+         "aten::empty_like", "aten::empty_strided", "aten::new_empty", "aten::new_empty_strided", "aten::lift_fresh",
+         "aten::scalar_tensor"}
+_INDEXED = {"aten::gather", "aten::scatter", "aten::scatter_add", "aten::scatter_add_", "aten::index",
+            "aten::index_select", "aten::embedding", "aten::index_put_", "aten::_index_put_impl_"}
+_EXP = {"aten::_softmax", "aten::_log_softmax", "aten::exp", "aten::logsumexp", "aten::tanh", "aten::gelu",
+        "aten::_log_softmax_backward_data"}
 
 
 class _Count(TorchDispatchMode):
-    def __init__(self, peak: float, bandwidth: float, fused: bool):
+    def __init__(self, fused: bool):
         super().__init__()
-        self.peak, self.bw, self.fused = peak, bandwidth, fused
+        self.fused = fused
         self.t = Trace()
         self.last_pointwise: set[int] = set()  # ids of the storages the previous pointwise op wrote
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        if func.is_view or func in (torch.ops.aten.detach.default, torch.ops.aten._unsafe_view.default) \
-                or func.name().startswith(("aten::view", "aten::_reshape_alias", "aten::t", "aten::transpose",
-                                           "aten::expand", "aten::permute", "aten::split", "aten::slice")):
-            return out  # no data moves
-        if func.name().startswith(("aten::empty", "aten::new_empty", "aten::zeros", "aten::ones",
-                                   "aten::full", "aten::new_full", "aten::scalar_tensor", "aten::lift")):
-            return out  # an allocation (a zero fill, if any, is a memset: counted as free)
-        read = [t for t in _tensors((args, list(kwargs.values())))]
-        wrote = list(_tensors(out))
+        name = func.name().split(".")[0]
+        if func.is_view or name in _FREE:
+            return out
+        read, wrote = list(_tensors((args, list(kwargs.values())))), list(_tensors(out))
+        if name.startswith("aten::new_") or name.endswith("_like"):  # its argument gives a shape, not data
+            read = []
         nbytes = sum(_bytes(t) for t in read) + sum(_bytes(t) for t in wrote)
-        if func.name().startswith(("aten::gather", "aten::scatter", "aten::index", "aten::select")):
-            # indexed: only the addressed elements move (2 x the index's count, plus the index)
+        if name in _INDEXED:  # only the addressed elements move (2 x the index's count, plus the index)
             small = min((t for t in read + wrote if t.dim()), key=lambda t: t.numel(), default=None)
             nbytes = 3 * _bytes(small) if small is not None else 0
         flops = flop_registry[func._overloadpacket](*args, **kwargs, out_val=out) \
             if func._overloadpacket in flop_registry else 0
-        pointwise = torch.Tag.pointwise in func.tags
+        kind = "attention" if "attention" in name else "matmul" if flops else "exp" if name in _EXP else "memory"
+        if kind == "exp":  # counted in elements, timed against the device's exp rate
+            flops = sum(t.numel() for t in wrote)
+        replay = (func, [(tuple(t.shape), t.stride(), t.dtype) if isinstance(t, torch.Tensor) else t for t in args]) \
+            if kind == "matmul" else None
+        pointwise = torch.Tag.pointwise in func.tags or name == "aten::_to_copy"
         if self.fused and pointwise:
             chained = [t for t in read if t.untyped_storage()._cdata in self.last_pointwise]
-            if chained:  # fused with the op before: its output stays in registers, one kernel for both
-                nbytes -= 2 * sum(_bytes(t) for t in chained)
-                self.t.ops -= 1
+            if chained and self.t.kernels and self.t.kernels[-1].kind in ("memory", "exp"):
+                # fused with the op before: its output stays in registers, one kernel for both
+                prev = self.t.kernels.pop()
+                nbytes += prev.bytes - 2 * sum(_bytes(t) for t in chained)
+                kind = "exp" if "exp" in (kind, prev.kind) else kind
+                flops += prev.flops
             self.last_pointwise = {t.untyped_storage()._cdata for t in wrote}
         else:
             self.last_pointwise = set()
-        self.t.ops += 1
-        self.t.flops += flops
-        self.t.bytes += max(nbytes, 0)
-        self.t.seconds += max(flops / self.peak, max(nbytes, 0) / self.bw)
+        self.t.kernels.append(Kernel(kind, flops, max(nbytes, 0), replay))
         return out
 
 
-class _EfficientAttention(TorchFunctionMode):
-    """SDPA as the memory-efficient kernel (the meta device would otherwise trace the math path,
-    whose (T x S) scores a fused kernel never writes)."""
+class _Functions(TorchFunctionMode):
+    """What the run's autocast and attention backend do, at the function level (the meta device has no
+    autocast of its own): amp casts each matmul's inputs to bf16 (a leaf weight once per forward, as
+    autocast's cache), layer norm runs fp32; SDPA becomes the memory-efficient kernel (fp32 under
+    attention_fp32, as zoo.model runs it under a CPU's autocast). `attention` collects SDPA's calls."""
+
+    MATMULS = {F.linear, torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__}
+
+    def __init__(self, amp: bool, attention_fp32: bool = False):
+        super().__init__()
+        self.amp, self.attention_fp32 = amp, attention_fp32
+        self.cache: dict[int, torch.Tensor] = {}
+        self.attention: list[tuple] = []
+
+    def _low(self, t):
+        if not (self.amp and isinstance(t, torch.Tensor) and t.dtype == torch.float32):
+            return t
+        if t.is_leaf and t.requires_grad:  # a weight: cast once per forward
+            return self.cache.setdefault(id(t), t.to(torch.bfloat16))
+        return t.to(torch.bfloat16)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if self.amp and func in self.MATMULS:
+            return func(*[self._low(a) for a in args], **{k: self._low(v) for k, v in kwargs.items()})
+        if self.amp and func is F.layer_norm:
+            return func(args[0].float(), *args[1:], **kwargs)
         if func is not F.scaled_dot_product_attention:
             return func(*args, **kwargs)
         q, k, v = args[:3]
+        q, k, v = (x.float() for x in (q, k, v)) if self.attention_fp32 else (self._low(x) for x in (q, k, v))
         mask, causal = kwargs.get("attn_mask"), kwargs.get("is_causal", False)
+        self.attention.append((q.shape, k.shape, v.shape, None if mask is None else mask.shape, causal, q.dtype))
         bias = None
-        if mask is not None:
+        if mask is not None:  # the additive bias SDPA makes of a boolean mask, broadcast over heads and queries
             bias = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).expand(q.size(0), q.size(1), q.size(2), k.size(2))
-        out = torch.ops.aten._scaled_dot_product_efficient_attention(q, k, v, bias, True, 0.0, causal)[0]
-        return out
+        return torch.ops.aten._scaled_dot_product_efficient_attention(q, k, v, bias, True, 0.0, causal)[0]
 
 
 # The label-smoothed loss under train.compile on (zoo.train's per-chunk kernels, compiled): the forward
@@ -118,26 +221,104 @@ class _EfficientAttention(TorchFunctionMode):
 COMPILED_LOSS_ACCESSES = 4  # per logit, each of the logits' element size
 
 
-def step(model, src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor, loss_fn, peak: float,
-         bandwidth: float, fused: bool, n_params: int, compiled_loss: bool = False) -> Trace:
-    """The roofline of one training step of `model` (already on the meta device) on these shapes.
-    compiled_loss: the loss as its compiled kernels (COMPILED_LOSS_ACCESSES), not as the eager ops traced."""
-    count = _Count(peak, bandwidth, fused)
-    with _EfficientAttention(), count:
+def step(model, src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor, loss_fn, fused: bool = False,
+         amp: bool = False, compiled_loss: bool = False, attention_fp32: bool = False) -> tuple[Trace, list]:
+    """The kernels of one training step of `model` (fp32 weights, on the meta device) on these shapes, and
+    its attention calls. compiled_loss: the loss as its compiled kernels (COMPILED_LOSS_ACCESSES), not as
+    the eager ops traced."""
+    count, fns = _Count(fused), _Functions(amp, attention_fp32)
+    with fns, count:
         logits = model(src, tgt_in)
+        fns.cache.clear()
         if compiled_loss:  # the eager loss's ops are not traced: its grad enters the graph as one tensor
-            count.__exit__(None, None, None)
             nbytes = COMPILED_LOSS_ACCESSES * _bytes(logits)
-            count.t.bytes += nbytes
-            count.t.seconds += nbytes / bandwidth
-            count.t.ops += 2
-            count.__enter__()
+            count.t.kernels += [Kernel("memory", 0, nbytes / 2), Kernel("memory", 0, nbytes / 2)]
             logits.backward(torch.empty_like(logits))
         else:
-            loss = loss_fn(logits, tgt_out)
-            loss.backward()
-    t = count.t
-    adam = 28 * n_params  # fused Adam: p, g, m, v read; p, m, v written (fp32)
-    t.bytes += adam
-    t.seconds += adam / bandwidth
-    return t
+            loss_fn(logits, tgt_out).backward()
+    params = [p for p in model.parameters()]
+    n = sum(p.numel() for p in params)
+    # fused Adam: p, g, m, v read; p, m, v written (fp32); a launch per ~100 tensors (multi-tensor apply)
+    count.t.kernels += [Kernel("memory", 0, 28 * n / (len(params) // 100 + 1))] * (len(params) // 100 + 1)
+    return count.t, fns.attention
+
+
+# -- this CPU, measured ------------------------------------------------------------------------------
+
+def _timed(fn, seconds: float = 0.05, least: int = 2) -> float:
+    fn()
+    k, t = 0, time.perf_counter()
+    while (el := time.perf_counter() - t) < seconds or k < least:
+        fn()
+        k += 1
+    return el / k
+
+
+def per_op_seconds() -> float:
+    """Host seconds of one small eager op with autograd on this CPU (dispatch, autograd, allocation)."""
+    x = torch.randn(64, requires_grad=True)
+
+    def chain():
+        y = x
+        for _ in range(50):
+            y = y * 1.0001
+        y.sum().backward()
+    return _timed(chain, 0.2) / 102  # 50 forward and 50 backward multiplies, the sum and its backward
+
+
+def calibrate_cpu(traces: list[tuple[Trace, list]], peak: float, bandwidth: float, name: str = "this CPU") -> Device:
+    """This CPU as a Device: its measured peak and bandwidth, the fraction of the peak its matmuls and its
+    attention reach at these traces' own shapes (every distinct one timed once with real tensors), and the
+    host cost of an op and the rate of a softmax's exps. Every range is a point: measured, not assumed."""
+    mm_f = mm_s = at_f = at_s = 0.0
+    seen: dict = {}
+    for tr, attention in traces:
+        for k in tr.kernels:
+            if k.replay is None:
+                continue
+            func, shapes = k.replay
+            key = (str(func), str(shapes))
+            if key not in seen:
+                args = [_real(*a) if isinstance(a, tuple) else a for a in shapes]
+                seen[key] = _timed(lambda: func(*args))
+            mm_f, mm_s = mm_f + k.flops, mm_s + seen[key]
+        flops = sum(k.flops for k in tr.kernels if k.kind == "attention")
+        secs = 0.0
+        for q, kk, v, mask, causal, dtype in attention:
+            key = ("sdpa", q, kk, v, mask, causal, dtype)
+            if key not in seen:
+                qt, kt, vt = (torch.randn(s, dtype=dtype, requires_grad=True) for s in (q, kk, v))
+                m = None if mask is None else torch.ones(mask, dtype=torch.bool)
+
+                def fwd_bwd():
+                    F.scaled_dot_product_attention(qt, kt, vt, attn_mask=m, is_causal=causal).sum().backward()
+                seen[key] = _timed(fwd_bwd)
+            secs += seen[key]
+        at_f, at_s = at_f + flops, at_s + secs
+    mm, at = mm_f / mm_s / peak, (at_f / at_s / peak if at_s else 1.0)
+    host = per_op_seconds()
+    x = torch.randn(4000, 8000)  # a CPU's softmax is bound by its exps, not by memory (logits-sized: past the caches)
+    exp_per_s = x.numel() / _timed(lambda: torch.softmax(x, -1), 0.2)
+    return Device(name, peak, bandwidth, matmul=(mm, mm), attention=(at, at), memory=(1.0, 1.0), floor=(0.0, 0.0),
+                  host=(host, host), synchronous=True, exp_per_s=exp_per_s, source="measured")
+
+
+def _real(size, stride, dtype) -> torch.Tensor:
+    """A real tensor laid out as a traced one (a weight's transposed view stays transposed)."""
+    extent = 1 + sum((n - 1) * st for n, st in zip(size, stride))
+    return torch.randn(extent, dtype=dtype).as_strided(size, stride)
+
+
+def cpu_spec_peak(threads: int, bf16: bool) -> tuple[float, str]:
+    """This CPU's nominal matmul peak from its flags and clock (no datasheet to hand): threads x the clock
+    /proc/cpuinfo reports x FLOPs a cycle (AVX-512: 2 FMA units of 16 fp32 lanes assumed, 64; AVX2: 32;
+    bf16 on AMX: 1024, on AVX512-BF16: 128). A label says how it was made."""
+    info = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    flags = set(next((l.split(":", 1)[1].split() for l in info.splitlines() if l.startswith("flags")), []))
+    mhz = next((float(l.split(":", 1)[1]) for l in info.splitlines() if l.startswith("cpu MHz")), 0.0)
+    if bf16:
+        per, what = (1024, "AMX bf16") if "amx_bf16" in flags else (128, "AVX512-BF16") if "avx512_bf16" in flags \
+            else (0, "no bf16 instructions")
+    else:
+        per, what = (64, "AVX-512 fp32, 2 FMA units assumed") if "avx512f" in flags else (32, "AVX2 fp32")
+    return threads * mhz * 1e6 * per, f"nominal: {threads} threads x {mhz / 1e3:.1f} GHz x {per} FLOP/cycle ({what})"

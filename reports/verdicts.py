@@ -289,7 +289,7 @@ def _pooled(t, kind: str):
     return np.concatenate(parts), tuple(used)
 
 
-BUDGET = {"steps", "checkpoint_every", "eval_every", "seed"}  # what an add-on profile may change
+BUDGET = {"steps", "checkpoint_every", "checkpoint_minutes", "compile", "eval_every", "seed"}  # what an add-on may change
 
 
 def comparison(runs: Runs, by_profile: dict, c, resampler):

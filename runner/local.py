@@ -29,8 +29,9 @@ QUIET_ENV = {
     "TUNE_PRINT_ALL_TRIAL_ERRORS": "0",         # the live table and the store carry each trial's error
 }
 # env vars every trial process sees: zoo's own (the data dir), and the GPU stack's settings a user
-# tunes on the driver (NCCL_SOCKET_IFNAME, NCCL_DEBUG, PYTORCH_CUDA_ALLOC_CONF, CUDA_LAUNCH_BLOCKING)
-FORWARD_PREFIXES = ("ZOO_", "NCCL_", "PYTORCH_", "CUDA_")
+# tunes on the driver (NCCL_SOCKET_IFNAME, NCCL_DEBUG, PYTORCH_CUDA_ALLOC_CONF, CUDA_LAUNCH_BLOCKING,
+# TORCH_NCCL_ASYNC_ERROR_HANDLING, TORCH_DISTRIBUTED_DEBUG, TORCH_LOGS, TORCHINDUCTOR_CACHE_DIR)
+FORWARD_PREFIXES = ("ZOO_", "NCCL_", "PYTORCH_", "CUDA_", "TORCH_", "TORCHINDUCTOR_", "TORCHDYNAMO_")
 NOT_FORWARDED = {"CUDA_VISIBLE_DEVICES"}  # Ray sets it per worker, to the GPUs it assigned
 
 

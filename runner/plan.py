@@ -1,9 +1,10 @@
 """`zoo run SPEC --plan [--json]`: what a run will cost, before anything starts.
 
 Each trial's parameters, training FLOPs (zoo.costs), estimated peak memory of a training process,
-checkpoint disk, and a wall time estimated from a throughput measured here and now: a few training
-steps of the trial's own model (random ids, `resources.cpus` threads, short sentences of a few
-hundred tokens a step). Small steps run below a real step's efficiency, so the estimate leans long.
+checkpoint disk, and a wall time estimated from a throughput measured here and now: a few steps of
+zoo.train.step.train_step, the step the trial's loop takes, with the trial's choices (its model,
+precision and train.compile; random ids, `resources.cpus` threads, short sentences of a few hundred
+tokens a step). Small steps run below a real step's efficiency, so the estimate leans long.
 No Ray starts and nothing is written.
 """
 from __future__ import annotations
@@ -37,14 +38,15 @@ class PlannedTrial(BaseModel):
 
 
 def plan(cfgs: list[Config], measure: bool = True, stream=sys.stderr) -> list[PlannedTrial]:
-    rates: dict[str, float] = {}  # one measurement per distinct model and thread count
+    rates: dict[str, float] = {}  # one measurement per distinct model, thread count, precision and compile
     out = []
     for c in cfgs:
         P = costs.params_analytic(c.model, c.data.vocab_size)
         flops = costs.train_flops_total(c)
         rate = None
         if measure:
-            key = json.dumps([c.model.model_dump(mode="json"), c.data.vocab_size, c.resources.cpus], sort_keys=True)
+            key = json.dumps([c.model.model_dump(mode="json"), c.data.vocab_size, c.resources.cpus,
+                              c.train.precision, c.train.compile], sort_keys=True)
             if key not in rates:
                 print(f"measuring {c.trial} ...", file=stream, flush=True)
                 rates[key] = measured_flops_per_s(c)
@@ -58,28 +60,39 @@ def plan(cfgs: list[Config], measure: bool = True, stream=sys.stderr) -> list[Pl
 
 
 def measured_flops_per_s(c: Config, steps: int = 2) -> float:
-    """Model FLOP/s of a few training steps of this trial's model on this machine (after one warm-up)."""
+    """Model FLOP/s of a few training steps of this trial on this machine (after one warm-up step of the same
+    shape): zoo.train.step.train_step with the trial's precision and compile, as its loop runs it."""
     import torch
-    import torch.nn.functional as F
+    from zoo.data.batching import collate
     from zoo.model import build_model
+    from zoo.train.device import keep_freed_memory
+    from zoo.train.recipe import make_optimizer
+    from zoo.train.step import step_setup, train_step
     threads = torch.get_num_threads()
     torch.set_num_threads(max(1, int(c.resources.cpus)))  # what a trial gets
     try:
-        L = min(costs.SEQ_LEN, c.model.max_len - 1)
-        B = max(1, MEASURE_TOKENS // L)
-        model = build_model(c.model, c.data.vocab_size)
-        opt = torch.optim.Adam(model.parameters())
-        src = torch.randint(4, c.data.vocab_size, (B, L))
-        tgt = torch.randint(4, c.data.vocab_size, (B, L))
+        V = c.data.vocab_size
+        L = min(costs.SEQ_LEN, c.model.max_len - 2)  # ids a side; collate adds eos (and bos)
+        B = max(1, MEASURE_TOKENS // (L + 1))
+        g = torch.Generator().manual_seed(0)
+        ids = lambda: torch.randint(4, V, (L,), generator=g).tolist()
+        batch = collate([(ids(), ids()) for _ in range(B)], list(range(B)))
+        device = torch.device("cuda" if c.resources.gpus > 0 and torch.cuda.is_available() else "cpu")
+        if device.type == "cpu":  # as a trial's process does (zoo.train.loop.train); `--plan` ends after this
+            keep_freed_memory()
+        model = build_model(c.model, V).to(device)
+        fwd, amp = step_setup(c, model, device)
+        opt = make_optimizer(model, 0.0, tuple(c.train.optimizer.betas), c.train.optimizer.eps)
+        stats = torch.zeros(2, dtype=torch.float64, device=device)
+        lr = c.train.schedule.lr(1, c.model.d_model, c.train.steps)
         t = 0.0
         for i in range(steps + 1):
             t0 = time.perf_counter()
-            logits = model(src, tgt)
-            F.cross_entropy(logits.view(-1, logits.size(-1)), tgt.view(-1)).backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-            t += (time.perf_counter() - t0) if i else 0.0  # the first step warms up
-        work = 3 * costs.forward_flops(c.model, c.data.vocab_size, B * L, B * L, L, L) * steps
+            train_step(c, fwd, opt, device, [(batch, 1.0)], batch.n_tgt_tokens, stats, amp, lr)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            t += (time.perf_counter() - t0) if i else 0.0  # the first step warms up (and compiles)
+        work = 3 * costs.forward_flops(c.model, V, batch.n_src_tokens, batch.n_tgt_tokens, L + 1, L + 1) * steps
         return work / t
     finally:
         torch.set_num_threads(threads)

@@ -25,6 +25,7 @@ from pydantic import AliasChoices, BaseModel, Field
 
 from zoo.result import Done, Hardware, LogPoint, Provenance, Started, event, wire
 from zoo.config import Config
+from zoo.components import third_party
 
 
 class Setup(BaseModel):
@@ -33,11 +34,17 @@ class Setup(BaseModel):
     # the field was renamed from `variant` (it never held the variant) resumes under the old key
     trial: str = Field(validation_alias=AliasChoices("trial", "variant"))
     config: Config
-    out_dir: str  # the trial's stable working folder: zoo.train's checkpoints resume it
+    out_dir: str  # the trial's stable working folder: zoo.train's checkpoints resume it (`~`: the node's home)
     data_dir: str | None = None
     mirror: str | None = None  # a storage URI the trial's files are copied to and from
     train_storage: str  # Ray Train's folder for a data-parallel trial
     spec_file: str | None = None  # the spec, absolute (a trial runs in Tune's folder): its git commit is provenance
+
+
+def _out(setup: Setup) -> Path:
+    """The trial's working folder on the node that runs it: with a storage URI a node-local copy, so a
+    leading `~` means that node's home, not the driver's."""
+    return Path(setup.out_dir).expanduser()
 
 
 def _setup(config: dict) -> Setup:
@@ -51,7 +58,7 @@ def trainable(config: dict) -> None:
     if n > 1:
         return _fit_data_parallel(setup, cfg, n)
     _threads(cfg.resources.cpus)
-    mirror = Mirror(setup.mirror, Path(setup.out_dir))
+    mirror = Mirror(setup.mirror, _out(setup))
     mirror.pull()
     tune.report({"zoo": wire(Started(placement=placement() | {"workers": 1}))})
     _train(cfg, setup, lambda m: (tune.report(_for_tune(m)), mirror.push()), done=lambda: mirror.push(final=True))
@@ -85,7 +92,7 @@ def _train(cfg, setup: Setup, report, rank: int = 0, done=lambda: None) -> None:
     run (the mirror's final push), then sent with the run's provenance; a train() that returns early
     (a finished run found on disk) sends none, so its returned result goes instead."""
     from zoo.train import train
-    tb = TensorBoard(Path(setup.out_dir) if rank == 0 else None)  # one writer per trial, not per worker
+    tb = TensorBoard(_out(setup) if rank == 0 else None)  # one writer per trial, not per worker
     held: list[Done] = []
 
     def rep(m: dict) -> None:
@@ -98,14 +105,14 @@ def _train(cfg, setup: Setup, report, rank: int = 0, done=lambda: None) -> None:
         report(_plain(m))
 
     try:
-        result = train(cfg, Path(setup.out_dir), setup.data_dir, report=rep)
+        result = train(cfg, _out(setup), setup.data_dir, report=rep)
         tb.result(result)
     finally:
         tb.close()
     done()
     final = held[-1] if held and held[-1].result else Done(result=result if rank == 0 else None)
     if final.result is not None and final.result.provenance is None:
-        final.result.provenance = provenance(final.result.hardware, setup.spec_file or "")
+        final.result.provenance = provenance(final.result.hardware, setup.spec_file or "", cfg.model)
     report(wire(final))
 
 
@@ -162,8 +169,9 @@ def placement() -> dict:
 CPU_FLAGS = ("avx2", "avx512_bf16", "amx_bf16", "amx_tile")
 
 
-def provenance(hw: Hardware, spec: str = "") -> Provenance:
-    """What produced this result, collected in the trial's own process (where it trained)."""
+def provenance(hw: Hardware, spec: str = "", model=None) -> Provenance:
+    """What produced this result, collected in the trial's own process (where it trained); `model`: the
+    trial's ModelSpec, whose third-party components (zoo.components) are recorded with their package."""
     import platform
     import subprocess
     import sys
@@ -209,7 +217,8 @@ def provenance(hw: Hardware, spec: str = "") -> Provenance:
         ray=ray.__version__, sacrebleu=version("sacrebleu"), sentencepiece=version("sentencepiece"),
         cpu=cpu, cpu_flags=[f for f in CPU_FLAGS if f in flags],
         gpu_name=hw.device_name if hw.device.startswith("cuda") else (torch.cuda.get_device_name(0) if gpus else ""),
-        gpu_count=max(hw.workers, 1) if hw.device.startswith("cuda") else 0, compute_dtype=hw.compute_dtype)
+        gpu_count=max(hw.workers, 1) if hw.device.startswith("cuda") else 0, compute_dtype=hw.compute_dtype,
+        components=third_party(model) if model is not None else {})
 
 
 # -- data parallel through Ray Train ------------------------------------------------------------
@@ -237,13 +246,13 @@ def _worker_loop(plain: dict) -> None:
     cfg = setup.config
     _threads(cfg.resources.cpus)
     rank = rt.get_context().get_world_rank()
-    mirror = Mirror(setup.mirror if rank == 0 else None, Path(setup.out_dir))
-    mirror.pull()
+    mirror = Mirror(setup.mirror, _out(setup))
+    mirror.pull()  # every rank: each resumes from its own node's copy (zoo.train loads the one rank 0 chose)
+    push = mirror.push if rank == 0 else lambda final=False: None  # one rank writes the storage
     where = [None] * dist.get_world_size()
     dist.all_gather_object(where, placement())
     rt.report({"zoo": wire(Started(placement=where[0] | {"workers": len(where), "ranks": where}))})
-    _train(cfg, setup, lambda m: (rt.report(_for_tune(m)), mirror.push()), rank,
-           done=lambda: mirror.push(final=True))
+    _train(cfg, setup, lambda m: (rt.report(_for_tune(m)), push()), rank, done=lambda: push(final=True))
 
 
 # -- storage that is not a filesystem (s3://, gs://, ...) ----------------------------------------
@@ -268,10 +277,12 @@ class Mirror:
         ckpts = sorted(n for n in names if n.startswith("checkpoints/step_"))
         for rel in [*ckpts[-1:], *(n for n in ("config.json", "summary.json") if n in names)]:
             dest = self.out / rel
-            if not dest.exists():
+            if not dest.exists():  # through a temporary name: ranks on one node pull into one folder
                 dest.parent.mkdir(parents=True, exist_ok=True)
-                pafs.copy_files(f"{self.root}/{rel}", str(dest), source_filesystem=self.fs,
+                tmp = dest.with_name(f"{dest.name}.tmp{os.getpid()}")
+                pafs.copy_files(f"{self.root}/{rel}", str(tmp), source_filesystem=self.fs,
                                 destination_filesystem=pafs.LocalFileSystem())
+                os.replace(tmp, dest)
             self.sent.add(rel)
 
     def push(self, final: bool = False) -> None:

@@ -16,13 +16,13 @@ SPEC = {"zoo.spec", "zoo.spec.yaml12", "zoo.spec.specfile", "zoo.spec.profiles",
 DATA = {"zoo.data", "zoo.data.corpora", "zoo.data.files", "zoo.data.download", "zoo.data.read", "zoo.data.bpe",
         "zoo.data.encoded", "zoo.data.batching", "zoo.data.trees"}
 TRAIN = {"zoo.train", "zoo.train.recipe", "zoo.train.compiled_loss", "zoo.train.checkpointing", "zoo.train.device",
-         "zoo.train.loop"}
+         "zoo.train.step", "zoo.train.loop"}
 # stages in order; a module may import its own stage and earlier ones
 STAGES = [
     {"zoo._door", "zoo.errors", "zoo.paths", "zoo.paper", "zoo.tokens", "zoo.config", "zoo.result", "zoo.text"},
     SPEC | DATA,  # the spec, and the corpora it names (validation checks names and splits against the catalog)
-    {"zoo.evalb_params", "zoo.evalb", "zoo.model", "zoo.costs", "zoo.metrics", "zoo.decode", "zoo.stats",
-     "zoo.claims", "zoo.analysis", "zoo.sequential", "zoo.trend"},                                                        # the model and its scores
+    {"zoo.evalb_params", "zoo.evalb", "zoo.components", "zoo.model", "zoo.costs", "zoo.metrics", "zoo.decode",
+     "zoo.stats", "zoo.claims", "zoo.analysis", "zoo.sequential", "zoo.trend"},                                                        # the model and its scores
     TRAIN,                                                                                 # a trial's work
     {"zoo.runner.store"},                                                                  # the store
     {"zoo.runner.local", "zoo.runner.trial", "zoo.runner.progress", "zoo.runner.sweep",

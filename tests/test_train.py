@@ -100,7 +100,8 @@ def _smoke(repo, spec="table3_A.yaml", variant="A2", sets=()):
 
 
 def test_smoke_run_trains_and_scores(repo, data_root, tmp_path):
-    cfg = _smoke(repo, sets=["train.steps=12", "train.eval_every=6", "train.checkpoint_every=4", "train.keep_checkpoints=2"])
+    cfg = _smoke(repo, sets=["train.steps=12", "train.eval_every=6", "train.checkpoint_every=4", "train.keep_checkpoints=2",
+                             "train.checkpoint_minutes=0"])  # 0: every checkpoint_every steps
     seen = []
     s = train(cfg, tmp_path / "run", data_root, report=seen.append)
     assert s.steps_done == 12 and s.dev_ppl > 1 and 0 <= s.primary.bleu <= 100
@@ -126,7 +127,7 @@ def test_logged_loss_does_not_depend_on_the_checkpoint_cadence(repo, data_root, 
     for every in (4, 3):  # 3: checkpoints at steps 3, 6, 9 fall between the logs at 4, 8, 12
         seen = []
         cfg = _smoke(repo, sets=["train.steps=12", "train.log_every=4", f"train.checkpoint_every={every}",
-                                 "train.eval_every=12", "eval.max_sentences=2"])
+                                 "train.checkpoint_minutes=0", "train.eval_every=12", "eval.max_sentences=2"])
         train(cfg, tmp_path / f"every{every}", data_root, report=seen.append)
         logged.append([(m["step"], round(m["loss"], 4), round(m["nll"], 4)) for m in seen if "loss" in m])
     assert logged[0] == logged[1] and [s for s, *_ in logged[0]] == [1, 4, 8, 12]
@@ -192,7 +193,7 @@ def test_killed_zoo_train_resumes_from_last_checkpoint(repo, data_root, tmp_path
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "zoo.cli", "train", str(repo / "specs/table3_C.yaml"), "--variant", "C1",
            "--profile", "smoke", "--out", str(out), "--set", "train.steps=400", "--set", "train.checkpoint_every=5",
-           "--set", "eval.max_sentences=2"]
+           "--set", "train.checkpoint_minutes=0", "--set", "eval.max_sentences=2"]
     env = {**os.environ, "ZOO_DATA_DIR": str(data_root), "PYTHONUNBUFFERED": "1"}
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 60
@@ -207,6 +208,25 @@ def test_killed_zoo_train_resumes_from_last_checkpoint(repo, data_root, tmp_path
     assert r.returncode == 0, r.stderr
     assert f"resumed from the checkpoint at step {done}" in r.stderr
     assert json.loads((out / "summary.json").read_text())["steps_done"] == done + 10
+
+
+def test_a_finished_run_never_passes_for_a_new_one(repo, data_root, tmp_path):
+    """`zoo train` on a folder whose run finished says so first, trains nothing and keeps the summary; so
+    does a compiled run after an eager one (train.compile is not part of a run's identity: same arithmetic)."""
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "zoo.cli", "train", str(repo / "specs/table3_A.yaml"), "--variant", "A1",
+           "--profile", "smoke", "--out", str(out), "--set", "train.steps=4", "--set", "eval.max_sentences=2"]
+    env = {**os.environ, "ZOO_DATA_DIR": str(data_root)}
+    first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith("variant A1 (smoke): 4 steps") and "waiting on checkpoints" in first.stdout
+    summary = (out / "summary.json").read_bytes()
+    for extra in ([], ["--set", "train.compile=on"]):
+        again = subprocess.run(cmd + extra, env=env, capture_output=True, text=True, timeout=300)
+        assert again.returncode == 0, again.stderr
+        assert again.stdout.splitlines()[0] == ("already finished at step 4: nothing trained; --out elsewhere to "
+                                                "train again"), again.stdout
+        assert again.stderr == "" and (out / "summary.json").read_bytes() == summary
 
 
 def test_missing_data_is_a_clear_error(repo, tmp_path):

@@ -148,6 +148,13 @@ def cmd_train(args) -> int:
     # and must stay inside runs/train/ (zoo.paths.inside refuses a name that leads elsewhere)
     out = Path(args.out) if args.out else inside(Path("runs") / "train", Path(args.spec).stem,
                                                  f"{cfg.variant}-{cfg.profile}")
+    done = _finished(out, cfg)
+    if done is not None:  # said first, so an old summary never passes for a run just trained
+        print(f"already finished at step {done.steps_done}: nothing trained; --out elsewhere to train again\n"
+              f"({out} holds this config's finished run: train.compile and train.checkpoint_minutes change how a "
+              "run goes, not what it computes, so they do not make another run.) Its summary:")
+        print(_summary_text(done))
+        return 0
     print(f"zoo train {cfg.variant} from {args.spec}\nprofile {profile_description(profile, Path(args.spec))}\n"
           f"output {out}", file=sys.stderr)
     from zoo.train import train
@@ -159,12 +166,24 @@ def cmd_train(args) -> int:
     return 0
 
 
+def _finished(out: Path, cfg):
+    """The RunResult of `out` when it holds this config's finished run (train() would return it
+    untrained), else None (no summary, an unreadable one, or another config's)."""
+    from zoo.result import RunResult
+    try:
+        done = RunResult.model_validate_json((out / "summary.json").read_text())
+    except (OSError, ValueError):  # pydantic's ValidationError is a ValueError
+        return None
+    return done if done.config_hash == cfg.config_hash() else None
+
+
 def _summary_text(r) -> str:
     """What `zoo train` prints at the end, from its zoo.result.RunResult."""
     from zoo.text import duration
     lines = [f"variant {r.variant} ({r.profile}): {r.steps_done} steps, {r.tokens_seen} target tokens in "
              f"{duration(r.train_seconds)} ({r.tokens_per_s:.0f} tok/s) on {r.hardware.device}"
-             f"{' (bf16 autocast)' if r.hardware.compute_dtype == 'bf16' else ''}",
+             f"{' (bf16 autocast)' if r.hardware.compute_dtype == 'bf16' else ''}; "
+             f"{100 * r.checkpoint_share:.1f}% of it waiting on checkpoints",
              f"dev perplexity (per word-piece): {r.dev_ppl:.2f}" if r.dev_ppl else ""]
     for x in r.splits.values():
         if x.bleu is not None:

@@ -89,6 +89,7 @@ class Provenance(_Record):
     gpu_name: str = ""
     gpu_count: int = 0
     compute_dtype: str = ""
+    components: dict[str, str] = Field(default_factory=dict)  # "kind.name" -> the package that supplied it
 
     @property
     def machine(self) -> str:
@@ -163,6 +164,9 @@ class RunResult(_Record):
     steps_done: int
     tokens_seen: int = 0
     train_seconds: float = 0.0
+    # of train_seconds, the time the training loop waited on checkpoints (its host copy of the state, and a
+    # write still in flight); the writes themselves run beside training (0 in summaries from before)
+    checkpoint_seconds: float = 0.0
     total_seconds: float | None = None
     dev_ppl: float | None = None
     # per dev sentence [NLL in nats, target tokens] at the final step, in the split's order: claims
@@ -213,6 +217,11 @@ class RunResult(_Record):
     @property
     def tokens_per_s(self) -> float:
         return self.tokens_seen / max(self.train_seconds, 1e-9)
+
+    @property
+    def checkpoint_share(self) -> float:
+        """The share of the training time spent waiting on checkpoints."""
+        return self.checkpoint_seconds / max(self.train_seconds, 1e-9)
 
     def stored(self) -> dict:
         """The JSON the store keeps (the attention map has its own column)."""

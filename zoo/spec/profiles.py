@@ -144,7 +144,8 @@ def apply_profile(doc: Doc, profile_path: Path | None, data_dir: str | Path | No
         m["N"] = sc(m.get("N", base_m.N), d)
         at("depth", "model", "N")
     if s != 1:  # the checkpoint cadence keeps its share of the run, so averaging the last k spans the
-        # same late part of training as in the paper (10-minute checkpoints of a 12-hour or 3.5-day run)
+        # same late part of training as in the paper (10-minute checkpoints of a 12-hour or 3.5-day run);
+        # outside that window a save comes once per train.checkpoint_minutes, so a short cadence is cheap
         t["steps"] = sc(t.get("steps", base_t.steps), s)
         t["checkpoint_every"] = sc(t.get("checkpoint_every", base_t.checkpoint_every), s)
         at("steps", "train", "steps")
@@ -224,7 +225,8 @@ def check_heads(profile_path: Path | None, row: str, doc: Doc, seen: dict) -> No
 def _keep_checkpoint_share(doc: Doc, before: dict, base_t: "TrainSpec") -> Doc:
     """A profile that sets `train.steps` outright (one budget for every row) and not the checkpoint
     cadence: the cadence keeps its share of the run, as `scale.steps` does, so the averaged window
-    stays the paper's late part of training (base: last 5 of 10-minute checkpoints in 12 hours)."""
+    stays the paper's late part of training (base: last 5 of 10-minute checkpoints in 12 hours). The
+    window is saved every checkpoint_every steps; elsewhere once per train.checkpoint_minutes (on that grid)."""
     t = doc.data.get("train")
     if not isinstance(t, dict):
         return doc

@@ -1,16 +1,21 @@
 """Checkpoints on disk: written atomically (a crash leaves the old one or the new one, never half of
 one), listed in step order, loaded, and averaged (the paper averages the last 5 or 20, section 6.1).
+The training loop hands a host copy of its state to a `Writer`, which writes it on a thread of its own;
+a run resumes (`resume`) from the newest checkpoint that loads, the same one on every rank.
 """
 from __future__ import annotations
 
 import errno
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
 import torch
+import torch.distributed as dist
 
-from zoo.errors import disk_full
+from zoo.errors import UserError, disk_full
+from zoo.train.device import rank_and_world
 
 
 # -- checkpoints --------------------------------------------------------------------------------
@@ -29,10 +34,53 @@ def writing(path: Path, tmp: Path | None = None):
 
 
 def atomic_save(obj, path: Path) -> None:
+    """obj written to a temporary file beside `path`, flushed to the disk, then renamed over `path`: a
+    process killed (or a machine stopped) mid-write leaves only the temporary file, which nothing loads."""
     tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
     with writing(path, tmp):
-        torch.save(obj, tmp)
+        with open(tmp, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
+
+
+def host_copy(obj):
+    """obj with every tensor copied to host memory: what a checkpoint writer may take to another
+    thread while training goes on changing the originals in place (weights, Adam's moments and step)."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().to("cpu", copy=True)
+    if isinstance(obj, dict):
+        return {k: host_copy(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(host_copy(v) for v in obj)
+    return obj
+
+
+class Writer:
+    """Checkpoint writes on one background thread, at most one in flight. A new write waits for the one
+    before it rather than skipping: an averaged checkpoint must not go missing, host memory holds at
+    most one copy in flight, and a disk slower than the cadence shows as time the loop waited. A
+    write's error (a full disk) is raised in the training thread, at the next write or at `wait`."""
+
+    def __init__(self):
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="zoo-checkpoint")
+        self._pending: Future | None = None
+
+    def submit(self, fn, *args) -> None:
+        self.wait()
+        self._pending = self._pool.submit(fn, *args)
+
+    def wait(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def close(self) -> None:
+        try:
+            self.wait()
+        finally:
+            self._pool.shutdown(wait=True)
 
 
 def load_checkpoint(path: Path, map_location="cpu") -> dict:
@@ -43,6 +91,81 @@ def load_checkpoint(path: Path, map_location="cpu") -> dict:
 
 def checkpoints(out: Path) -> list[Path]:
     return sorted((out / "checkpoints").glob("step_*.pt"))
+
+
+def clear_unfinished(out: Path) -> None:
+    """Temporary files of writes a killed process left (never loaded, but as large as a checkpoint)."""
+    for tmp in (out / "checkpoints").glob("step_*.pt.tmp*"):
+        tmp.unlink(missing_ok=True)
+
+
+# -- resuming ----------------------------------------------------------------------------------
+
+def _load_into(path: Path, model, opt, device, report) -> dict:
+    """The checkpoint at `path` loaded into model and opt; its contents. Raises when it does not load."""
+    ck = load_checkpoint(path, device)
+    model.load_state_dict(ck["model"])
+    int(ck["step"]), int(ck["epoch"]), int(ck["cursor"]), ck["rng"]
+    if "optim" in ck:
+        opt.load_state_dict(ck["optim"])
+    else:  # an older, weights-only checkpoint (the newest could not be loaded): Adam starts afresh
+        report({"event": "no_optimizer_state", "path": str(path), "step": int(ck["step"])})
+    return ck
+
+
+def _first_line(e: Exception) -> str:
+    return next((l.strip() for l in str(e).splitlines() if l.strip()), type(e).__name__)[:300]
+
+
+def _resume(out: Path, model, opt, device, report) -> tuple[Path, dict] | None:
+    """Load the newest checkpoint that loads, into model and opt; (its path, its contents), or None.
+
+    A truncated or otherwise unloadable newest checkpoint (a full disk, a copy cut short, a file
+    that is not ours) does not block the run: it is named in the report and set aside as NAME.bad
+    so no later run trips on it; the one before it is used."""
+    for path in reversed(checkpoints(out)):
+        try:
+            return path, _load_into(path, model, opt, device, report)
+        except Exception as e:  # torch's zip errors, weights_only refusals, missing keys, wrong shapes
+            bad = path.with_name(path.name + ".bad")
+            try:
+                os.replace(path, bad)
+            except OSError:
+                pass
+            report({"event": "bad_checkpoint", "path": str(path), "moved_to": str(bad),
+                    "error": f"{type(e).__name__}: {_first_line(e)}"})
+    return None
+
+
+def resume(out: Path, model, opt, device, report) -> tuple[Path, dict] | None:
+    """The checkpoint a run resumes from, loaded into model and opt: (its path, its contents), or None.
+
+    _resume on rank 0; every other rank loads the checkpoint rank 0 chose from its own copy of the run
+    folder (with a storage URI, each node's scratch, which every rank pulls first), so all ranks start at
+    one step, and every rank reports rank 0's events alike (Ray Train's report is collective: each rank
+    must send as many). A rank that cannot load it stops every rank with one error, none left waiting."""
+    rank, world = rank_and_world()
+    events: list[dict] = []
+    got = _resume(out, model, opt, device, events.append) if rank == 0 else None
+    if world > 1:
+        msg = [got[0].name if got else None, events]
+        dist.broadcast_object_list(msg, src=0, device=device if device.type == "cuda" else None)
+        name, events = msg
+        error = None
+        if rank and name:
+            path = out / "checkpoints" / name
+            try:
+                got = path, _load_into(path, model, opt, device, lambda m: None)
+            except Exception as e:
+                error = f"rank {rank} cannot load {path} ({type(e).__name__}: {_first_line(e)})"
+        errors = [None] * world
+        dist.all_gather_object(errors, error)
+        if any(errors):
+            raise UserError(f"{'; '.join(filter(None, errors))}: rank 0 resumes from {name}, and every rank must "
+                            "load the same checkpoint (a --storage folder every node mounts, or a storage URI)")
+    for m in events:
+        report(m)
+    return got
 
 
 def average_checkpoints(paths: list[Path]) -> dict:

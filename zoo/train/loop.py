@@ -2,8 +2,9 @@
 
 Adam (0.9, 0.98, 1e-9); lr = lr_scale * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5);
 label-smoothed cross-entropy; token-budget batches with gradient accumulation derived so a step
-holds `batch_tokens` whatever the number of workers; atomic checkpoints every K steps, the last k
-kept; resume from the latest; average the last k checkpoints for evaluation when the spec says so.
+holds `batch_tokens` whatever the number of workers; atomic checkpoints written beside training, every
+K steps where they are averaged and once per `checkpoint_minutes` elsewhere, the last k kept; resume from
+the latest; average the last k checkpoints for evaluation when the spec says so.
 
 One process trains one trial. `report` receives a dict of metrics at every log point (the Ray
 runner passes Ray's report function; `zoo train` prints a progress line). With torch.distributed
@@ -18,10 +19,8 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -34,16 +33,16 @@ from zoo.data.bpe import bpe_model, load_sp
 from zoo.data.corpora import corpus, data_dir
 from zoo.data.encoded import EncodedCorpus, encoded_corpus
 from zoo.data.read import load_pairs
-from zoo.train import compiled_loss
 from zoo.tokens import EOS
-from zoo.train.checkpointing import atomic_save, writing, average_checkpoints, checkpoints, load_checkpoint
+from zoo.train.checkpointing import (Writer, atomic_save, average_checkpoints, checkpoints, clear_unfinished,
+                                     host_copy, resume, writing)
 from zoo.config import Config
-from zoo.train.device import train_device, rank_and_world, autocast, autocast_dtype, check_memory, gpu_share, keep_freed_memory
+from zoo.train.device import train_device, rank_and_world, autocast_dtype, check_memory, gpu_share, keep_freed_memory
 from zoo.errors import UserError
 from zoo.model import Transformer, build_model, count_params
 from zoo.paths import atomic_write_text, inside
-from zoo.train import recipe
-from zoo.train.recipe import make_optimizer, smoothed_loss
+from zoo.train.recipe import make_optimizer, smoothed_loss  # noqa: F401 (smoothed_loss: tests reach it here)
+from zoo.train.step import compiled, gradients, train_step
 from zoo.result import Attention, Hardware, LogPoint, RunResult, SplitScore
 
 Report = Callable[[dict], None]
@@ -127,35 +126,6 @@ class NonFiniteLoss(UserError):
     """The run diverged (a learning rate too high for the model): a spec problem, exit 2 in `zoo train`."""
 
 
-def _resume(out: Path, model, opt, device, rank: int, report: Report) -> tuple[Path, dict] | None:
-    """Load the newest checkpoint that loads, into model and opt; (its path, its contents), or None.
-
-    A truncated or otherwise unloadable newest checkpoint (a full disk, a copy cut short, a file
-    that is not ours) does not block the run: it is named in the report and, by rank 0, set aside
-    as NAME.bad so no later run trips on it; the one before it is used."""
-    for path in reversed(checkpoints(out)):
-        try:
-            ck = load_checkpoint(path, device)
-            model.load_state_dict(ck["model"])
-            int(ck["step"]), int(ck["epoch"]), int(ck["cursor"]), ck["rng"]
-            if "optim" in ck:
-                opt.load_state_dict(ck["optim"])
-            else:  # an older, weights-only checkpoint (the newest could not be loaded): Adam starts afresh
-                report({"event": "no_optimizer_state", "path": str(path), "step": int(ck["step"])})
-            return path, ck
-        except Exception as e:  # torch's zip errors, weights_only refusals, missing keys, wrong shapes
-            why = next((l.strip() for l in str(e).splitlines() if l.strip()), type(e).__name__)[:300]
-            bad = path.with_name(path.name + ".bad")
-            if rank == 0:
-                try:
-                    os.replace(path, bad)
-                except OSError:
-                    pass
-            report({"event": "bad_checkpoint", "path": str(path), "moved_to": str(bad),
-                    "error": f"{type(e).__name__}: {why}"})
-    return None
-
-
 @dataclass
 class _State:
     """Where the loop stands; a checkpoint holds the same fields, so a resumed run continues exactly."""
@@ -164,6 +134,7 @@ class _State:
     cursor: int = 0
     elapsed0: float = 0.0  # training seconds before this process (earlier attempts)
     tokens_seen: int = 0
+    save_s: float = 0.0  # of the training seconds, those the loop waited on checkpoints (earlier attempts too)
     dev_ppl: float | None = None
 
 
@@ -183,6 +154,7 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
     (out / "checkpoints").mkdir(parents=True, exist_ok=True)
     if rank == 0:
         atomic_write_text(out / "config.json", json.dumps(cfg.model_dump(mode="json"), indent=2))
+        clear_unfinished(out)
 
     amp = autocast_dtype(cfg.train.precision, device)
     check_memory(cfg, world, device)  # before the data or the model take any
@@ -194,11 +166,13 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
     torch.manual_seed(cfg.train.seed * 1000 + rank)  # but each worker its own dropout masks
     opt = make_optimizer(model, 0.0, tuple(cfg.train.optimizer.betas), cfg.train.optimizer.eps)
     st, saved = _State(), []
-    resumed = _resume(out, model, opt, device, rank, report)
+    resumed = resume(out, model, opt, device, report)
     if resumed:
-        saved = list(resumed)  # the newest checkpoint: _save strips its optimizer state once a newer one exists
         ck = resumed[1]  # resume exactly where the last loadable checkpoint left off
-        st = _State(ck["step"], ck["epoch"], ck["cursor"], ck.get("elapsed", 0.0), ck.get("tokens_seen", 0))
+        # the newest checkpoint, weights only: _save rewrites it without Adam's state once a newer one exists
+        saved = [resumed[0], host_copy({k: v for k, v in ck.items() if k != "optim"})]
+        st = _State(ck["step"], ck["epoch"], ck["cursor"], ck.get("elapsed", 0.0), ck.get("tokens_seen", 0),
+                    save_s=ck.get("save_seconds", 0.0))
         torch.set_rng_state(ck["rng"].cpu())  # loaded onto the device with the rest: the generator wants host bytes
         if device.type == "cuda" and "cuda_rng" in ck:
             torch.cuda.set_rng_state(ck["cuda_rng"].cpu(), device)
@@ -216,7 +190,8 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
 
     result = RunResult(
         config_hash=cfg.config_hash(), variant=cfg.variant, profile=cfg.profile, steps_done=st.step,
-        tokens_seen=st.tokens_seen, train_seconds=train_s, dev_ppl=st.dev_ppl, vocab_size_actual=p.vocab_size,
+        tokens_seen=st.tokens_seen, train_seconds=train_s, checkpoint_seconds=st.save_s, dev_ppl=st.dev_ppl,
+        vocab_size_actual=p.vocab_size,
         tgt_vocab_size=p.tgt_vocab_size, bpe_model=str(p.sp_path), dataset=cfg.data.dataset,
         train_pairs=len(p.train), eval_split=cfg.eval.split,
         hardware=Hardware(device=str(device), threads=torch.get_num_threads(), workers=world,
@@ -303,17 +278,17 @@ class _Loader:
 def data_parallel(model: Transformer, device) -> torch.nn.Module:
     """The module the training forward runs through: torch's DistributedDataParallel when this process
     is one of several ranks (bucketed gradient all-reduces, overlapped with the backward pass, on the
-    model's device), else the model itself."""
+    model's device), else the model itself. No buffer broadcast before each forward: the model's buffers
+    (position tables such as `pe`, ALiBi's slopes, the parser's word tables) are computed alike on every
+    rank, non-persistent and never trained."""
     if rank_and_world()[1] == 1:
         return model
+    import inspect
     from torch.nn.parallel import DistributedDataParallel as DDP
-    return DDP(model, device_ids=[device.index] if device.type == "cuda" else None, gradient_as_bucket_view=True)
-
-
-def compiled(module: torch.nn.Module, cfg: Config, backend: str = "inductor") -> torch.nn.Module:
-    """train.compile on: torch.compile with dynamic shapes, so the token-budget batches' ever-changing
-    (batch, length) shapes share one graph instead of compiling one each."""
-    return torch.compile(module, dynamic=True, backend=backend) if cfg.train.compile == "on" else module
+    # torch 2.13 renamed broadcast_buffers (now deprecated, with a warning) to forward_sync_buffers
+    no_sync = "forward_sync_buffers" if "forward_sync_buffers" in inspect.signature(DDP).parameters else "broadcast_buffers"
+    return DDP(model, device_ids=[device.index] if device.type == "cuda" else None, gradient_as_bucket_view=True,
+               **{no_sync: False})
 
 
 def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, st: _State, report: Report,
@@ -333,28 +308,32 @@ def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, 
     last_log, log_tokens, last_read = time.time(), 0, st.step
     since_log = [0.0, 0.0]  # summed loss and NLL read from `stats` since the last log
     t_start = time.time()
-    elapsed = st.elapsed0
+    elapsed = saved_at = st.elapsed0  # training seconds now, and at the last checkpoint
+    window = _averaged_from(cfg)
+    writer = Writer() if rank == 0 else None  # rank 0 writes; the other ranks never wait for a write
     model.train()
     try:
         while st.step < cfg.train.steps:
             work = loader.next()
             st.step += 1
             lr = cfg.train.schedule.lr(st.step, cfg.model.d_model, cfg.train.steps)
-            for g in opt.param_groups:
-                g["lr"] = lr
-            pad_frac = _step(cfg, fwd, opt, device, work, stats, amp)
-            opt.step()
+            pad_frac = _step(cfg, fwd, opt, device, work, stats, amp, lr)
             st.epoch, st.cursor = work.epoch, work.cursor
             st.tokens_seen += work.n_tgt
             log_tokens += work.n_tgt
 
-            elapsed = st.elapsed0 + time.time() - t_start
-            final = st.step == cfg.train.steps or _out_of_time(cfg, elapsed)
+            final = st.step == cfg.train.steps
+            on_grid = st.step % cfg.train.checkpoint_every == 0  # where a checkpoint may fall
             log = st.step % cfg.train.log_every == 0 or st.step == 1 or final
             evaluate_now = st.step % cfg.train.eval_every == 0 or final
-            save = st.step % cfg.train.checkpoint_every == 0 or final
-            point = None
-            if log or evaluate_now or save:  # the only host sync of the steady state
+            point, save = None, final
+            if log or evaluate_now or on_grid:  # the only host sync of the steady state
+                # one clock for every rank (the slowest's): a rank that stopped or saved alone would leave
+                # the others waiting in a collective
+                elapsed = _agreed(st.elapsed0 + time.time() - t_start, device)
+                final = final or _out_of_time(cfg, elapsed)
+                log, evaluate_now = log or final, evaluate_now or final
+                save = final or on_grid and (st.step > window or elapsed - saved_at >= 60 * cfg.train.checkpoint_minutes)
                 got = read_stats(stats)  # a checkpoint or evaluation step may read between two logs:
                 loss_sum, nll_sum = since_log[0] + got[0], since_log[1] + got[1]  # the log covers them all
                 since_log = [loss_sum, nll_sum]
@@ -384,12 +363,20 @@ def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, 
                     with writing(out / "metrics.jsonl"), open(out / "metrics.jsonl", "a") as f:
                         f.write(json.dumps(row) + "\n")
                 report(row)
-            if save and rank == 0:
-                _save(out, cfg, model, opt, st, elapsed, device, saved)
+            if save:
+                saved_at = elapsed
+            if save and writer is not None:
+                t = time.perf_counter()
+                _save(out, cfg, model, opt, st, elapsed, device, saved, writer)
+                st.save_s += time.perf_counter() - t  # the loop's wait: the host copy (and a write before it)
             if final:
                 break
     finally:
         loader.close()
+        if writer is not None:  # the last checkpoint is on disk before the run is scored (averaging reads it)
+            t = time.perf_counter()
+            writer.close()
+            st.save_s += time.perf_counter() - t
     return st.elapsed0 + time.time() - t_start
 
 
@@ -404,27 +391,13 @@ def read_stats(stats: torch.Tensor) -> tuple[float, float]:
 
 
 def _step(cfg: Config, fwd: torch.nn.Module, opt, device, work: _Work, stats: torch.Tensor,
-          amp: torch.dtype | None = None) -> float:
-    """Gradients of one optimizer step: this rank's micro-batches, summed over ranks by DDP's
-    all-reduce during the last micro-batch's backward (no_sync before it: accumulation stays local).
-    Adds the step's summed loss and NLL to `stats` on the device (no host sync); returns the last
-    micro-batch's padding fraction (a host figure)."""
-    world = rank_and_world()[1]
-    opt.zero_grad(set_to_none=True)
-    # DDP averages gradients over ranks; scaled by world / (the step's tokens) the sum of all ranks'
-    # losses is the single-worker one: splitting a batch does not change its gradient.
-    scale = world / work.n_tgt
-    for i, (b, weight) in enumerate(work.parts):
-        b = b.to(device)
-        sync = world == 1 or i == len(work.parts) - 1
-        with nullcontext() if sync else fwd.no_sync():
-            with autocast(device, amp):
-                logits = fwd(b.src, b.tgt_in)
-            loss, nll = (compiled_loss.smoothed_loss(logits, b.tgt_out, cfg.train.label_smoothing, recipe.LOSS_CHUNK)
-                         if cfg.train.compile == "on" else smoothed_loss(logits, b.tgt_out, cfg.train.label_smoothing))
-            (loss * (weight * scale)).backward()
-        stats += torch.stack([loss.detach(), nll]).double() * weight
-    return b.padding_fraction
+          amp: torch.dtype | None = None, lr: float | None = None) -> float:
+    """This rank's share of one optimizer step at `lr`: zoo.train.step.train_step, the step the bench and
+    `zoo run --plan` time. Without `lr`, the gradients only (the caller steps Adam, as tests drive ranks).
+    The step's summed loss and NLL go to `stats` on the device; returns the padding fraction."""
+    if lr is None:
+        return gradients(cfg, fwd, opt, device, work.parts, work.n_tgt, stats, amp)
+    return train_step(cfg, fwd, opt, device, work.parts, work.n_tgt, stats, amp, lr)
 
 
 def _out_of_memory(cfg: Config, model: Transformer, device, step: int, world: int, e: Exception) -> GPUOutOfMemoryError:
@@ -453,24 +426,50 @@ def _out_of_time(cfg: Config, elapsed: float) -> bool:
     return cfg.train.time_limit_minutes is not None and elapsed >= 60 * cfg.train.time_limit_minutes
 
 
-def _save(out: Path, cfg: Config, model, opt, st: _State, elapsed: float, device, prev: list) -> None:
-    """Checkpoint `st` atomically; keep the last k. Only the newest keeps the optimizer state (Adam's
-    two moments: twice the weights; big keeps 20, about 51 GB with it, 19 GB without): the one it
-    replaces as the newest is rewritten without it from the copy `prev` holds ([path, contents] of
+def _agreed(elapsed: float, device) -> float:
+    """The longest of the ranks' training times (an all-reduce MAX on the model's device), so that the
+    time limit and the checkpoint clock stop or save every rank at the same step."""
+    if rank_and_world()[1] == 1:
+        return elapsed
+    t = torch.tensor([elapsed], dtype=torch.float64, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.item()
+
+
+def _averaged_from(cfg: Config) -> int:
+    """The step after which every checkpoint_every-th step is saved, whatever the clock: the last
+    eval.average_checkpoints of them are averaged, so they keep the spec's spacing. A time-limited run
+    cannot know where it ends (all of it); a run that does not average, never."""
+    k = cfg.eval.average_checkpoints
+    if not k:
+        return cfg.train.steps
+    return 0 if cfg.train.time_limit_minutes is not None else cfg.train.steps - k * cfg.train.checkpoint_every
+
+
+def _save(out: Path, cfg: Config, model, opt, st: _State, elapsed: float, device, prev: list, writer: Writer) -> None:
+    """Checkpoint `st`: a host copy of the state now (the loop goes on changing it in place), written on the
+    writer's thread, atomically; the last k kept. Only the newest keeps the optimizer state (Adam's two
+    moments: twice the weights; big keeps 20, about 51 GB with it, 19 GB without): the one it replaces
+    as the newest is rewritten without it from the copy `prev` holds ([path, weights-only contents] of
     the last save, or of the checkpoint resumed from), never read back from disk."""
-    ck = {"model": {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()},
-          "optim": opt.state_dict(), "step": st.step, "epoch": st.epoch, "cursor": st.cursor, "elapsed": elapsed,
+    writer.wait()  # the write before this one first: host memory holds one copy in flight at most
+    ck = {"model": host_copy(model.state_dict()), "optim": host_copy(opt.state_dict()), "step": st.step,
+          "epoch": st.epoch, "cursor": st.cursor, "elapsed": elapsed, "save_seconds": st.save_s,
           "tokens_seen": st.tokens_seen, "rng": torch.get_rng_state(), "config": cfg.model_dump(mode="json")}
     if device.type == "cuda":  # the GPU's dropout masks come from its own generator
         ck["cuda_rng"] = torch.cuda.get_rng_state(device)
-    path = out / "checkpoints" / f"step_{st.step:08d}.pt"
+    writer.submit(_write, out, ck, out / "checkpoints" / f"step_{st.step:08d}.pt", prev, cfg.train.keep_checkpoints)
+
+
+def _write(out: Path, ck: dict, path: Path, prev: list, keep: int) -> None:
+    """_save's part on the writer's thread. The new checkpoint first: killed at any point, the run keeps a
+    newest checkpoint with Adam's state (a temporary file is never loaded)."""
     atomic_save(ck, path)
     if prev and prev[0] != path and prev[0].exists():
-        atomic_save({k: v for k, v in prev[1].items() if k != "optim"}, prev[0])
-    prev[:] = [path, ck]
-    for old in checkpoints(out)[: -cfg.train.keep_checkpoints]:
+        atomic_save(prev[1], prev[0])
+    prev[:] = [path, {k: v for k, v in ck.items() if k != "optim"}]
+    for old in checkpoints(out)[:-keep]:
         old.unlink(missing_ok=True)
-
 
 def dev_perplexity(model: Transformer, pairs: list, batch_tokens: int) -> float:
     """Per-word-piece perplexity on the dev pairs, without label smoothing (zoo.metrics computes it)."""

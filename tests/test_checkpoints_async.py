@@ -1,0 +1,134 @@
+"""Checkpoints off the critical path (issue 37): written on a thread of their own from a host copy, once per
+`train.checkpoint_minutes` outside the averaging window and every `checkpoint_every` steps inside it; the loop
+waits only for the copy; a process killed mid-write resumes from the last whole checkpoint."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from zoo.config import Config
+from zoo.result import RunResult
+from zoo.spec import resolve
+from zoo.train import checkpoints, load_checkpoint, train
+from zoo.train.checkpointing import Writer
+
+SPEC = "specs/table3_A.yaml"
+QUICK = ["eval.max_sentences=2", "train.checkpoint_minutes=0"]
+
+
+def _cfg(repo, *sets):
+    return resolve(repo / SPEC, "A2", "smoke", [*QUICK, *sets])[0]
+
+
+def test_the_checkpoint_clock_is_not_part_of_a_runs_identity():
+    """How often a run saves changes none of its results: every finished trial of every store stays finished."""
+    base = Config(variant="x")
+    assert base.train.checkpoint_minutes == 10
+    for minutes in (0, 0.5, 60):
+        assert Config(variant="x", train={"checkpoint_minutes": minutes}).config_hash() == base.config_hash()
+    assert Config(variant="x", train={"checkpoint_every": 7}).config_hash() != base.config_hash()  # it places the averaged ones
+    old = RunResult.model_validate({"variant": "x", "profile": "p", "steps_done": 3, "train_seconds": 2.0})
+    assert old.checkpoint_seconds == 0.0 and old.checkpoint_share == 0.0  # summaries from before load
+
+
+def test_saving_often_blocks_training_for_under_2_percent(repo, data_root, tmp_path):
+    """The gpu profile's cadence scaled down: a checkpoint every 3 steps of a tiny model (30 saves; the gpu
+    profile's base saves every 18). The loop waits only for the host copy, the writes run beside it (and for
+    the last write, before the run is scored)."""
+    cfg = _cfg(repo, "train.steps=90", "train.checkpoint_every=3", "train.eval_every=90")
+    s = train(cfg, tmp_path / "run", data_root)
+    kept = checkpoints(tmp_path / "run")
+    assert [int(p.stem[5:]) for p in kept] == [78, 81, 84, 87, 90]  # every 3 steps, the last 5 kept
+    assert [("optim" in load_checkpoint(p)) for p in kept] == [False] * 4 + [True]
+    print(f"waiting on 30 checkpoints: {s.checkpoint_seconds:.3f} s of {s.train_seconds:.2f} s "
+          f"({100 * s.checkpoint_share:.2f}%, {torch.get_num_threads()} threads)")
+    assert 0 < s.checkpoint_seconds and s.checkpoint_share <= 0.02
+
+
+def test_outside_the_averaging_window_a_run_saves_on_the_clock(repo, data_root, tmp_path):
+    """With the default 10 minutes a seconds-long run saves only at its end; averaging keeps every
+    checkpoint_every-th step of the last k, whatever the clock, so the averaged weights are the same."""
+    plain = train(_cfg(repo, "train.steps=12", "train.checkpoint_every=3", "train.checkpoint_minutes=10"),
+                  tmp_path / "plain", data_root)
+    assert [p.name for p in checkpoints(tmp_path / "plain")] == ["step_00000012.pt"] and plain.steps_done == 12
+    avg = ["train.steps=12", "train.checkpoint_every=3", "eval.average_checkpoints=3", "train.keep_checkpoints=4"]
+    scores = {}
+    for minutes in (0, 10):
+        out = tmp_path / f"avg{minutes}"
+        scores[minutes] = train(_cfg(repo, *avg, f"train.checkpoint_minutes={minutes}"), out, data_root)
+        steps = [int(p.stem[5:]) for p in checkpoints(out)]
+        assert steps == ([3, 6, 9, 12] if minutes == 0 else [6, 9, 12]), steps
+    assert scores[0].primary.eval_weights == scores[10].primary.eval_weights == "average of the last 3 checkpoints"
+    assert scores[0].primary.bleu == scores[10].primary.bleu
+
+
+def test_a_failed_write_is_raised_in_the_training_thread():
+    w = Writer()
+
+    def full():
+        raise OSError(28, "No space left on device")
+    w.submit(full)
+    with pytest.raises(OSError, match="No space left"):
+        w.submit(lambda: None)  # the next save waits for the one before it, and hears of its failure
+    w.close()
+
+
+# A checkpoint's write that takes a while: half of it, a pause, the rest (a slow disk). The subprocess is killed
+# with SIGKILL in the pause, leaving a torn temporary file.
+TORN = """
+import io, sys, time, torch
+save = torch.save
+def slow(obj, f, *a, **k):
+    buf = io.BytesIO()
+    save(obj, buf, *a, **k)
+    data = buf.getvalue()
+    f.write(data[: len(data) // 2])
+    f.flush()
+    time.sleep(0.5)
+    f.write(data[len(data) // 2:])
+torch.save = slow
+from zoo.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_killed_mid_write_resumes_from_the_last_whole_checkpoint(repo, data_root, tmp_path):
+    out = tmp_path / "run"
+    args = ["train", str(repo / SPEC), "--variant", "A2", "--profile", "smoke", "--out", str(out),
+            *[x for s in [*QUICK, "train.steps=60", "train.checkpoint_every=3", "train.eval_every=60"]
+              for x in ("--set", s)]]
+    env = {**os.environ, "ZOO_DATA_DIR": str(data_root)}
+    p = subprocess.Popen([sys.executable, "-c", TORN, *args], cwd=repo, env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    torn, deadline = None, time.time() + 300
+    try:
+        while torn is None and time.time() < deadline and p.poll() is None:
+            tmps = [t for t in (out / "checkpoints").glob("step_*.pt.tmp*") if t.stat().st_size > 0] \
+                if (out / "checkpoints").is_dir() else []
+            if tmps and checkpoints(out):
+                torn = tmps[0]
+                os.kill(p.pid, signal.SIGKILL)  # in the middle of that write
+            time.sleep(0.005)
+    finally:
+        p.kill()
+        p.wait()
+    assert torn is not None, "never saw a checkpoint being written"
+    with pytest.raises(Exception):
+        torch.load(torn, weights_only=True)  # torn indeed
+    writing = int(torn.name[5:13])  # a new checkpoint, or the one before it rewritten without Adam's state
+    for c in checkpoints(out):  # every finished checkpoint loads: none is half of one
+        load_checkpoint(c)
+    last = int(checkpoints(out)[-1].stem[5:])
+    assert last >= writing - 3  # at most one interval before the write that was cut
+    r = subprocess.run([sys.executable, "-m", "zoo.cli", *args], cwd=repo, env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "cannot be loaded" not in r.stderr and not list((out / "checkpoints").glob("*.bad"))
+    resumed = int(r.stderr.split("resumed from the checkpoint at step ")[1].split()[0])
+    assert resumed == last  # the last whole checkpoint
+    assert not list((out / "checkpoints").glob("*.tmp*"))  # the torn file was cleared
+    assert RunResult.model_validate_json((out / "summary.json").read_text()).steps_done == 60

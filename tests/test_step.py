@@ -1,0 +1,137 @@
+"""One training step (issue 37): the loop, the bench and `zoo run --plan` take zoo.train.step.train_step, the
+step the loop always took, and the roofline traces what autocast really moves. Tiny models, CPU only."""
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from zoo import data as zdata
+from zoo.config import Config, ModelSpec
+from zoo.model import build_model
+from zoo.train import loop as zloop, make_optimizer, smoothed_loss
+from zoo.train import step as zstep
+
+REPO = Path(__file__).resolve().parents[1]
+V = 24
+TINY = ModelSpec(N=1, d_model=16, d_ff=32, h=2, d_k=8, d_v=8, dropout=0.1)
+
+
+def _imported(path: Path) -> set[str]:
+    """Every module a file imports, at any depth (a function's lazy imports too), read with ast."""
+    got = set()
+    for n in ast.walk(ast.parse(path.read_text())):
+        if isinstance(n, ast.Import):
+            got |= {a.name for a in n.names}
+        elif isinstance(n, ast.ImportFrom) and n.module:
+            got |= {n.module} | {f"{n.module}.{a.name}" for a in n.names}
+    return got
+
+
+@pytest.mark.parametrize("path", ["zoo/train/loop.py", "runner/plan.py", "bench/bench_train.py"])
+def test_loop_bench_and_plan_share_one_step(path):
+    assert "zoo.train.step" in _imported(REPO / path), f"{path} does not take zoo.train.step"
+
+
+def _batches(n=4, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ids = lambda: torch.randint(4, V, (int(torch.randint(2, 9, (1,), generator=g)),), generator=g).tolist()
+    pairs = [(ids(), ids()) for _ in range(6 * n)]
+    return [zdata.collate(pairs, list(range(6 * i, 6 * i + 6))) for i in range(n)]
+
+
+def test_train_step_is_the_step_the_loop_took():
+    """train_step against the loop's step as it was written before it moved (lr, zero_grad, forward, the
+    label-smoothed loss over the step's tokens, backward, Adam): the same weights and statistics, bit for bit."""
+    cfg, cpu = Config(variant="t", model=TINY, train={"label_smoothing": 0.1}), torch.device("cpu")
+    runs = []
+    for shared in (True, False):
+        torch.manual_seed(0)
+        model = build_model(TINY, V)
+        opt = make_optimizer(model)
+        stats = torch.zeros(2, dtype=torch.float64)
+        torch.manual_seed(1)
+        for i, b in enumerate(_batches()):
+            lr = cfg.train.schedule.lr(i + 1, TINY.d_model, cfg.train.steps)
+            if shared:
+                zstep.train_step(cfg, model, opt, cpu, [(b, 1.0)], b.n_tgt_tokens, stats, None, lr)
+                continue
+            for g in opt.param_groups:
+                g["lr"] = lr
+            opt.zero_grad(set_to_none=True)
+            loss, nll = smoothed_loss(model(b.src, b.tgt_in), b.tgt_out, 0.1)
+            (loss * (1.0 / b.n_tgt_tokens)).backward()
+            stats += torch.stack([loss.detach(), nll]).double()
+            opt.step()
+        runs.append(([p.detach().clone() for p in model.parameters()], stats.clone()))
+    (w1, s1), (w2, s2) = runs
+    assert all(torch.equal(a, b) for a, b in zip(w1, w2)) and torch.equal(s1, s2)
+
+
+def test_the_loop_steps_through_train_step(monkeypatch):
+    calls = []
+    real = zstep.train_step
+    monkeypatch.setattr(zloop, "train_step", lambda *a, **k: calls.append(a[-1]) or real(*a, **k))
+    cfg = Config(variant="t", model=TINY)
+    model = build_model(TINY, V)
+    b = _batches(1)[0]
+    work = zloop._Work(0, 0, b.n_tgt_tokens, [(b, 1.0)])
+    zloop._step(cfg, model, make_optimizer(model), torch.device("cpu"), work, torch.zeros(2, dtype=torch.float64),
+                None, 1e-3)
+    assert calls == [1e-3]
+
+
+def test_plan_times_the_trials_own_step(monkeypatch):
+    """`zoo run --plan` measures train_step with the trial's precision (a warm-up step, then `steps`)."""
+    from runner import plan
+    calls = []
+    real = zstep.train_step
+    monkeypatch.setattr(zstep, "train_step", lambda *a, **k: calls.append(a[7]) or real(*a, **k))
+    cfg = Config(variant="t", model=TINY, data={"vocab_size": V}, train={"precision": "fp32"})
+    assert plan.measured_flops_per_s(cfg, steps=2) > 0 and calls == [None] * 3  # amp None: fp32, as asked
+
+
+def _bench():
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import bench_train
+        import roofline
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    return bench_train, roofline
+
+
+def test_bench_warms_every_shape_and_reads_the_loss_once(monkeypatch):
+    bench_train, _ = _bench()
+    cfg = Config(variant="t", model=TINY, data={"vocab_size": V})
+    tr = bench_train.Trainer(build_model(TINY, V), cfg)
+    batches = _batches(3)
+    steps = []
+    real = bench_train.train_step
+    monkeypatch.setattr(bench_train, "train_step", lambda *a, **k: steps.append(1) or real(*a, **k))
+    tr.warm_up(batches + batches)  # each shape once
+    assert len(steps) == len({(b.src.shape, b.tgt_in.shape) for b in batches})
+    items = []
+    real_item = torch.Tensor.item
+    monkeypatch.setattr(torch.Tensor, "item", lambda t: items.append(1) or real_item(t))
+    tr.run(batches)
+    assert len(items) == 1 and tr.steps == 3 and tr.tps > 0  # one read, after the clock stopped
+
+
+def test_roofline_traces_autocasts_casts_and_ranges():
+    """Under amp the weights and the residual stream stay fp32: the trace holds their casts (a weight cast
+    once per forward), and a step's best case is faster than its worst."""
+    _, roofline = _bench()
+    with torch.device("meta"):
+        model = build_model(TINY.model_copy(update={"dropout": 0.0}), V).train()
+    ids = torch.ones(4, 6, dtype=torch.long, device="meta")
+    loss = lambda lg, t: smoothed_loss(lg, t, 0.1)[0]
+    fp32, _ = roofline.step(model, ids, ids, ids, loss)
+    amp, attention = roofline.step(model, ids, ids, ids, loss, amp=True)
+    assert len(amp.kernels) > len(fp32.kernels) and amp.flops == fp32.flops and len(attention) == 3
+    h100 = roofline.GPUS["H100 SXM"]
+    assert amp.seconds(h100, "best") < amp.seconds(h100, "mid") < amp.seconds(h100, "worst")
+    compiled, _ = roofline.step(model, ids, ids, ids, loss, fused=True, amp=True, compiled_loss=True)
+    assert len(compiled.kernels) < len(amp.kernels) and compiled.bytes < amp.bytes
+    assert roofline.gpu_spec("NVIDIA H100 80GB HBM3") is h100 and roofline.gpu_spec("NVIDIA A100-SXM4-80GB").peak == 312e12

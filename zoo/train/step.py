@@ -1,0 +1,68 @@
+"""One training step: what zoo.train's loop does per step, and what bench/bench_train.py and `zoo run --plan`
+time, so a benchmark or an estimate measures the step a run takes.
+
+The run's choices come from its config: bf16 autocast when its precision says so (zoo.train.device.autocast_dtype)
+and the model compiled when train.compile is on, the loss then as its compiled per-chunk kernels (step_setup,
+gradients); a GPU's attention backends and TF32 are zoo.train.device.train_device's, which the bench calls
+too. The step's loss statistics stay on the device (no loss.item()): the host never waits for the device
+inside a step. Logging, evaluation and checkpoints are the loop's.
+"""
+from __future__ import annotations
+
+from contextlib import nullcontext
+
+import torch
+
+from zoo.config import Config
+from zoo.train import compiled_loss, recipe
+from zoo.train.device import autocast, autocast_dtype, rank_and_world
+
+
+def compiled(module: torch.nn.Module, cfg: Config, backend: str = "inductor") -> torch.nn.Module:
+    """train.compile on: torch.compile with dynamic shapes, so the token-budget batches' ever-changing
+    (batch, length) shapes share one graph instead of compiling one each."""
+    return torch.compile(module, dynamic=True, backend=backend) if cfg.train.compile == "on" else module
+
+
+def step_setup(cfg: Config, model: torch.nn.Module, device: torch.device) -> tuple[torch.nn.Module, torch.dtype | None]:
+    """(the module the forward runs through, the autocast dtype) of a one-process run of `cfg` on `device`
+    (the loop wraps the model in DDP first when it has several ranks)."""
+    return compiled(model, cfg), autocast_dtype(cfg.train.precision, device)
+
+
+def train_step(cfg: Config, fwd: torch.nn.Module, opt: torch.optim.Optimizer, device: torch.device, parts: list,
+               n_tgt: int, stats: torch.Tensor, amp: torch.dtype | None = None, lr: float | None = None) -> float:
+    """One optimizer step: the learning rate (`lr`, the schedule's for this step; None keeps the optimizer's),
+    the gradients of this rank's micro-batches (`gradients`), Adam's update. Adds the step's summed loss and
+    NLL to `stats` on the device; returns the last micro-batch's padding fraction."""
+    if lr is not None:
+        for g in opt.param_groups:
+            g["lr"] = lr
+    pad = gradients(cfg, fwd, opt, device, parts, n_tgt, stats, amp)
+    opt.step()
+    return pad
+
+
+def gradients(cfg: Config, fwd: torch.nn.Module, opt: torch.optim.Optimizer, device: torch.device, parts: list,
+              n_tgt: int, stats: torch.Tensor, amp: torch.dtype | None = None) -> float:
+    """Gradients of one optimizer step: `parts` ([(Batch, weight)]) are this rank's micro-batches of a step of
+    `n_tgt` target tokens (all ranks'); summed over ranks by DDP's all-reduce during the last micro-batch's
+    backward (no_sync before it: accumulation stays local). A weight of 0 marks a stand-in micro-batch
+    (zoo.train.loop.rank_parts). Returns the last micro-batch's padding fraction (a host figure)."""
+    world = rank_and_world()[1]
+    opt.zero_grad(set_to_none=True)
+    # DDP averages gradients over ranks; scaled by world / (the step's tokens) the sum of all ranks'
+    # losses is the single-worker one: splitting a batch does not change its gradient.
+    scale = world / n_tgt
+    for i, (b, weight) in enumerate(parts):
+        b = b.to(device)
+        sync = world == 1 or i == len(parts) - 1
+        with nullcontext() if sync else fwd.no_sync():
+            with autocast(device, amp):
+                logits = fwd(b.src, b.tgt_in)
+            eps = cfg.train.label_smoothing
+            loss, nll = (compiled_loss.smoothed_loss(logits, b.tgt_out, eps, recipe.LOSS_CHUNK)
+                         if cfg.train.compile == "on" else recipe.smoothed_loss(logits, b.tgt_out, eps))
+            (loss * (weight * scale)).backward()
+        stats += torch.stack([loss.detach(), nll]).double() * weight
+    return b.padding_fraction
