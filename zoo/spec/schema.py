@@ -11,7 +11,7 @@ from __future__ import annotations
 from pydantic.json_schema import models_json_schema
 
 from zoo.paths import SAFE_NAME
-from zoo.config import DataSpec, EvalSpec, ModelSpec, PaperRef, ResourcesSpec, TrainSpec
+from zoo.config import ClaimSpec, DataSpec, EvalSpec, ModelSpec, PaperRef, ResourcesSpec, TrainSpec
 from zoo.spec.profiles import SCALE_KEYS
 from zoo.spec.resolution import MAX_SEEDS
 from zoo.spec.specfile import SECTIONS
@@ -37,9 +37,13 @@ def _partial(node):
 
 
 def _defs() -> dict:
-    models = [*SECTION_MODELS.values(), PaperRef, Asha]
+    models = [*SECTION_MODELS.values(), PaperRef, Asha, ClaimSpec]
     _, top = models_json_schema([(m, "validation") for m in models], ref_template="#/$defs/{model}")
-    return _partial(top["$defs"])
+    defs = _partial(top["$defs"])
+    # a claim's margin may be written as a percentage ('1.5%'), which ClaimSpec reads as 0.015
+    margin = defs["ClaimSpec"]["properties"]["margin"]
+    margin["anyOf"] = [*margin.get("anyOf", []), {"type": "string", "pattern": r"^\s*[0-9]*\.?[0-9]+\s*%\s*$"}]
+    return defs
 
 
 def _sections() -> dict:
@@ -60,6 +64,8 @@ def spec_schema() -> dict:
             "name": {**NAME, "description": "the variant's name when there is no `variants:`"},
             "description": {"type": "string"},
             "paper": {"$ref": "#/$defs/PaperRef"},
+            "claims": {"type": ["array", "null"], "maxItems": 100, "items": {"$ref": "#/$defs/ClaimSpec"},
+                       "description": "the spec's claims about its rows, tested as the paper's are"},
             **_sections(),
             "seeds": SEEDS,
             "sweep": {"type": "object", "additionalProperties": False, "minProperties": 1,
