@@ -12,9 +12,12 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from zoo.errors import UserError
-from zoo.reports.runs import Runs, is_paper
-from zoo.reports.verdicts import shared_resampler, versus
+
+if TYPE_CHECKING:  # the store and the statistics load when the command runs, not at every `zoo` start-up
+    from zoo.reports.runs import Runs
 
 METRICS = {"dev_ppl": "ppl", "bleu": "bleu"}
 UNITS = {"ppl": "dev perplexity", "bleu": "BLEU"}
@@ -47,6 +50,7 @@ def _name(t) -> str:
 
 def find(runs: Runs, name: str, profile: str | None):
     """The trial standing for row `name` (see the module note); a UserError names the choices."""
+    from zoo.reports.runs import is_paper
     kind, _, rest = name.rpartition(":")
     pool = [t for t in runs.trials if profile is None or t.profile == profile]
     if kind == "paper":
@@ -76,6 +80,7 @@ def compare(runs: Runs, a_name: str, b_name: str, metric: str = "dev_ppl", profi
             resamples: int | None = None, bootstrap_seed: int | None = None, alpha: float = 0.05,
             storage: str | None = None) -> Result:
     """Row A against row B on one metric: the report's paired difference, interval, p and verdict."""
+    from zoo.reports.verdicts import in_units, shared_resampler, versus
     a = find(runs, a_name, profile)
     b = find(runs, b_name, profile or a.profile)
     m = METRICS[metric]
@@ -85,8 +90,7 @@ def compare(runs: Runs, a_name: str, b_name: str, metric: str = "dev_ppl", profi
     if e is None:
         return Result(**base, seeds=(len(runs.seeds(a)), len(runs.seeds(b))), delta=None, lo=None, hi=None, p=None,
                       verdict="not measured", sentences="", missing=comp.missing)
-    sign = -1 if m == "ppl" else 1  # printed as A minus B in the metric's units
-    lo, hi = sorted((sign * e.lo, sign * e.hi))
+    delta, lo, hi = in_units(e, m)  # A minus B
     found = e.p < alpha
     verdict = (f"{a_name if e.delta > 0 else b_name} is better (p < {alpha:g})" if found else
                f"within noise (p >= {alpha:g}): no difference found at these seeds")
@@ -98,7 +102,7 @@ def compare(runs: Runs, a_name: str, b_name: str, metric: str = "dev_ppl", profi
             where = f" --storage {storage}" if storage else ""
             command = " && ".join(f"zoo run {t.spec} --variant {t.variant} --seeds {more} --profile {t.profile}{where}"
                                   for t in (a, b))
-    return Result(**base, seeds=e.seeds, delta=sign * e.delta, lo=lo, hi=hi, p=e.p, verdict=verdict,
+    return Result(**base, seeds=e.seeds, delta=delta, lo=lo, hi=hi, p=e.p, verdict=verdict,
                   sentences=comp.sentences, more_seeds=more, command=command or "")
 
 

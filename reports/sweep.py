@@ -12,7 +12,7 @@ from pathlib import Path
 from zoo.errors import UserError
 from zoo.reports.cells import Column, Section, State, Table, columns, count, over_seeds, profile_notes, state, text_col
 from zoo.reports.runs import Runs
-from zoo.reports.verdicts import reference, shared_resampler, spec_claims, versus
+from zoo.reports.verdicts import in_units, reference, shared_resampler, spec_claims, versus
 from zoo.result import Trial
 
 
@@ -100,9 +100,8 @@ def _against(runs: Runs, mine: list[Trial], resampler) -> list[Section]:
             if e is None:
                 cells[metric] = (comp.missing, None)
                 continue
-            sign = -1 if metric == "ppl" else 1  # this row minus the reference, in the metric's units
-            lo, hi = sorted((sign * e.lo, sign * e.hi))
-            cells[metric] = (f"{sign * e.delta:+.2f} [{lo:+.2f}, {hi:+.2f}]", f"{e.p:.3g}")
+            d, lo, hi = in_units(e, metric)  # this row minus the reference
+            cells[metric] = (f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}]", f"{e.p:.3g}")
             seeds = seeds or "{} / {}".format(*e.seeds)
         out.append(VersusRow(t.variant, profile=t.profile, vs=name if ref else f"{name} (not run)", seeds=seeds,
                              d_ppl=cells["ppl"][0], p_ppl=cells["ppl"][1], d_bleu=cells["bleu"][0],

@@ -12,7 +12,7 @@ from zoo.reports import peaks
 from zoo.reports.cells import (CITED, COUNTING, PAPER_METRIC_NOTE, Run, Section, State, Table, col, columns, count,
                                decoding_note, paper_metric, pct, profile_notes, provenance_flags, sci, text_col)
 from zoo.reports.runs import TABLE2_SPECS, TABLE3_SPECS, TABLE4_SPECS, Runs, paper_configs, whose
-from zoo.reports.verdicts import claims_section, rank_section, reference, shared_resampler, versus
+from zoo.reports.verdicts import claims_section, in_units, rank_section, reference, shared_resampler, versus
 from zoo.text import duration
 
 
@@ -107,9 +107,8 @@ def _user_t3_row(runs: Runs, t, letter: str, resampler) -> T3Row:
         if e is None:
             diffs[metric] = comp.missing
             continue
-        sign = -1 if metric == "ppl" else 1  # printed as this row minus the reference, in the metric's units
-        lo, hi = sorted((sign * e.lo, sign * e.hi))
-        diffs[metric] = f"{sign * e.delta:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+        d, lo, hi = in_units(e, metric)  # this row minus the reference
+        diffs[metric] = f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}]"
     return T3Row(
         t.variant, paper.TABLE3_GROUPS.get(t.paper_group or "", t.paper_group or "yours"), letter=letter, run=run,
         whose=f"{whose(t)}: {t.spec}", **_shape(cfg),

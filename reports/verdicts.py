@@ -254,6 +254,14 @@ def versus(runs: Runs, a, b, metric: str, resampler):
     return C.compare(claim, {"a": row_runs(runs, a), "b": row_runs(runs, b)}, resampler)
 
 
+def in_units(e, metric: str) -> tuple[float, float, float]:
+    """A `versus` estimate as row a minus row b in the metric's own units (perplexity: lower is better), with
+    its interval: (delta, lo, hi)."""
+    sign = -1 if metric == "ppl" else 1
+    lo, hi = sorted((sign * e.lo, sign * e.hi))
+    return sign * e.delta, lo, hi
+
+
 def shared_resampler(resamples: int | None = None, bootstrap_seed: int | None = None):
     """One resampler per number of sentences, seeded as the claims section seeds it (bootstrap seed + n)."""
     from zoo import stats as S
