@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -13,7 +14,7 @@ import torch
 from zoo.config import Config
 from zoo.result import RunResult
 from zoo.spec import resolve
-from zoo.train import checkpoints, load_checkpoint, train
+from zoo.train import checkpoints, load_checkpoint, loop, train
 from zoo.train.checkpointing import Writer
 
 SPEC = "specs/table3_A.yaml"
@@ -35,18 +36,24 @@ def test_the_checkpoint_clock_is_not_part_of_a_runs_identity():
     assert old.checkpoint_seconds == 0.0 and old.checkpoint_share == 0.0  # summaries from before load
 
 
-def test_saving_often_blocks_training_for_under_2_percent(repo, data_root, tmp_path):
+def test_saving_often_writes_beside_training(repo, data_root, tmp_path, monkeypatch):
     """The gpu profile's cadence scaled down: a checkpoint every 3 steps of a tiny model (30 saves; the gpu
-    profile's base saves every 18). The loop waits only for the host copy, the writes run beside it (and for
-    the last write, before the run is scored)."""
+    profile's base saves every 18). Every write runs on the writer's thread, never the training thread; the
+    loop's share of time waiting on them is a benchmark's figure (bench/bench_checkpoints.py), not a test's."""
+    writers = []
+
+    def save(obj, path):
+        writers.append(threading.current_thread().name)
+        real_save(obj, path)
+    real_save = loop.atomic_save
+    monkeypatch.setattr(loop, "atomic_save", save)
     cfg = _cfg(repo, "train.steps=90", "train.checkpoint_every=3", "train.eval_every=90")
     s = train(cfg, tmp_path / "run", data_root)
     kept = checkpoints(tmp_path / "run")
     assert [int(p.stem[5:]) for p in kept] == [78, 81, 84, 87, 90]  # every 3 steps, the last 5 kept
     assert [("optim" in load_checkpoint(p)) for p in kept] == [False] * 4 + [True]
-    print(f"waiting on 30 checkpoints: {s.checkpoint_seconds:.3f} s of {s.train_seconds:.2f} s "
-          f"({100 * s.checkpoint_share:.2f}%, {torch.get_num_threads()} threads)")
-    assert 0 < s.checkpoint_seconds and s.checkpoint_share <= 0.02
+    assert len(writers) >= 30 and all(n.startswith("zoo-checkpoint") for n in writers), set(writers)
+    assert 0 < s.checkpoint_seconds < s.train_seconds  # the host copies at least, counted as the loop's wait
 
 
 def test_outside_the_averaging_window_a_run_saves_on_the_clock(repo, data_root, tmp_path):
