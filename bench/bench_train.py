@@ -392,7 +392,7 @@ def cpu_check(args) -> tuple[list, dict]:
                      "batch_tokens": tokens or cfg.train.batch_tokens, "compute_dtype": "bf16" if amp else "fp32",
                      "steps": tr.steps, "measured_s": tr.seconds, "predicted_s": predicted,
                      "error": predicted / tr.seconds - 1, "matmul_fraction": dev.matmul[0],
-                     "attention_fraction": dev.attention[0], "per_op_us": dev.host[0] * 1e6,
+                     "attention_fraction": dev.attention[0], "per_op_us": dev.host[0] * 1e6, "rng_per_s": dev.rng_per_s,
                      "peak_gflops": dev.peak / 1e9, "copy_gbs": bw / 1e9})
     return rows, devices
 
@@ -409,7 +409,8 @@ def predict(args) -> dict:
               f"{r['batch_tokens']}-token batches, {r['compute_dtype']}: {r['steps']} steps predicted "
               f"{r['predicted_s']:.2f} s, measured {r['measured_s']:.2f} s, error {r['error']:+.0%} (matmuls at "
               f"{r['matmul_fraction']:.2f} of the {r['peak_gflops']:.0f} GFLOP/s peak, attention "
-              f"{r['attention_fraction']:.2f}, {r['per_op_us']:.0f} us an op)")
+              f"{r['attention_fraction']:.2f}, {r['per_op_us']:.0f} us an op, dropout's draws at "
+              f"{r['rng_per_s'] / 1e6:.0f} M/s)")
     errors = ", ".join(f"{r['model']} {r['error']:+.0%}" for r in rows)
     print(f"roofline self-check error: {errors}")
 

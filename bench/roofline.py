@@ -11,6 +11,9 @@ tensor once; an indexed op only what it addresses). What the trace models:
 - attention as the fused kernel a GPU runs (memory-efficient SDPA, as with cuDNN attention off: the scores
   never reach memory), with its own achievable fraction (short sequences keep it far from the peak);
 - padding: the trace runs a real batch's padded shapes, while MFU counts its non-pad tokens only;
+- dropout's random draws: a mask element is a draw, which a CPU makes at a measured rate far below its copy
+  bandwidth (about a sixth of a bf16 cpu-profile step on this Xeon; without it the self-check read -14 to -28%);
+  a GPU's draws are memory-bound;
 - `fused` (train.compile on): a chain of pointwise ops (casts included) is one kernel whose intermediate
   tensors are neither written nor read back; the loss is its compiled per-chunk kernels.
 Time: each kernel takes max(FLOPs / (peak x the device's achievable fraction), bytes / (bandwidth x its
@@ -19,7 +22,8 @@ host's dispatch time (kernels x host seconds each: eager PyTorch queues kernels 
 kernel on the host, so the dispatch time adds. Plus the fused Adam update (28 bytes a parameter).
 A device's fractions and costs are ranges: a prediction is a point (each range's middle) and its best and
 worst cases. This CPU's side is measured, not assumed (`calibrate_cpu`): its peak, its copy bandwidth, the
-fraction its matmul and attention kernels reach at the step's own shapes and its per-op cost.
+fraction its matmul and attention kernels reach at the step's own shapes, its per-op cost, its exp and
+random-draw rates.
 """
 from __future__ import annotations
 
@@ -46,6 +50,7 @@ class Device:
     host: tuple[float, float]  # host seconds to dispatch one kernel, eager (best, worst)
     synchronous: bool = False  # a CPU: the host runs each kernel itself, so dispatch adds instead of overlapping
     exp_per_s: float = float("inf")  # elements/s of an exp-heavy kernel (softmax): a CPU's limit, never a GPU's
+    rng_per_s: float = float("inf")  # elements/s of a random draw (dropout's mask): a CPU's limit, never a GPU's
     source: str = ""
 
 
@@ -74,7 +79,7 @@ def gpu_spec(device_name: str) -> Device | None:
 
 @dataclass
 class Kernel:
-    kind: str  # "matmul", "attention", "memory" or "exp" (memory-bound on a GPU, compute-bound on a CPU)
+    kind: str  # "matmul", "attention", "memory", "exp" or "rng" (the last two: memory-bound on a GPU, compute-bound on a CPU)
     flops: float
     bytes: float
     replay: tuple | None = None  # a matmul's or attention's call, to time it on this CPU (calibrate_cpu)
@@ -97,7 +102,8 @@ class Trace:
         pick = {"best": lambda r, up: r[up], "worst": lambda r, up: r[1 - up], "mid": lambda r, up: sum(r) / 2}[case]
         frac = {"matmul": pick(d.matmul, 1), "attention": pick(d.attention, 1)}
         bw, floor, host = d.bandwidth * pick(d.memory, 1), pick(d.floor, 0), pick(d.host, 0)
-        work = [max(k.flops / (d.peak * frac[k.kind]) if k.kind in frac else k.flops / d.exp_per_s, k.bytes / bw)
+        rate = {"exp": d.exp_per_s, "rng": d.rng_per_s, "memory": float("inf")}
+        work = [max(k.flops / (d.peak * frac[k.kind]) if k.kind in frac else k.flops / rate[k.kind], k.bytes / bw)
                 for k in self.kernels]
         if d.synchronous:
             return sum(work) + host * len(work)
@@ -129,6 +135,8 @@ _FREE = {"aten::view", "aten::_reshape_alias", "aten::t", "aten::transpose", "at
          "aten::scalar_tensor"}
 _INDEXED = {"aten::gather", "aten::scatter", "aten::scatter_add", "aten::scatter_add_", "aten::index",
             "aten::index_select", "aten::embedding", "aten::index_put_", "aten::_index_put_impl_"}
+# a random draw per element (dropout's mask): on a CPU generating the numbers, not memory, sets the pace
+_RNG = {"aten::bernoulli_", "aten::bernoulli", "aten::native_dropout", "aten::uniform_", "aten::rand"}
 _EXP = {"aten::_softmax", "aten::_log_softmax", "aten::exp", "aten::logsumexp", "aten::tanh", "aten::gelu",
         "aten::_log_softmax_backward_data"}
 
@@ -155,8 +163,9 @@ class _Count(TorchDispatchMode):
             nbytes = 3 * _bytes(small) if small is not None else 0
         flops = flop_registry[func._overloadpacket](*args, **kwargs, out_val=out) \
             if func._overloadpacket in flop_registry else 0
-        kind = "attention" if "attention" in name else "matmul" if flops else "exp" if name in _EXP else "memory"
-        if kind == "exp":  # counted in elements, timed against the device's exp rate
+        kind = "attention" if "attention" in name else "matmul" if flops else "exp" if name in _EXP \
+            else "rng" if name in _RNG else "memory"
+        if kind in ("exp", "rng"):  # counted in elements, timed against the device's exp or random-draw rate
             flops = sum(t.numel() for t in wrote)
         replay = (func, [(tuple(t.shape), t.stride(), t.dtype) if isinstance(t, torch.Tensor) else t for t in args]) \
             if kind == "matmul" else None
@@ -269,7 +278,7 @@ def per_op_seconds() -> float:
 def calibrate_cpu(traces: list[tuple[Trace, list]], peak: float, bandwidth: float, name: str = "this CPU") -> Device:
     """This CPU as a Device: its measured peak and bandwidth, the fraction of the peak its matmuls and its
     attention reach at these traces' own shapes (every distinct one timed once with real tensors), and the
-    host cost of an op and the rate of a softmax's exps. Every range is a point: measured, not assumed."""
+    host cost of an op, the rate of a softmax's exps and of dropout's random draws. Every range is a point: measured, not assumed."""
     mm_f = mm_s = at_f = at_s = 0.0
     seen: dict = {}
     for tr, attention in traces:
@@ -299,8 +308,9 @@ def calibrate_cpu(traces: list[tuple[Trace, list]], peak: float, bandwidth: floa
     host = per_op_seconds()
     x = torch.randn(4000, 8000)  # a CPU's softmax is bound by its exps, not by memory (logits-sized: past the caches)
     exp_per_s = x.numel() / _timed(lambda: torch.softmax(x, -1), 0.2)
+    rng_per_s = x.numel() / _timed(lambda: x.bernoulli_(0.9), 0.2)  # dropout's mask, as F.dropout draws it
     return Device(name, peak, bandwidth, matmul=(mm, mm), attention=(at, at), memory=(1.0, 1.0), floor=(0.0, 0.0),
-                  host=(host, host), synchronous=True, exp_per_s=exp_per_s, source="measured")
+                  host=(host, host), synchronous=True, exp_per_s=exp_per_s, rng_per_s=rng_per_s, source="measured")
 
 
 def _real(size, stride, dtype) -> torch.Tensor:

@@ -5,6 +5,7 @@ over the seeds that finished, and a figure of the metric against each swept fiel
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,11 +39,27 @@ def sweep_columns(fields: list[str], label: str) -> list[Column]:
         Column("state", "state", "run", align="text"), Column("profile", "profile", "run", align="text")]
 
 
-def sweep_table(runs: Runs, spec: str) -> Table:
+def which_spec(runs: Runs, spec: str) -> tuple[str, str]:
+    """The store's spec that `spec` names (its path as recorded, or its file name when only one spec in the
+    store has it) and its page's name: the file's stem, with a digest of the path when two specs in the
+    store share the stem (my/a.yaml and yours/a.yaml are two specs, two pages)."""
+    recorded = {t.spec for t in runs.trials}
     stem = Path(spec).stem
-    mine = [t for t in runs.trials if Path(t.spec).stem == stem]
-    if not mine:
-        raise UserError(f"--sweep {spec}: no trials of that spec in {runs.path} (run `zoo run {spec}` first)")
+    alike = sorted(s for s in recorded if Path(s).stem == stem)
+    chosen = spec if spec in recorded else alike[0] if len(alike) == 1 else None
+    if chosen is None and alike:
+        raise UserError(f"--spec {spec}: {len(alike)} specs in {runs.path} have that name ({', '.join(alike)}); "
+                        "name one by its path as shown")
+    if chosen is None:
+        raise UserError(f"--spec {spec}: no trials of that spec in {runs.path} (run `zoo run {spec}` first)")
+    if len(alike) > 1:
+        stem += "-" + hashlib.sha256(chosen.encode()).hexdigest()[:6]
+    return chosen, stem
+
+
+def sweep_table(runs: Runs, spec: str) -> Table:
+    spec, stem = which_spec(runs, spec)
+    mine = [t for t in runs.trials if t.spec == spec]
     points: dict[tuple, list[Trial]] = {}  # (profile, variant, swept values) -> its trials, one per seed
     for t in mine:
         swept = {k: v for k, v in (t.config.overrides if t.config else {}).items() if k != "train.seed"}

@@ -335,3 +335,12 @@ def test_sigterm_says_how_to_resume(tmp_path):
     finally:
         p.kill()
     assert p.returncode == 143 and "interrupted by SIGTERM; run the same command again to resume" in err, err[-2000:]
+
+
+def test_a_misspelt_compare_to_is_refused_at_its_line(tmp_path, capsys):
+    """A reference row that does not exist would leave 'yours against' as 'not run' in every report."""
+    text = ("extends: base\npaper: {table: 3, group: A}\nvariants:\n  mine: {model: {h: 4}}\n"
+            "  theirs:\n    model: {h: 2}\n    paper: {compare_to: bsae}\n")
+    fails_at(tmp_path, capsys, text, 7, "paper.compare_to", fragment="did you mean 'base'")
+    ok = spec(tmp_path, text.replace("bsae", "mine"), "ok.yaml")
+    assert run("validate", ok, capsys=capsys)[0] == 0

@@ -135,3 +135,19 @@ def test_roofline_traces_autocasts_casts_and_ranges():
     compiled, _ = roofline.step(model, ids, ids, ids, loss, fused=True, amp=True, compiled_loss=True)
     assert len(compiled.kernels) < len(amp.kernels) and compiled.bytes < amp.bytes
     assert roofline.gpu_spec("NVIDIA H100 80GB HBM3") is h100 and roofline.gpu_spec("NVIDIA A100-SXM4-80GB").peak == 312e12
+
+
+def test_roofline_times_dropouts_draws_at_the_cpus_rate():
+    """A CPU draws dropout's mask at a measured rate (far below its copy bandwidth); a GPU's draws are
+    memory-bound. Each mask element is one draw."""
+    _, roofline = _bench()
+    with torch.device("meta"):
+        model = build_model(TINY.model_copy(update={"dropout": 0.1}), V).train()
+    ids = torch.ones(4, 6, dtype=torch.long, device="meta")
+    trace, _ = roofline.step(model, ids, ids, ids, lambda lg, t: smoothed_loss(lg, t, 0.1)[0])
+    rng = [k for k in trace.kernels if k.kind == "rng"]
+    assert rng and all(k.flops == 4 * 6 * TINY.d_model for k in rng[:1])  # the source embedding's mask
+    cpu = roofline.Device("cpu", 1e11, 1e10, matmul=(1, 1), attention=(1, 1), memory=(1, 1), floor=(0, 0),
+                          host=(0, 0), synchronous=True, exp_per_s=1e8)
+    slow = roofline.Device(**{**cpu.__dict__, "rng_per_s": 1e6})
+    assert trace.seconds(slow) - trace.seconds(cpu) >= 0.9 * sum(k.flops for k in rng) / 1e6

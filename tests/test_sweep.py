@@ -36,3 +36,25 @@ def test_the_sweep_page_shows_every_point_over_its_seeds(tmp_path):
     missing = subprocess.run([sys.executable, "-m", "zoo.cli", "report", "--sweep", "other.yaml", "--runs",
                               str(tmp_path / "zoo.db"), "--out", str(out)], capture_output=True, text=True, cwd=REPO)
     assert missing.returncode == 2 and "no trials of that spec" in missing.stderr
+
+
+def test_two_specs_with_one_file_name_are_two_pages(tmp_path):
+    """mine/grid.yaml and yours/grid.yaml: each its own rows and page; the bare name is ambiguous."""
+    st = Store(tmp_path / "zoo.db")
+    for who, h in (("mine", 2), ("yours", 4)):
+        (tmp_path / who).mkdir()
+        spec = tmp_path / who / "grid.yaml"
+        spec.write_text(f"extends: base\nmodel: {{h: {h}}}\n")
+        c = resolve(spec, profile="smoke")[0]
+        m = {"variant": c.variant, "profile": c.profile, "steps_done": c.train.steps, "dev_ppl": 30.0,
+             "eval_split": "dev", "splits": {"dev": {"eval_split": "dev", "bleu": 10.0 * h}}}
+        st.upsert(str(spec), c.trial, c.profile, status="finished", config_hash=c.config_hash(),
+                  config=c.model_dump(mode="json"), steps=c.train.steps, step=c.train.steps, metrics=m)
+    report = lambda *a: subprocess.run([sys.executable, "-m", "zoo.cli", "report", *a, "--runs",
+                                        str(tmp_path / "zoo.db")], capture_output=True, text=True, cwd=REPO)
+    r = report("--spec", "grid.yaml", "--out", str(tmp_path / "a"))
+    assert r.returncode == 2 and "2 specs" in r.stderr and "yours/grid.yaml" in r.stderr, r.stderr
+    r = report("--spec", str(tmp_path / "yours" / "grid.yaml"), "--out", str(tmp_path / "b"))
+    assert r.returncode == 0, r.stderr
+    (page,) = (tmp_path / "b").glob("sweep-grid-*.md")
+    assert "| 40.00 |" in page.read_text() and "| 20.00 |" not in page.read_text()

@@ -284,6 +284,7 @@ def resolve(path: str | Path, variant: str | Collection[str] | None = None, prof
             cfg = _validate(ds, header, late)
             _check_corpus(ds, cfg)
             _check_components(ds, cfg)
+            _check_compare_to(ds, cfg, variants)
             _check_same(doc, cfg, sized, same)
             out.append(cfg)
     if out and out[0].claims:
@@ -419,6 +420,17 @@ def _check_components(doc: Doc, cfg: Config) -> None:
             raise SpecError(doc.where(("model", field)), f"model.{field}",
                             f"no {kind} component '{shorten(name)}'{alike}{did_you_mean(name, names)} (a package "
                             "adds one through the entry-point group zoo.components)")
+
+
+def _check_compare_to(doc: Doc, cfg: Config, variants) -> None:
+    """`paper: {compare_to: ROW}` names a variant of this spec or a row of the paper's table: a misspelt one
+    would leave the row's comparison "not run" in every report."""
+    name, table = cfg.paper.compare_to, cfg.paper.table or 3
+    rows = [*variants, *PAPER_ROWS.get(table, [])]
+    if name is not None and name not in rows:
+        raise SpecError(doc.where(("paper", "compare_to")), "paper.compare_to",
+                        f"no row '{shorten(name)}'{did_you_mean(name, rows)}: a variant of this spec or a row of the "
+                        f"paper's Table {table} ({', '.join(PAPER_ROWS.get(table, [])[:6])}, ...)")
 
 
 def spec_files(paths: list[str | Path]) -> list[Path]:
