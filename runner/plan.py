@@ -3,8 +3,10 @@
 Each trial's parameters, training FLOPs (zoo.costs), estimated peak memory of a training process,
 checkpoint disk, and a wall time estimated from a throughput measured here and now: a few steps of
 zoo.train.step.train_step, the step the trial's loop takes, with the trial's choices (its model,
-precision and train.compile; random ids, `resources.cpus` threads, short sentences of a few hundred
-tokens a step). Small steps run below a real step's efficiency, so the estimate leans long.
+precision and train.compile; random ids, `resources.cpus` threads, steps of the trial's own batch_tokens,
+or of fewer for a model whose step would take more than about a second: such small steps run below a
+real step's efficiency, so their estimate leans long). Measured on a busy machine (load at half its
+cores or more), the times are a busy machine's, and the plan says so.
 No Ray starts and nothing is written.
 """
 from __future__ import annotations
@@ -20,7 +22,9 @@ from zoo import costs
 from zoo.text import duration, text_table
 from zoo.config import Config
 
-MEASURE_TOKENS = 512  # target tokens per measured step: seconds even for the paper's big model on a CPU
+MEASURE_TOKENS = 512  # target tokens per measured step at least
+MEASURE_FLOPS = 2e11  # training FLOPs per measured step at most (unless MEASURE_TOKENS needs more): seconds even
+                      # for the paper's big model on a CPU; a small model's step is its trial's own batch
 
 
 class PlannedTrial(BaseModel):
@@ -40,6 +44,10 @@ class PlannedTrial(BaseModel):
 def plan(cfgs: list[Config], measure: bool = True, stream=sys.stderr) -> list[PlannedTrial]:
     rates: dict[str, float] = {}  # one measurement per distinct model, thread count, precision and compile
     out = []
+    load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    if measure and cfgs and load >= cores / 2:  # the measured steps share the cores, and their threads wait on each other
+        print(f"note: this machine is busy (load {load:.1f} on {cores} cores): the speed measured now, and the "
+              "times below, are a busy machine's", file=stream, flush=True)
     for c in cfgs:
         P = costs.params_analytic(c.model, c.data.vocab_size)
         flops = costs.train_flops_total(c)
@@ -73,7 +81,9 @@ def measured_flops_per_s(c: Config, steps: int = 2) -> float:
     try:
         V = c.data.vocab_size
         L = min(costs.SEQ_LEN, c.model.max_len - 2)  # ids a side; collate adds eos (and bos)
-        B = max(1, MEASURE_TOKENS // (L + 1))
+        per_token = 3 * costs.forward_flops_per_token(c.model, V, L + 1)
+        tokens = min(c.train.batch_tokens, max(MEASURE_TOKENS, MEASURE_FLOPS / per_token))
+        B = max(1, int(tokens) // (L + 1))
         g = torch.Generator().manual_seed(0)
         ids = lambda: torch.randint(4, V, (L,), generator=g).tolist()
         batch = collate([(ids(), ids()) for _ in range(B)], list(range(B)))
