@@ -245,3 +245,12 @@ def test_config_hashes_stay_put_when_fields_are_added():
     assert resolve("base", None, "smoke")[0].config_hash() == "15b28feb430c5331"
     assert [c.config_hash() for c in resolve("base", None, "ablation_v1")][:2] == ["574cb86203b8c0b5", "c1eb459a397ba53e"]
     assert resolve("table3_A", "A1", "cpu")[0].config_hash() == "b6a1f16ef40b980e"
+
+
+def test_a_spec_without_data_gets_the_profiles_corpus(tmp_path):
+    """No `data:` means the default corpus (WMT14 EN-DE), which the cpu profile maps to Multi30k like any other."""
+    f = tmp_path / "bare.yaml"
+    f.write_text("description: no data section\nmodel: {N: 2}\n")
+    (cfg,) = resolve(f, profile="cpu")
+    assert cfg.data.dataset == "multi30k" and cfg.data.vocab_size == 8000
+    assert resolve(f, profile="paper")[0].data.dataset == "wmt14_en_de"
