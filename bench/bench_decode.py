@@ -10,7 +10,7 @@ position, which is what the API offers) and with only the last position projecte
 vocabulary (the fairer baseline: the decoder stack alone is recomputed).
 
     .venv/bin/python bench/bench_decode.py [--batch 32] [--src-len 20] [--out-len 50] [--beam 4]
-                                           [--threads N]
+                                           [--threads N] [--set norm_position=pre ...]
 
 On a CPU that other jobs keep busy, use --threads 1: the cached search runs many small ops, and
 intra-op threads fighting for busy cores stall them (measured here: 2 threads ~10x slower).
@@ -30,8 +30,9 @@ def decode_last_only(self, tgt_in, memory, src_mask, cache=None):
     """model.decode without a cache, projecting only the last position to the vocabulary."""
     y = self._embed(self.tgt_embed, tgt_in)
     for layer in self.decoder:
-        y = layer(y, memory, src_mask)
-    return self.logits(y[:, -1:])
+        y = layer(y, memory, src_mask, None, self.pos_embed)
+    y = y[:, -1:]
+    return self.logits(y if self.dec_norm is None else self.dec_norm(y))  # pre-LN's final norm, as model.decode
 
 
 def timed(fn):
@@ -48,11 +49,14 @@ def main():
     ap.add_argument("--beam", type=int, default=4)
     ap.add_argument("--vocab", type=int, default=8000)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
+    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                    help="a model field of the decoded model, e.g. norm_position=pre or positional_encoding=rope")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    spec = ModelSpec(N=3, d_model=256, d_ff=1024, h=4, d_k=64, d_v=64, dropout=0.1)
+    fields = {k: int(v) if v.isdigit() else v for k, v in (kv.split("=", 1) for kv in args.set)}
+    spec = ModelSpec(**{"N": 3, "d_model": 256, "d_ff": 1024, "h": 4, "d_k": 64, "d_v": 64, "dropout": 0.1, **fields})
     model = build_model(spec, args.vocab).eval()
     src = torch.randint(4, args.vocab, (args.batch, args.src_len))
     kw = dict(beam_size=args.beam, alpha=0.6, max_len_offset=args.out_len - args.src_len,
