@@ -1,6 +1,7 @@
 """Checkpoints off the critical path (issue 37): written on a thread of their own from a host copy, once per
 `train.checkpoint_minutes` outside the averaging window and every `checkpoint_every` steps inside it; the loop
 waits only for the copy; a process killed mid-write resumes from the last whole checkpoint."""
+import json
 import os
 import signal
 import subprocess
@@ -139,3 +140,36 @@ def test_killed_mid_write_resumes_from_the_last_whole_checkpoint(repo, data_root
     assert resumed == last  # the last whole checkpoint
     assert not list((out / "checkpoints").glob("*.tmp*"))  # the torn file was cleared
     assert RunResult.model_validate_json((out / "summary.json").read_text()).steps_done == 60
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_train_checkpoints_the_step_it_stopped_at(repo, data_root, tmp_path, sig):
+    """Ctrl-C (or a scheduler's SIGTERM) with checkpoints 10 minutes apart: the run stops after the step in
+    flight, saves it, and the same command resumes there, with nothing to redo."""
+    out = tmp_path / "run"
+    args = ["train", str(repo / SPEC), "--variant", "A2", "--profile", "smoke", "--out", str(out),
+            *[x for s in ["eval.max_sentences=2", "train.checkpoint_minutes=10", "train.steps=3000",
+                          "train.log_every=5", "train.eval_every=3000"] for x in ("--set", s)]]
+    env = {**os.environ, "ZOO_DATA_DIR": str(data_root)}
+    p = subprocess.Popen([sys.executable, "-m", "zoo.cli", *args], cwd=repo, env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    metrics, deadline, seen = out / "metrics.jsonl", time.time() + 300, 0
+    try:
+        while seen < 20 and time.time() < deadline and p.poll() is None:
+            time.sleep(0.05)
+            steps = [json.loads(l)["step"] for l in metrics.read_text().splitlines()] if metrics.exists() else []
+            seen = max(steps, default=0)
+        assert seen >= 20 and not checkpoints(out), "no step logged, or a checkpoint before the interrupt"
+        p.send_signal(sig)
+        err = p.communicate(timeout=120)[1]
+    finally:
+        p.kill()
+    assert p.returncode == (130 if sig == signal.SIGINT else 143) and "zoo: interrupted" in err, err
+    (saved,) = checkpoints(out)
+    stopped = int(saved.stem[5:])
+    assert stopped >= seen and "optim" in load_checkpoint(saved)
+    r = subprocess.run([sys.executable, "-m", "zoo.cli", *args[:-2], "--set", "train.steps=" + str(stopped + 5),
+                        "--set", "train.eval_every=" + str(stopped + 5)], cwd=repo, env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert f"resumed from the checkpoint at step {stopped}" in r.stderr, r.stderr

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -81,6 +83,42 @@ class Writer:
             self.wait()
         finally:
             self._pool.shutdown(wait=True)
+
+
+class Interrupt:
+    """Ctrl-C or SIGTERM while `zoo train` trains (the main thread; a Ray trial's thread cannot take signals,
+    and Tune ends it by its own means): the step in flight finishes and is checkpointed before the run
+    stops, so a resume redoes nothing (not even checkpoint_minutes of it); a second signal acts at once.
+    `asked` is the signal, once one came; `stop()` raises what the signal would have."""
+
+    def __init__(self, active: bool = True):
+        self.asked: int | None = None
+        self._before: dict = {}
+        self.active = active and threading.current_thread() is threading.main_thread()
+
+    def __enter__(self) -> "Interrupt":
+        if self.active:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._before[sig] = signal.signal(sig, self._ask)
+        return self
+
+    def _ask(self, signum, frame) -> None:
+        self.asked = signum
+        self._restore()  # a second Ctrl-C is not deferred
+
+    def _restore(self) -> None:
+        for sig, handler in self._before.items():
+            signal.signal(sig, handler)
+        self._before = {}
+
+    def __exit__(self, *exc) -> None:
+        self._restore()
+
+    def stop(self) -> None:
+        from zoo.errors import on_sigterm
+        if self.asked == signal.SIGTERM:
+            on_sigterm(self.asked)  # zoo's Terminated, as an undeferred SIGTERM raises
+        raise KeyboardInterrupt
 
 
 def load_checkpoint(path: Path, map_location="cpu") -> dict:

@@ -21,6 +21,7 @@ import json
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -34,7 +35,7 @@ from zoo.data.corpora import corpus, data_dir
 from zoo.data.encoded import EncodedCorpus, encoded_corpus
 from zoo.data.read import load_pairs
 from zoo.tokens import EOS
-from zoo.train.checkpointing import (Writer, atomic_save, average_checkpoints, checkpoints, clear_unfinished,
+from zoo.train.checkpointing import (Interrupt, Writer, atomic_save, average_checkpoints, checkpoints, clear_unfinished,
                                      host_copy, resume, writing)
 from zoo.config import Config
 from zoo.train.device import train_device, rank_and_world, autocast_dtype, check_memory, gpu_share, keep_freed_memory
@@ -312,7 +313,7 @@ def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, 
     window = _averaged_from(cfg)
     writer = Writer() if rank == 0 else None  # rank 0 writes; the other ranks never wait for a write
     model.train()
-    try:
+    with Interrupt(active=world == 1) as signal_, _closing(loader, writer, st):
         while st.step < cfg.train.steps:
             work = loader.next()
             st.step += 1
@@ -327,13 +328,16 @@ def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, 
             log = st.step % cfg.train.log_every == 0 or st.step == 1 or final
             evaluate_now = st.step % cfg.train.eval_every == 0 or final
             point, save = None, final
-            if log or evaluate_now or on_grid:  # the only host sync of the steady state
+            stopping = signal_.asked is not None  # Ctrl-C: this step is the last, checkpointed unless it would
+            # break the averaged checkpoints' spacing (inside the window, the last one is <= checkpoint_every back)
+            if log or evaluate_now or on_grid or stopping:  # the only host sync of the steady state
                 # one clock for every rank (the slowest's): a rank that stopped or saved alone would leave
                 # the others waiting in a collective
                 elapsed = _agreed(st.elapsed0 + time.time() - t_start, device)
                 final = final or _out_of_time(cfg, elapsed)
                 log, evaluate_now = log or final, evaluate_now or final
-                save = final or on_grid and (st.step > window or elapsed - saved_at >= 60 * cfg.train.checkpoint_minutes)
+                save = final or on_grid and (st.step > window or elapsed - saved_at >= 60 * cfg.train.checkpoint_minutes) \
+                    or stopping and (on_grid or st.step <= window)
                 got = read_stats(stats)  # a checkpoint or evaluation step may read between two logs:
                 loss_sum, nll_sum = since_log[0] + got[0], since_log[1] + got[1]  # the log covers them all
                 since_log = [loss_sum, nll_sum]
@@ -371,13 +375,23 @@ def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, 
                 st.save_s += time.perf_counter() - t  # the loop's wait: the host copy (and a write before it)
             if final:
                 break
+            if stopping:
+                signal_.stop()
+    return st.elapsed0 + time.time() - t_start
+
+
+@contextmanager
+def _closing(loader, writer: Writer | None, st: _State):
+    """The loader's threads end, and the last checkpoint is on disk before the run is scored (averaging
+    reads it) or before an interrupt reaches the user (a resume reads it)."""
+    try:
+        yield
     finally:
         loader.close()
-        if writer is not None:  # the last checkpoint is on disk before the run is scored (averaging reads it)
+        if writer is not None:
             t = time.perf_counter()
             writer.close()
             st.save_s += time.perf_counter() - t
-    return st.elapsed0 + time.time() - t_start
 
 
 def read_stats(stats: torch.Tensor) -> tuple[float, float]:
