@@ -263,7 +263,7 @@ class Mirror:
 
     def __init__(self, uri: str | None, out: Path):
         self.out, self.sent = out, set()
-        self.fs = None
+        self.fs, self._pool, self._pending = None, None, None
         if uri:
             import pyarrow.fs as pafs
             self.fs, self.root = pafs.FileSystem.from_uri(uri)
@@ -286,8 +286,31 @@ class Mirror:
             self.sent.add(rel)
 
     def push(self, final: bool = False) -> None:
+        """The newest checkpoint (and the config) to the storage, on a thread of its own: the training step
+        never waits on the network. An upload still in flight is not queued behind (the next report sends
+        the newest then); its error is raised here, at the next push. `final`: the summary, hypotheses and
+        metrics too, after any upload in flight, before the trial reports itself done."""
         if not self.fs:
             return
+        if self._pending is not None:
+            if not (final or self._pending.done()):
+                return
+            self.wait()
+        if final:
+            self._upload(final=True)
+            return
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="zoo-upload")
+        self._pending = self._pool.submit(self._upload)
+
+    def wait(self) -> None:
+        """The upload in flight, finished (its error raised)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def _upload(self, final: bool = False) -> None:
         import pyarrow.fs as pafs
         from zoo.train import checkpoints
         files = [*checkpoints(self.out)[-1:], self.out / "config.json"]

@@ -131,7 +131,9 @@ def test_every_rank_pulls_a_storage_uris_checkpoints(repo, data_root, tmp_path):
     first = tmp_path / "first"
     train(_cfg(repo, "train.steps=6", "train.checkpoint_every=3"), first, data_root)
     bucket = f"file://{tmp_path}/bucket/table3_A/A1-smoke"
-    Mirror(bucket, first).push()  # the newest checkpoint and the config: a run stopped at step 6
+    up = Mirror(bucket, first)
+    up.push()  # the newest checkpoint and the config: a run stopped at step 6
+    up.wait()
     cfg = _cfg(repo, "train.steps=9", "train.checkpoint_every=3", "resources.workers=2")
     setup = Setup(trial="A1", config=cfg, out_dir="~/scratch/A1-smoke", mirror=bucket, data_dir=str(data_root),
                   train_storage=str(tmp_path / "train"))

@@ -360,11 +360,46 @@ def test_mirror_round_trip_through_a_storage_uri(tmp_path):
     for step in (10, 20):
         (a / "checkpoints" / f"step_{step:08d}.pt").write_bytes(b"x" * step)
     (a / "config.json").write_text("{}")
-    Mirror(f"file://{tmp_path}/bucket/A1-smoke", a).push()
+    up = Mirror(f"file://{tmp_path}/bucket/A1-smoke", a)
+    up.push()  # on the upload thread: the trial goes on
+    up.wait()
     b = tmp_path / "node_b"
     Mirror(f"file://{tmp_path}/bucket/A1-smoke", b).pull()
     assert sorted(p.name for p in (b / "checkpoints").iterdir()) == ["step_00000020.pt"]
     assert (b / "config.json").read_text() == "{}"
+
+
+def test_uploads_run_beside_training_and_the_last_one_before_done(tmp_path, monkeypatch):
+    """A report's upload runs on the upload thread and is never queued behind one in flight; the final push
+    waits for it, then sends the summary from the trial's own thread."""
+    import threading
+    import pyarrow.fs as pafs
+    from zoo.runner.trial import Mirror
+    a = tmp_path / "node_a"
+    (a / "checkpoints").mkdir(parents=True)
+    (a / "checkpoints" / "step_00000010.pt").write_bytes(b"x")
+    (a / "config.json").write_text("{}")
+    (a / "summary.json").write_text("{}")
+    copy, gate, seen = pafs.copy_files, threading.Event(), []
+
+    def slow(src, dst, **kw):
+        seen.append((threading.current_thread().name, Path(src).name))
+        if threading.current_thread().name.startswith("zoo-upload"):
+            gate.wait(30)
+        copy(src, dst, **kw)
+    monkeypatch.setattr(pafs, "copy_files", slow)
+    up = Mirror(f"file://{tmp_path}/bucket/A1-smoke", a)
+    up.push()  # returns with the upload held at the gate
+    while not seen:
+        time.sleep(0.01)
+    (a / "checkpoints" / "step_00000020.pt").write_bytes(b"y")
+    up.push()  # one in flight: not queued
+    assert not up._pending.done() and {n for n, _ in seen} <= {"zoo-upload_0"}
+    gate.set()
+    up.push(final=True)
+    names = [f for _, f in seen]
+    assert names.count("step_00000010.pt") == 1 and "step_00000020.pt" in names and "summary.json" in names
+    assert seen[-1][0] == threading.current_thread().name  # the final files from the trial's thread
 
 
 def test_short_error_picks_the_trial_exception():
