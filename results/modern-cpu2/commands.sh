@@ -20,9 +20,9 @@ STAGES="$*"  # any of: runs report (default: both)
 if want runs; then
   source scripts/loopback_ray_head.sh
   { run $STORE-1 specs/modern.yaml --variant C3_pre --variant modern --variant swiglu --variant gqa --variant mqa \
-      --variant gelu; } > $STORE-1.log 2>&1 &
+      --variant gelu; } >> $STORE-1.log 2>&1 &  # appended: a resumed run keeps the log of before
   { run $STORE-2 specs/base.yaml && run $STORE-2 specs/modern.yaml --variant pre_ln --variant rmsnorm --variant rope \
-      --variant alibi --variant no_pos --variant C1_pre; } > $STORE-2.log 2>&1 &
+      --variant alibi --variant no_pos --variant C1_pre; } >> $STORE-2.log 2>&1 &
   wait
 fi
 if want report; then
