@@ -12,7 +12,7 @@ tensor once; an indexed op only what it addresses). What the trace models:
   never reach memory), with its own achievable fraction (short sequences keep it far from the peak);
 - padding: the trace runs a real batch's padded shapes, while MFU counts its non-pad tokens only;
 - dropout's random draws: a mask element is a draw, which a CPU makes at a measured rate far below its copy
-  bandwidth (about a sixth of a bf16 cpu-profile step on this Xeon; without it the self-check read -14 to -28%);
+  bandwidth (about a fifth of a bf16 cpu-profile step on this Xeon; without it the self-check read -14 to -28%);
   a GPU's draws are memory-bound;
 - `fused` (train.compile on): a chain of pointwise ops (casts included) is one kernel whose intermediate
   tensors are neither written nor read back; the loss is its compiled per-chunk kernels.
