@@ -170,7 +170,8 @@ def apply_profile(doc: Doc, profile_path: Path | None, data_dir: str | Path | No
                         "must map a corpus name to data settings, e.g. {wmt14_en_de: {dataset: multi30k}}")
     data_sec = out.data.get("data")
     # a spec without `data:` trains on the default corpus, which the profile maps like any other
-    name = (data_sec or {}).get("dataset", DataSpec().dataset) if isinstance(data_sec, dict | None) else None
+    name = data_sec.get("dataset", DataSpec().dataset) if isinstance(data_sec, dict) else \
+        DataSpec().dataset if data_sec is None else None
     if isinstance(name, str) and name in maps:
         # an entry's optional `set:` overrides other sections for that corpus only (a parsing recipe, a
         # budget in epochs); with `prefer:`, the preferred corpus may carry its own `set:` instead

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from zoo.errors import UserError, disk_full
+from zoo.errors import UserError, disk_full, on_sigterm
 from zoo.train.device import rank_and_world
 
 
@@ -115,7 +115,6 @@ class Interrupt:
         self._restore()
 
     def stop(self) -> None:
-        from zoo.errors import on_sigterm
         if self.asked == signal.SIGTERM:
             on_sigterm(self.asked)  # zoo's Terminated, as an undeferred SIGTERM raises
         raise KeyboardInterrupt
