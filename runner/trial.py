@@ -272,10 +272,12 @@ class Mirror:
         if not self.fs:
             return
         import pyarrow.fs as pafs
+        from zoo.train.checkpointing import optim_file
         infos = self.fs.get_file_info(pafs.FileSelector(self.root, recursive=True, allow_not_found=True))
         names = {Path(i.path).relative_to(self.root).as_posix() for i in infos if i.type == pafs.FileType.File}
-        ckpts = sorted(n for n in names if n.startswith("checkpoints/step_"))
-        for rel in [*ckpts[-1:], *(n for n in ("config.json", "summary.json") if n in names)]:
+        ckpts = sorted(n for n in names if n.startswith("checkpoints/step_") and n.endswith(".pt"))
+        optim = [o for n in ckpts[-1:] if (o := optim_file(Path(n)).as_posix()) in names]  # sent before it
+        for rel in [*optim, *ckpts[-1:], *(n for n in ("config.json", "summary.json") if n in names)]:
             dest = self.out / rel
             if not dest.exists():  # through a temporary name: ranks on one node pull into one folder
                 dest.parent.mkdir(parents=True, exist_ok=True)
@@ -312,8 +314,9 @@ class Mirror:
 
     def _upload(self, final: bool = False) -> None:
         import pyarrow.fs as pafs
-        from zoo.train import checkpoints
-        files = [*checkpoints(self.out)[-1:], self.out / "config.json"]
+        from zoo.train.checkpointing import checkpoints, optim_file
+        newest = checkpoints(self.out)[-1:]
+        files = [*map(optim_file, newest), *newest, self.out / "config.json"]  # the optimizer's state first
         if final:
             files += [self.out / "summary.json", *self.out.glob("hyps.*.txt"), self.out / "metrics.jsonl"]
         for f in files:

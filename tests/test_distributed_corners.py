@@ -156,8 +156,10 @@ def test_every_rank_pulls_a_storage_uris_checkpoints(repo, data_root, tmp_path):
         ray.shutdown()
         c.shutdown()
         local._end(started)
-    for home in homes:  # one rank on each node, each with its own pulled copy
-        assert (home / "scratch" / "A1-smoke" / "checkpoints" / "step_00000006.pt").exists(), home
+    for home in homes:  # one rank on each node, each with its own pulled copy, Adam's state with it
+        ckpts = home / "scratch" / "A1-smoke" / "checkpoints"
+        newest = 9 if (ckpts / "step_00000009.pt").exists() else 6  # rank 0's node: its own last save
+        assert (ckpts / "step_00000006.pt").exists() and (ckpts / f"optim_{newest:08d}.pt").exists(), home
     stored = Path(f"{tmp_path}/bucket/table3_A/A1-smoke")
     assert json.loads((stored / "summary.json").read_text())["steps_done"] == 9
     assert [json.loads(line)["step"] for line in (stored / "metrics.jsonl").read_text().splitlines()] == [9]

@@ -183,6 +183,7 @@ def test_a_truncated_newest_checkpoint_falls_back_to_the_one_before(trained, tmp
     # the one before keeps weights only (issue 12): training goes on, with Adam's moments afresh, and says so
     assert any(e.get("event") == "no_optimizer_state" and e["step"] == 3 for e in events), events
     assert (run / "checkpoints" / "step_00000006.pt.bad").exists()  # set aside: no later run trips on it
+    assert (run / "checkpoints" / "optim_00000006.pt.bad").exists()  # with its optimizer state
     assert (run / "checkpoints" / "step_00000006.pt").exists() and (run / "summary.json").exists()
     assert summary.config_hash == smoke_cfg().config_hash()
 

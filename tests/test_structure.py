@@ -15,8 +15,8 @@ SPEC = {"zoo.spec", "zoo.spec.yaml12", "zoo.spec.specfile", "zoo.spec.profiles",
         "zoo.spec.resolution", "zoo.spec.schema"}
 DATA = {"zoo.data", "zoo.data.corpora", "zoo.data.files", "zoo.data.download", "zoo.data.read", "zoo.data.bpe",
         "zoo.data.encoded", "zoo.data.batching", "zoo.data.trees"}
-TRAIN = {"zoo.train", "zoo.train.recipe", "zoo.train.compiled_loss", "zoo.train.checkpointing", "zoo.train.device",
-         "zoo.train.step", "zoo.train.loop"}
+TRAIN = {"zoo.train", "zoo.train.recipe", "zoo.train.compiled_loss", "zoo.train.checkpointing", "zoo.train.writer",
+         "zoo.train.device", "zoo.train.step", "zoo.train.loop"}
 # stages in order; a module may import its own stage and earlier ones
 STAGES = [
     {"zoo._door", "zoo.errors", "zoo.paths", "zoo.paper", "zoo.tokens", "zoo.config", "zoo.result", "zoo.text"},

@@ -1,7 +1,9 @@
 """Checkpoints on disk: written atomically (a crash leaves the old one or the new one, never half of
 one), listed in step order, loaded, and averaged (the paper averages the last 5 or 20, section 6.1).
-The training loop hands a host copy of its state to a `Writer`, which writes it on a thread of its own;
-a run resumes (`resume`) from the newest checkpoint that loads, the same one on every rank.
+A checkpoint is checkpoints/step_N.pt (the weights, the loop's position, its generators' states), and for
+the newest only, optim_N.pt beside it (Adam's state). The training loop hands its state to a
+zoo.train.writer.Writer, which writes it in a process of its own (`write_checkpoint`); a run resumes
+(`resume`) from the newest checkpoint that loads, the same one on every rank.
 """
 from __future__ import annotations
 
@@ -9,7 +11,6 @@ import errno
 import os
 import signal
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -47,42 +48,26 @@ def atomic_save(obj, path: Path) -> None:
         os.replace(tmp, path)
 
 
-def host_copy(obj):
-    """obj with every tensor copied to host memory: what a checkpoint writer may take to another
-    thread while training goes on changing the originals in place (weights, Adam's moments and step)."""
-    if isinstance(obj, torch.Tensor):
-        return obj.detach().to("cpu", copy=True)
-    if isinstance(obj, dict):
-        return {k: host_copy(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(host_copy(v) for v in obj)
-    return obj
+def optim_file(path: Path) -> Path:
+    """Where the optimizer state of the checkpoint at `path` (checkpoints/step_N.pt) is: optim_N.pt."""
+    return path.with_name("optim_" + path.name.removeprefix("step_"))
 
 
-class Writer:
-    """Checkpoint writes on one background thread, at most one in flight. A new write waits for the one
-    before it rather than skipping: an averaged checkpoint must not go missing, host memory holds at
-    most one copy in flight, and a disk slower than the cadence shows as time the loop waited. A
-    write's error (a full disk) is raised in the training thread, at the next write or at `wait`."""
-
-    def __init__(self):
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="zoo-checkpoint")
-        self._pending: Future | None = None
-
-    def submit(self, fn, *args) -> None:
-        self.wait()
-        self._pending = self._pool.submit(fn, *args)
-
-    def wait(self) -> None:
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.result()
-
-    def close(self) -> None:
-        try:
-            self.wait()
-        finally:
-            self._pool.shutdown(wait=True)
+def write_checkpoint(ck: dict, out: Path, keep: int) -> None:
+    """ck (its "optim" entry: Adam's state) as the checkpoint of step ck["step"] under out/checkpoints. The
+    optimizer state first, then step_N.pt, whose arrival makes the checkpoint whole: killed in between, the
+    one before is the newest, its optim file still there. Then the older optim files go (only the newest
+    checkpoint keeps Adam's two moments, twice the weights: big keeps 20, 51 GB with them, 19 GB without),
+    and every checkpoint but the last `keep`. Nothing is written twice."""
+    path = out / "checkpoints" / f"step_{ck['step']:08d}.pt"
+    if "optim" in ck:
+        atomic_save(ck["optim"], optim_file(path))
+    atomic_save({k: v for k, v in ck.items() if k != "optim"}, path)
+    for old in (out / "checkpoints").glob("optim_*.pt"):
+        if old != optim_file(path):
+            old.unlink(missing_ok=True)
+    for old in checkpoints(out)[:-keep]:
+        old.unlink(missing_ok=True)
 
 
 class Interrupt:
@@ -132,7 +117,7 @@ def checkpoints(out: Path) -> list[Path]:
 
 def clear_unfinished(out: Path) -> None:
     """Temporary files of writes a killed process left (never loaded, but as large as a checkpoint)."""
-    for tmp in (out / "checkpoints").glob("step_*.pt.tmp*"):
+    for tmp in (out / "checkpoints").glob("*_*.pt.tmp*"):
         tmp.unlink(missing_ok=True)
 
 
@@ -143,7 +128,9 @@ def _load_into(path: Path, model, opt, device, report) -> dict:
     ck = load_checkpoint(path, device)
     model.load_state_dict(ck["model"])
     int(ck["step"]), int(ck["epoch"]), int(ck["cursor"]), ck["rng"]
-    if "optim" in ck:
+    if optim_file(path).exists():
+        opt.load_state_dict(load_checkpoint(optim_file(path), device))
+    elif "optim" in ck:  # written before optim files (one file held both)
         opt.load_state_dict(ck["optim"])
     else:  # an older, weights-only checkpoint (the newest could not be loaded): Adam starts afresh
         report({"event": "no_optimizer_state", "path": str(path), "step": int(ck["step"])})
@@ -165,10 +152,11 @@ def _resume(out: Path, model, opt, device, report) -> tuple[Path, dict] | None:
             return path, _load_into(path, model, opt, device, report)
         except Exception as e:  # torch's zip errors, weights_only refusals, missing keys, wrong shapes
             bad = path.with_name(path.name + ".bad")
-            try:
-                os.replace(path, bad)
-            except OSError:
-                pass
+            for f in (path, optim_file(path)):
+                try:
+                    os.replace(f, f.with_name(f.name + ".bad"))
+                except OSError:
+                    pass
             report({"event": "bad_checkpoint", "path": str(path), "moved_to": str(bad),
                     "error": f"{type(e).__name__}: {_first_line(e)}"})
     return None

@@ -35,8 +35,7 @@ from zoo.data.corpora import corpus, data_dir
 from zoo.data.encoded import EncodedCorpus, encoded_corpus
 from zoo.data.read import load_pairs
 from zoo.tokens import EOS
-from zoo.train.checkpointing import (Interrupt, Writer, atomic_save, average_checkpoints, checkpoints, clear_unfinished,
-                                     host_copy, resume, writing)
+from zoo.train.checkpointing import Interrupt, average_checkpoints, checkpoints, clear_unfinished, resume, writing
 from zoo.config import Config
 from zoo.train.device import train_device, rank_and_world, autocast_dtype, check_memory, gpu_share, keep_freed_memory
 from zoo.errors import UserError
@@ -44,6 +43,7 @@ from zoo.model import Transformer, build_model, count_params
 from zoo.paths import atomic_write_text, inside
 from zoo.train.recipe import make_optimizer, smoothed_loss  # noqa: F401 (smoothed_loss: tests reach it here)
 from zoo.train.step import compiled, gradients, train_step
+from zoo.train.writer import Writer
 from zoo.result import Attention, Hardware, LogPoint, RunResult, SplitScore
 
 Report = Callable[[dict], None]
@@ -166,12 +166,10 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
     model = build(cfg, p.sp, p.tgt_vocab).to(device)  # same seed: identical weights on every worker
     torch.manual_seed(cfg.train.seed * 1000 + rank)  # but each worker its own dropout masks
     opt = make_optimizer(model, 0.0, tuple(cfg.train.optimizer.betas), cfg.train.optimizer.eps)
-    st, saved = _State(), []
+    st = _State()
     resumed = resume(out, model, opt, device, report)
     if resumed:
         ck = resumed[1]  # resume exactly where the last loadable checkpoint left off
-        # the newest checkpoint, weights only: _save rewrites it without Adam's state once a newer one exists
-        saved = [resumed[0], host_copy({k: v for k, v in ck.items() if k != "optim"})]
         st = _State(ck["step"], ck["epoch"], ck["cursor"], ck.get("elapsed", 0.0), ck.get("tokens_seen", 0),
                     save_s=ck.get("save_seconds", 0.0))
         torch.set_rng_state(ck["rng"].cpu())  # loaded onto the device with the rest: the generator wants host bytes
@@ -183,7 +181,7 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
                 torch.cuda.manual_seed(cfg.train.seed * 1000 + rank + 1_000_003 * st.step)
         report({"event": "resumed", "step": st.step})
     try:
-        train_s = _loop(cfg, out, model, opt, p, device, st, report, amp, saved)
+        train_s = _loop(cfg, out, model, opt, p, device, st, report, amp)
     except torch.cuda.OutOfMemoryError as e:
         raise _out_of_memory(cfg, model, device, st.step, world, e) from None
     if st.dev_ppl is None and st.step:  # resumed from its final checkpoint: no step was left to evaluate at
@@ -293,7 +291,7 @@ def data_parallel(model: Transformer, device) -> torch.nn.Module:
 
 
 def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, st: _State, report: Report,
-          amp: torch.dtype | None = None, saved: list | None = None) -> float:
+          amp: torch.dtype | None = None) -> float:
     """Train from `st` to the planned steps (or the time limit), updating `st`; log, evaluate the
     dev perplexity and checkpoint on their cadences. Returns the training seconds, earlier attempts included.
 
@@ -301,7 +299,6 @@ def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, 
     on the device, only at log, evaluation and checkpoint steps: the host never waits on the device
     in between, so the CPU queues the next step's kernels while the GPU runs this one."""
     rank, world = rank_and_world()
-    saved = [] if saved is None else saved  # _save's [path, contents] of the newest checkpoint
     lengths = pair_lengths(p.train)  # (pairs, 2): + eos / bos
     fwd = compiled(data_parallel(model, device), cfg)
     loader = _Loader(cfg, p.train, lengths, st.epoch, st.cursor, pin=device.type == "cuda")
@@ -311,7 +308,7 @@ def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, 
     t_start = time.time()
     elapsed = saved_at = st.elapsed0  # training seconds now, and at the last checkpoint
     window = _averaged_from(cfg)
-    writer = Writer() if rank == 0 else None  # rank 0 writes; the other ranks never wait for a write
+    writer = Writer() if rank == 0 else None  # rank 0 saves; the other ranks never wait for a write
     model.train()
     with Interrupt(active=world == 1) as signal_, _closing(loader, writer, st):
         while st.step < cfg.train.steps:
@@ -371,8 +368,8 @@ def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, 
                 saved_at = elapsed
             if save and writer is not None:
                 t = time.perf_counter()
-                _save(out, cfg, model, opt, st, elapsed, device, saved, writer)
-                st.save_s += time.perf_counter() - t  # the loop's wait: the host copy (and a write before it)
+                _save(out, cfg, model, opt, st, elapsed, device, writer)
+                st.save_s += time.perf_counter() - t  # the loop's wait: the copy to the writer (and a write before it)
             if final:
                 break
             if stopping:
@@ -460,30 +457,16 @@ def _averaged_from(cfg: Config) -> int:
     return 0 if cfg.train.time_limit_minutes is not None else cfg.train.steps - k * cfg.train.checkpoint_every
 
 
-def _save(out: Path, cfg: Config, model, opt, st: _State, elapsed: float, device, prev: list, writer: Writer) -> None:
-    """Checkpoint `st`: a host copy of the state now (the loop goes on changing it in place), written on the
-    writer's thread, atomically; the last k kept. Only the newest keeps the optimizer state (Adam's two
-    moments: twice the weights; big keeps 20, about 51 GB with it, 19 GB without): the one it replaces
-    as the newest is rewritten without it from the copy `prev` holds ([path, weights-only contents] of
-    the last save, or of the checkpoint resumed from), never read back from disk."""
-    writer.wait()  # the write before this one first: host memory holds one copy in flight at most
-    ck = {"model": host_copy(model.state_dict()), "optim": host_copy(opt.state_dict()), "step": st.step,
+def _save(out: Path, cfg: Config, model, opt, st: _State, elapsed: float, device, writer: Writer) -> None:
+    """Checkpoint `st`: the state now, copied to the writer (the loop goes on changing it in place), written
+    in the writer's process (zoo.train.checkpointing.write_checkpoint), the last k kept."""
+    ck = {"model": model.state_dict(), "optim": opt.state_dict(), "step": st.step,
           "epoch": st.epoch, "cursor": st.cursor, "elapsed": elapsed, "save_seconds": st.save_s,
           "tokens_seen": st.tokens_seen, "rng": torch.get_rng_state(), "config": cfg.model_dump(mode="json")}
     if device.type == "cuda":  # the GPU's dropout masks come from its own generator
         ck["cuda_rng"] = torch.cuda.get_rng_state(device)
-    writer.submit(_write, out, ck, out / "checkpoints" / f"step_{st.step:08d}.pt", prev, cfg.train.keep_checkpoints)
+    writer.save(ck, out, cfg.train.keep_checkpoints)
 
-
-def _write(out: Path, ck: dict, path: Path, prev: list, keep: int) -> None:
-    """_save's part on the writer's thread. The new checkpoint first: killed at any point, the run keeps a
-    newest checkpoint with Adam's state (a temporary file is never loaded)."""
-    atomic_save(ck, path)
-    if prev and prev[0] != path and prev[0].exists():
-        atomic_save(prev[1], prev[0])
-    prev[:] = [path, {k: v for k, v in ck.items() if k != "optim"}]
-    for old in checkpoints(out)[:-keep]:
-        old.unlink(missing_ok=True)
 
 def dev_perplexity(model: Transformer, pairs: list, batch_tokens: int) -> float:
     """Per-word-piece perplexity on the dev pairs, without label smoothing (zoo.metrics computes it)."""

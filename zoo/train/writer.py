@@ -1,0 +1,243 @@
+"""Checkpoints written by a process of its own, beside training (issue 37).
+
+Why a process and not a thread: torch.save holds the GIL while it copies and checksums a tensor, so a writer
+thread stops the training thread for as long as its largest tensor takes (a 200 MB tensor: 130-200 ms on
+this project's CPU machine), which on a GPU stalls the loop's kernel launches. On a CPU run at the gpu
+profile's cadence the thread cost 5% of tokens/s while the loop itself waited only 0.7% (bench/
+bench_checkpoints.py). Instead the loop copies its state into a host buffer the two processes share (tensor
+copies, which release the GIL; from a GPU, the transfer), sends the writer the buffer's layout and the
+checkpoint's other fields (a few kB), and goes on.
+
+One write is in flight at most: the next save waits for it, so host memory holds one copy and a disk slower
+than the cadence shows as the loop's wait; a write's error (a full disk) is raised in the training thread at
+the next save or at `wait`. The buffer is an anonymous shared file (memfd) the writer inherits, so nothing is
+left behind whichever process is killed; a terminal's Ctrl-C does not reach the writer (its trainer decides
+when to stop), and it ends with the thread that started it (on Linux even when that is killed). A writer
+serves one run at a time and then the thread's next (started at a run's first save: importing torch takes
+it a second), so a notebook's or a test session's many runs start it once.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+ALIGN = 64  # bytes: every tensor's offset in the buffer, so any dtype's view is aligned
+
+
+@dataclass(frozen=True)
+class Slot:
+    """What a checkpoint's structure holds in place of a tensor: its place in the buffer."""
+    offset: int
+    dtype: torch.dtype
+    shape: tuple[int, ...]
+
+    @property
+    def nbytes(self) -> int:
+        return self.dtype.itemsize * _numel(self.shape)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One checkpoint for the writer: `skeleton` is the checkpoint with Slots for its tensors."""
+    skeleton: dict
+    size: int  # the buffer's bytes the slots need
+    out: str
+    keep: int
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def flatten(obj, tensors: list[tuple[torch.Tensor, Slot]], end: list[int]):
+    """obj with each tensor replaced by its Slot ((tensor, slot) appended to `tensors`; end[0]: the bytes
+    the slots so far take)."""
+    if isinstance(obj, torch.Tensor):
+        slot = Slot(end[0], obj.dtype, tuple(obj.shape))
+        tensors.append((obj, slot))
+        end[0] += -(-slot.nbytes // ALIGN) * ALIGN
+        return slot
+    if isinstance(obj, dict):
+        return {k: flatten(v, tensors, end) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(flatten(v, tensors, end) for v in obj)
+    return obj
+
+
+def unflatten(obj, view):
+    """flatten's inverse: each Slot replaced by `view(slot)`."""
+    if isinstance(obj, Slot):
+        return view(obj)
+    if isinstance(obj, dict):
+        return {k: unflatten(v, view) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(unflatten(v, view) for v in obj)
+    return obj
+
+
+def view_of(buf: mmap.mmap, slot: Slot) -> torch.Tensor:
+    """The slot's tensor in the shared buffer: its own bytes only, so torch.save writes just those."""
+    if slot.nbytes == 0:
+        return torch.empty(slot.shape, dtype=slot.dtype)
+    return torch.frombuffer(buf, dtype=slot.dtype, count=_numel(slot.shape), offset=slot.offset).view(slot.shape)
+
+
+def _shared_file() -> int:
+    if hasattr(os, "memfd_create"):  # Linux: shared memory no folder holds (a container's small /dev/shm neither)
+        return os.memfd_create("zoo-checkpoint")
+    fd, name = tempfile.mkstemp(prefix="zoo-checkpoint-")
+    os.unlink(name)  # open, and unnamed: gone with the last process that holds it
+    return fd
+
+
+class _Process:
+    """The writer process and the buffer it shares with this one."""
+
+    def __init__(self):
+        self.fd = _shared_file()
+        self.size, self.buf = 0, None
+        self.thread = threading.get_ident()  # the writer ends with this thread (PR_SET_PDEATHSIG)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "zoo.train.writer", str(self.fd), str(os.getpid())], pass_fds=[self.fd],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)  # a terminal's Ctrl-C is ours
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def grow(self, size: int) -> None:
+        if size > self.size:
+            os.ftruncate(self.fd, size)
+            self.size, self.buf = size, mmap.mmap(self.fd, size)  # views of the old map keep it alive till they go
+
+    def shrink(self) -> None:
+        """The buffer's memory given back while no run holds this writer."""
+        self.buf, self.size = None, 0
+        os.ftruncate(self.fd, 0)
+
+    def send(self, job: Job) -> None:
+        pickle.dump(job, self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+        self.proc.stdin.flush()
+
+    def reply(self):
+        try:
+            return pickle.load(self.proc.stdout)
+        except EOFError:
+            raise RuntimeError(f"the checkpoint writer (pid {self.proc.pid}) ended mid-write (exit code "
+                               f"{self.proc.wait()}): its error, if any, is above") from None
+
+
+_lock = threading.Lock()
+_idle: list[_Process] = []  # writers no run holds: the next run takes one rather than start its own
+
+
+class Writer:
+    """A run's checkpoints, handed to a writer process the run holds till `close`. `save` returns once the
+    state is copied."""
+
+    def __init__(self):
+        self._process: _Process | None = None
+        self._pending = False
+
+    def save(self, ck: dict, out: Path, keep: int) -> None:
+        """Checkpoint `ck` (zoo.train.checkpointing.write_checkpoint's contents) under `out`, the last `keep`
+        kept. Waits for the write before it; copies the tensors (from any device) into the shared buffer."""
+        self.wait()
+        if self._process is None or not self._process.alive():
+            self._process = _take()
+        tensors, end = [], [0]
+        skeleton = flatten(ck, tensors, end)
+        p = self._process
+        p.grow(end[0])
+        for t, slot in tensors:
+            if slot.nbytes:
+                view_of(p.buf, slot).copy_(t)
+        p.send(Job(skeleton, end[0], str(out), keep))
+        self._pending = True
+
+    def wait(self) -> None:
+        """The write in flight, finished; its error raised here."""
+        if not self._pending:
+            return
+        self._pending = False
+        err = self._process.reply()
+        if err is not None:
+            raise err  # the writer's own exception: an OSError, zoo's DiskFullError for a full disk
+
+    def close(self) -> None:
+        """The last write finished (its error raised); the writer goes back to the process's idle ones."""
+        try:
+            self.wait()
+        finally:
+            p, self._process = self._process, None
+            if p is not None and p.alive():
+                p.shrink()
+                with _lock:
+                    _idle.append(p)
+
+
+def _take() -> _Process:
+    """An idle writer this thread started, or a new one."""
+    with _lock:
+        for p in [p for p in _idle if p.thread == threading.get_ident() or not p.alive()]:
+            _idle.remove(p)
+            if p.alive():
+                return p
+    return _Process()
+
+
+# -- the writer process ---------------------------------------------------------------------------
+
+def _die_with(parent: int) -> None:
+    """Linux: the kernel kills this process when the thread that started it ends (killed too), as a writer
+    thread would end."""
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # elsewhere the closed stdin ends it after its write
+    if os.getppid() != parent:
+        sys.exit(0)
+
+
+def main(fd: int, parent: int) -> None:
+    from zoo.train.checkpointing import write_checkpoint
+    _die_with(parent)
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # anything printed goes to the trainer's stderr, not into the replies
+    buf, size = None, 0
+    while True:
+        try:
+            job: Job = pickle.load(sys.stdin.buffer)
+        except EOFError:
+            return
+        try:
+            if job.size != size:  # the buffer grew, or shrank between two runs
+                buf, size = mmap.mmap(fd, job.size), job.size
+            write_checkpoint(unflatten(job.skeleton, lambda s: view_of(buf, s)), Path(job.out), job.keep)
+            err = None
+        except Exception as e:
+            err = e
+        try:
+            reply = pickle.dumps(err)
+        except Exception:  # an exception that does not pickle: its text
+            reply = pickle.dumps(RuntimeError(f"checkpoint writer: {type(err).__name__}: {err}"))
+        replies.write(reply)
+        replies.flush()
+
+
+if __name__ == "__main__":  # python -m zoo.train.writer FD PARENT: run as the module, whose Slot the jobs hold
+    from zoo.train.writer import main as serve
+    serve(int(sys.argv[1]), int(sys.argv[2]))
