@@ -18,6 +18,7 @@ it a second), so a notebook's or a test session's many runs start it once.
 """
 from __future__ import annotations
 
+import atexit
 import mmap
 import os
 import pickle
@@ -130,6 +131,15 @@ class _Process:
         pickle.dump(job, self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
         self.proc.stdin.flush()
 
+    def end(self) -> None:
+        """Its stdin closed, it ends after any write in flight."""
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.proc.stdout.close()
+
     def reply(self):
         try:
             return pickle.load(self.proc.stdout)
@@ -140,6 +150,12 @@ class _Process:
 
 _lock = threading.Lock()
 _idle: list[_Process] = []  # writers no run holds: the next run takes one rather than start its own
+
+
+@atexit.register
+def _end_idle() -> None:
+    while _idle:
+        _idle.pop().end()
 
 
 class Writer:
