@@ -6,9 +6,8 @@ wait for) and the saving run's tokens/s as a ratio of the other's: what saving c
 run in the writer's process (zoo.train.writer); tests/test_checkpoints_async.py checks that, this
 measures it.
 
-It then saves a 200 MB state (--stall-mb) with torch.save on a thread, as zoo did before, and with the
-writer, while a Python thread counts: the longest the counting thread was kept from running, which is what
-a GPU loop's kernel launches would wait.
+It then saves the cpu profile's base with its Adam state by torch.save on a thread, as zoo did before, and
+by the writer, while a Python thread counts: how much of its progress it kept, and the longest it waited.
 
     taskset -c 1 env OMP_NUM_THREADS=1 ZOO_DATA_DIR=../shared/data .venv/bin/python bench/bench_checkpoints.py
 """
@@ -39,36 +38,56 @@ def run(every: int, steps: int, out: Path):
     return train(cfg, out, Path(os.environ.get("ZOO_DATA_DIR", "../shared/data")))
 
 
-def longest_stall(save) -> tuple[float, float]:
-    """(seconds `save()` took, the longest gap a busy Python thread saw meanwhile)."""
-    stop, gaps = threading.Event(), [0.0]
+def beside(save) -> tuple[float, float, float]:
+    """A busy Python thread (what a training loop's kernel launches are) while `save()` runs: (seconds
+    save took, the thread's progress as a share of its rate alone, the longest it was kept from running)."""
+    stop, seen = threading.Event(), {}
 
     def count():
-        last = time.perf_counter()
+        n, last, gap = 0, time.perf_counter(), 0.0
         while not stop.is_set():
             now = time.perf_counter()
-            gaps[0], last = max(gaps[0], now - last), now
-    t = threading.Thread(target=count)
-    t.start()
-    time.sleep(0.05)
-    t0 = time.perf_counter()
-    save()
-    took = time.perf_counter() - t0
-    stop.set()
-    t.join()
-    return took, gaps[0]
+            n, gap, last = n + 1, max(gap, now - last), now
+        seen.update(n=n, gap=gap)
+
+    def rate(work) -> tuple[float, float, float]:
+        stop.clear()
+        t = threading.Thread(target=count)
+        t.start()
+        t0 = time.perf_counter()
+        work()
+        took = time.perf_counter() - t0
+        stop.set()
+        t.join()
+        return took, seen["n"] / took, seen["gap"]
+    took, n, gap = rate(save)
+    alone = rate(lambda: time.sleep(took))[1]
+    return took, n / alone, gap
 
 
-def stalls(mb: int, tmp: Path) -> None:
+def stalls(tmp: Path) -> None:
+    """The cpu profile's base and its Adam state (three copies of 8.6M weights in 200 tensors)."""
+    from zoo.model import build_model
+    from zoo.train.recipe import make_optimizer
+    cfg = resolve(REPO / "specs/base.yaml", None, "cpu")[0]
+    model = build_model(cfg.model, 8000)
+    opt = make_optimizer(model, 1e-4, (0.9, 0.98), 1e-9)
+    for q in model.parameters():
+        q.grad = torch.randn_like(q)
+    opt.step()
+    ck = {"step": 1, "model": model.state_dict(), "optim": opt.state_dict()}
+    mb = 3 * sum(q.numel() for q in model.parameters()) * 4 / 1e6
     (tmp / "checkpoints").mkdir()
-    ck = {"step": 1, "model": {"w": torch.randn(mb * 2**18)}, "optim": {"m": torch.randn(mb * 2**18)}}
     w = Writer()
     w.save({"step": 0, "model": {"w": torch.ones(1)}}, tmp, keep=1)  # the writer started and warm
     w.wait()
-    for name, save in [("torch.save, on the calling thread's process", lambda: atomic_save(ck, tmp / "t.pt")),
-                       ("the writer process (copy + write)", lambda: (w.save(ck, tmp, keep=1), w.wait()))]:
-        took, gap = min((longest_stall(save) for _ in range(3)), key=lambda r: r[1])
-        print(f"{2 * mb} MB by {name}: {took * 1e3:.0f} ms; the busy thread's longest wait {gap * 1e3:.1f} ms")
+    for name, save in [("torch.save on a thread of this process (zoo before)", lambda: atomic_save(ck, tmp / "t.pt")),
+                       ("the writer process (the copy to it, its write)", lambda: (w.save(ck, tmp, keep=1), w.wait()))]:
+        runs = sorted(beside(save) for _ in range(3))
+        took, share, gap = runs[1]
+        print(f"{mb:.0f} MB in {len(ck['model']) + 3 * len(ck['optim']['state'])} tensors by {name}: "
+              f"{took * 1e3:.0f} ms; a busy Python thread meanwhile made {share:.2f}x its progress alone, its "
+              f"longest wait {gap * 1e3:.1f} ms", flush=True)
     w.close()
 
 
@@ -77,7 +96,6 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=90)
     ap.add_argument("--every", type=int, default=3)
-    ap.add_argument("--stall-mb", type=int, default=100, help="MB of each of the state's two tensors")
     a = ap.parse_args()
     share, ratio = [], []
     with tempfile.TemporaryDirectory() as tmp:
@@ -93,7 +111,7 @@ def main() -> None:
           f"{100 * statistics.median(share):.2f}% of training time on checkpoints; tokens/s saving every "
           f"{a.every} steps = {statistics.median(ratio):.3f}x of saving once")
     with tempfile.TemporaryDirectory() as tmp:
-        stalls(a.stall_mb, Path(tmp))
+        stalls(Path(tmp))
 
 
 if __name__ == "__main__":

@@ -1,12 +1,12 @@
 """Checkpoints written by a process of its own, beside training (issue 37).
 
-Why a process and not a thread: torch.save holds the GIL while it copies and checksums a tensor, so a writer
-thread stops the training thread for as long as its largest tensor takes (a 200 MB tensor: 130-200 ms on
-this project's CPU machine), which on a GPU stalls the loop's kernel launches. On a CPU run at the gpu
-profile's cadence the thread cost 5% of tokens/s while the loop itself waited only 0.7% (bench/
-bench_checkpoints.py). Instead the loop copies its state into a host buffer the two processes share (tensor
-copies, which release the GIL; from a GPU, the transfer), sends the writer the buffer's layout and the
-checkpoint's other fields (a few kB), and goes on.
+Why a process and not a thread: on a thread, torch.save's pickling (Python, per tensor) shares the GIL
+with the training loop's own Python. On a tiny CPU model (12 ms steps) saving every 18 steps, as the gpu
+profile's base does, a writer thread cost 4.6% of tokens/s while the loop itself waited 0.9%; this process,
+with nothing rewritten (zoo.train.checkpointing.write_checkpoint), costs 1.5% (bench/bench_checkpoints.py,
+quiet machine). The loop copies its state into a host buffer the two processes share (tensor copies, which
+release the GIL; from a GPU, the transfer), sends the writer the buffer's layout and the checkpoint's other
+fields (a few kB), and goes on.
 
 One write is in flight at most: the next save waits for it, so host memory holds one copy and a disk slower
 than the cadence shows as the loop's wait; a write's error (a full disk) is raised in the training thread at
