@@ -66,14 +66,17 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
             p_holm=None if v.p_holm is None else f"{v.p_holm:.3g}",
             delta_paper_bleu=_paper_metric_delta(v.comparison.rows or {}, c) if e else None,
             seeds=e and "{} / {}".format(*e.seeds)))
+    yours = [(spec, v, why) for spec in user_specs(runs, 3) for v, why in spec_claims(runs, spec, resampler, plan)]
+    mine = [v for _, v, _ in yours]
+    mc = max([mc, *(v.estimate.mc_error for v in mine if v.estimate)])
     tally = C.Tally.of(verdicts)
     tested = [v for v in verdicts if v.p_holm is not None]
     n_ppl = sum(v.claim.metric == "ppl" for v in tested)
     n_bleu = len(tested) - n_ppl
-    resampled = sorted({v.comparison.sentences for v in verdicts if v.estimate})
-    margins = sorted({f"{100 * v.claim.margin:g}%" for v in verdicts if v.claim.tie})
+    resampled = sorted({v.comparison.sentences for v in verdicts + mine if v.estimate})
+    margins = sorted({f"{100 * v.claim.margin:g}%" for v in verdicts + mine if v.claim.tie})
     notes = [
-        "Tally: " + tally.text(),
+        "Tally: " + tally.text() + (f" Your claims: {C.Tally.of(mine).text()}" if mine else ""),
         *([f"Analysis plan: {plan.name} ({plan.hash()}): level {plan.alpha:g}, primary {plan.primary}. Post hoc: "
            + "; ".join(f"{k} ({w})" for k, w in sorted(post_hoc.items())) if post_hoc else
            f"Analysis plan: {plan.name} ({plan.hash()}): level {plan.alpha:g}, primary {plan.primary}; every "
@@ -89,7 +92,8 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
         "of freedom (S - 1 for rows compared seed by seed: the seeds are the independent units). MC error: "
         f"the Monte Carlo error of each interval end from the finite resamples (at most {mc:.3f} here).",
         f"Multiple comparisons: two families, each corrected by Holm's method: perplexity, the primary metric "
-        f"({n_ppl} claims tested here), and BLEU, secondary ({n_bleu}); within each the chance that any verdict "
+        f"({n_ppl} of the paper's claims tested here), and BLEU, secondary ({n_bleu}); yours are families of "
+        "their own, per spec and metric; within each the chance that any verdict "
         "is a false finding is at most 5%. The same two rows compared on both metrics are one comparison "
         "twice, so they are not counted in one family. Holm rather than Benjamini-Hochberg because each "
         "verdict is read on its own. p (Holm) is the adjusted p-value within the claim's own family; the "
@@ -105,14 +109,13 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
         "Each claim compares two rows on one metric, written from the paper's text (section 6.2, 5.4) and "
         "its Table 3, never from our results. Δ: how much better the first row is (BLEU higher, PPL "
         "lower), the mean over seeds. Rows stopped early by a time limit (truncated) are excluded."]
-    yours = [(spec, v, why) for spec in user_specs(runs, 3) for v, why in spec_claims(runs, spec, resampler, plan)]
     for spec, v, why in yours:
         rows.append(claim_row(v, f"{v.claim.id} ({spec})", f"yours: {v.claim.text}", why))
     if yours:
         notes.insert(1, "Your claims (a spec's `claims:`) are tested with the same statistics, each spec's claims "
                      "their own Holm family per metric, apart from the paper's (adding yours never changes the "
                      "paper's verdicts). A claim whose text or rows changed after its rows' first trial is post hoc.")
-    return Section("Claims", columns(ClaimRow), rows, notes, index="claim", data=verdicts + [v for _, v, _ in yours])
+    return Section("Claims", columns(ClaimRow), rows, notes, index="claim", data=verdicts + mine)
 
 
 def claim_row(v, name: str, says: str, post_hoc: str = "") -> ClaimRow:

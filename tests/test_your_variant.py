@@ -83,6 +83,9 @@ def test_your_claim_gets_a_verdict(store):
     verdict = line.split("|")[2].strip()
     assert verdict.split(" (")[0] in ("held", "within noise", "flipped"), line
     assert "yours:" in line and "3 / 3" in line
+    # the notes count it: its verdict in the tally, its sentences among those resampled
+    assert f"Your claims: 1 row comparisons: 1 {verdict.split(' (')[0]}" in claims, claims[-3000:]
+    assert "Resampled here: nothing yet" not in claims
     page = (store / "rep" / "sweep-two_heads.md").read_text()  # the spec's own page, linked from the index
     assert "## Against the reference row" in page and "## Claims" in page and "two-heads-better" in page
     assert "sweep-two_heads.md" in (store / "rep" / "index.md").read_text()
