@@ -26,7 +26,9 @@ if want runs; then
   wait
 fi
 if want report; then
-  rm -f $OUT/zoo.db; for s in $STORE-1 $STORE-2; do [ -f $s/zoo.db ] && .venv/bin/zoo merge $OUT/zoo.db $s/zoo.db; done
+  if [ -f $STORE-1/zoo.db ] || [ -f $STORE-2/zoo.db ]; then  # the chains' stores, where they ran: merged afresh
+    rm -f $OUT/zoo.db; for s in $STORE-1 $STORE-2; do [ -f $s/zoo.db ] && .venv/bin/zoo merge $OUT/zoo.db $s/zoo.db; done
+  fi  # elsewhere (a fresh clone) the committed $OUT/zoo.db
   .venv/bin/zoo report --runs $OUT/zoo.db --out $OUT --force --table 3 --profile ablation --analysis $PLAN
   .venv/bin/zoo report --runs $OUT/zoo.db --out $OUT --force --spec specs/modern.yaml --profile ablation
 fi
