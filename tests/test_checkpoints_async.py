@@ -185,7 +185,7 @@ def test_killed_mid_write_resumes_from_the_last_whole_checkpoint(repo, data_root
                        timeout=600)
     assert r.returncode == 0, r.stderr
     assert "cannot be loaded" not in r.stderr and not list((out / "checkpoints").glob("*.bad"))
-    assert "Adam's moments start afresh" not in r.stderr
+    assert "Adam's moments start afresh" not in r.stderr and "another config" not in r.stderr
     resumed = int(r.stderr.split("resumed from the checkpoint at step ")[1].split()[0])
     assert resumed == last  # the last whole checkpoint
     assert not list((out / "checkpoints").glob("*.tmp*"))  # the torn file was cleared
@@ -223,3 +223,6 @@ def test_an_interrupted_train_checkpoints_the_step_it_stopped_at(repo, data_root
                        text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     assert f"resumed from the checkpoint at step {stopped}" in r.stderr, r.stderr
+    # it goes on to a new length: a changed config, said before it trains on (`zoo train` resumed silently)
+    assert f"trained under another config (train.eval_every: 3000 -> {stopped + 5}; train.steps: 3000 -> " \
+        f"{stopped + 5})" in r.stderr, r.stderr

@@ -88,9 +88,12 @@ class Progress:
         self.done = None  # the RunResult of train()'s "done" event
 
     def __call__(self, m: dict) -> None:
-        from zoo.result import BadCheckpoint, Done, LogPoint, NoOptimizerState, Resumed, event
+        from zoo.result import BadCheckpoint, ConfigChanged, Done, LogPoint, NoOptimizerState, Resumed, event
         e = event(m)
-        if isinstance(e, Resumed):
+        if isinstance(e, ConfigChanged):
+            print(f"the checkpoints in this folder were trained under another config ({'; '.join(e.changes)}): "
+                  "training goes on under this one (--out elsewhere to start afresh)", file=self.stream)
+        elif isinstance(e, Resumed):
             print(f"resumed from the checkpoint at step {e.step}", file=self.stream)
         elif isinstance(e, BadCheckpoint):
             print(f"checkpoint {e.path} cannot be loaded ({e.error}); set aside as {e.moved_to}, "

@@ -254,14 +254,22 @@ class NoOptimizerState(_Record):
     step: int
 
 
+class ConfigChanged(_Record):
+    """The run resumes checkpoints written under another config (`zoo train` with a changed spec or --set
+    on the same --out: more steps, say); `changes` are the fields that differ, as "field: old -> new"."""
+    event: Literal["config_changed"] = "config_changed"
+    changes: list[str]
+
+
 class Done(_Record):
     """The run finished; `result` is None from a data-parallel worker other than rank 0."""
     event: Literal["done"] = "done"
     result: RunResult | None = None
 
 
-Event = Union[Started, Resumed, BadCheckpoint, NoOptimizerState, Done, LogPoint]
-_EVENTS = {cls.model_fields["event"].default: cls for cls in (Started, Resumed, BadCheckpoint, NoOptimizerState)}
+Event = Union[Started, Resumed, BadCheckpoint, NoOptimizerState, ConfigChanged, Done, LogPoint]
+_EVENTS = {cls.model_fields["event"].default: cls
+           for cls in (Started, Resumed, BadCheckpoint, NoOptimizerState, ConfigChanged)}
 
 
 def event(m: dict) -> Event | None:

@@ -152,6 +152,7 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
         return done  # finished before: nothing to redo
     t0 = time.time()
     device = train_device(cfg)  # a GPU request without CUDA stops here, before anything is written
+    changes = _changes(out, cfg)  # read before config.json becomes this config
     (out / "checkpoints").mkdir(parents=True, exist_ok=True)
     if rank == 0:
         atomic_write_text(out / "config.json", json.dumps(cfg.model_dump(mode="json"), indent=2))
@@ -179,6 +180,8 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
             torch.manual_seed(cfg.train.seed * 1000 + rank + 1_000_003 * st.step)
             if device.type == "cuda":
                 torch.cuda.manual_seed(cfg.train.seed * 1000 + rank + 1_000_003 * st.step)
+        if changes:
+            report({"event": "config_changed", "changes": changes})
         report({"event": "resumed", "step": st.step})
     try:
         train_s = _loop(cfg, out, model, opt, p, device, st, report, amp)
@@ -288,6 +291,23 @@ def data_parallel(model: Transformer, device) -> torch.nn.Module:
     no_sync = "forward_sync_buffers" if "forward_sync_buffers" in inspect.signature(DDP).parameters else "broadcast_buffers"
     return DDP(model, device_ids=[device.index] if device.type == "cuda" else None, gradient_as_bucket_view=True,
                **{no_sync: False})
+
+
+def _changes(out: Path, cfg: Config) -> list[str]:
+    """How the config of the run in `out` (its config.json) differs from `cfg` in what identifies a run,
+    as "field: old -> new"; [] when it is the same run, or there is none (or none that reads)."""
+    try:
+        before = Config.model_validate_json((out / "config.json").read_text())
+    except (OSError, ValueError):
+        return []
+    if before.config_hash() == cfg.config_hash():
+        return []
+
+    def leaves(d, prefix=""):
+        for k, v in d.items():
+            yield from leaves(v, f"{prefix}{k}.") if isinstance(v, dict) else [(f"{prefix}{k}", v)]
+    old, new = (dict(leaves(c.model_dump(mode="json"))) for c in (before, cfg))
+    return [f"{k}: {old.get(k)} -> {new.get(k)}" for k in sorted(old.keys() | new.keys()) if old.get(k) != new.get(k)]
 
 
 def _loop(cfg: Config, out: Path, model: Transformer, opt, p: Prepared, device, st: _State, report: Report,
