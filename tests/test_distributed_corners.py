@@ -101,7 +101,9 @@ def test_every_rank_resumes_from_rank_0s_checkpoint_and_reports_its_events(repo,
     cfg = _cfg(repo, "train.steps=9", "train.checkpoint_every=3")
     ranks = _two_ranks(tmp_path, _resume_job, cfg=cfg.model_dump_json(), out=str(run), data_root=str(data_root))
     assert ranks[0]["events"] == ranks[1]["events"], ranks
-    assert [e["event"] for e in ranks[0]["events"]] == ["bad_checkpoint", "no_optimizer_state", "resumed"]
+    assert [e["event"] for e in ranks[0]["events"]] == ["bad_checkpoint", "no_optimizer_state", "config_changed",
+                                                        "resumed"]  # rank 0's reading of the changed steps
+    assert ranks[0]["events"][2]["changes"] == ["train.steps: 6 -> 9"]
     assert ranks[0]["events"][-1]["step"] == 3 and ranks[0]["steps_done"] == ranks[1]["steps_done"] == 9
     assert [r["broadcast_buffers"] for r in ranks] == [False, False]  # position tables: alike on every rank, never trained
 

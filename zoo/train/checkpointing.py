@@ -162,7 +162,7 @@ def _resume(out: Path, model, opt, device, report) -> tuple[Path, dict] | None:
     return None
 
 
-def resume(out: Path, model, opt, device, report) -> tuple[Path, dict] | None:
+def resume(out: Path, model, opt, device, report, changes: list[str] = ()) -> tuple[Path, dict] | None:
     """The checkpoint a run resumes from, loaded into model and opt: (its path, its contents), or None.
 
     _resume on rank 0; every other rank loads the checkpoint rank 0 chose from its own copy of the run
@@ -172,6 +172,8 @@ def resume(out: Path, model, opt, device, report) -> tuple[Path, dict] | None:
     rank, world = rank_and_world()
     events: list[dict] = []
     got = _resume(out, model, opt, device, events.append) if rank == 0 else None
+    if got and changes:  # rank 0's reading of the config before this one (zoo.result.ConfigChanged)
+        events.append({"event": "config_changed", "changes": list(changes)})
     if world > 1:
         msg = [got[0].name if got else None, events]
         dist.broadcast_object_list(msg, src=0, device=device if device.type == "cuda" else None)

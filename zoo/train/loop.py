@@ -152,7 +152,7 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
         return done  # finished before: nothing to redo
     t0 = time.time()
     device = train_device(cfg)  # a GPU request without CUDA stops here, before anything is written
-    changes = _changes(out, cfg)  # read before config.json becomes this config
+    changes = _changes(out, cfg) if rank == 0 else []  # read before config.json becomes this config
     (out / "checkpoints").mkdir(parents=True, exist_ok=True)
     if rank == 0:
         atomic_write_text(out / "config.json", json.dumps(cfg.model_dump(mode="json"), indent=2))
@@ -168,7 +168,7 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
     torch.manual_seed(cfg.train.seed * 1000 + rank)  # but each worker its own dropout masks
     opt = make_optimizer(model, 0.0, tuple(cfg.train.optimizer.betas), cfg.train.optimizer.eps)
     st = _State()
-    resumed = resume(out, model, opt, device, report)
+    resumed = resume(out, model, opt, device, report, changes)
     if resumed:
         ck = resumed[1]  # resume exactly where the last loadable checkpoint left off
         st = _State(ck["step"], ck["epoch"], ck["cursor"], ck.get("elapsed", 0.0), ck.get("tokens_seen", 0),
@@ -180,8 +180,6 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
             torch.manual_seed(cfg.train.seed * 1000 + rank + 1_000_003 * st.step)
             if device.type == "cuda":
                 torch.cuda.manual_seed(cfg.train.seed * 1000 + rank + 1_000_003 * st.step)
-        if changes:
-            report({"event": "config_changed", "changes": changes})
         report({"event": "resumed", "step": st.step})
     try:
         train_s = _loop(cfg, out, model, opt, p, device, st, report, amp)
