@@ -187,6 +187,17 @@ class OptimizerSpec(Strict):
         return self
 
 
+def dotted(d: dict, prefix: str = "") -> dict:
+    """{"model": {"h": 1}} -> {"model.h": 1}: a config's fields as `--set` names them."""
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and v:
+            out |= dotted(v, f"{prefix}{k}.")
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
 def noam_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
     """Equation (3): linear warmup for `warmup` steps, then inverse square root decay (its peak at
     step = warmup). Here, beside its spec, so the report reads it without importing torch."""

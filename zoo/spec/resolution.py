@@ -24,7 +24,7 @@ from typing import get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from zoo.config import COMPONENT_FIELDS, ClaimSpec, Config, CrossFieldError, component_names
+from zoo.config import COMPONENT_FIELDS, ClaimSpec, Config, CrossFieldError, component_names, dotted
 from zoo.paper import TABLE2, TABLE3, TABLE4
 from zoo.paths import name_problem, shorten
 from zoo.spec.profiles import profile_text, apply_profile, check_heads, find_profile, profile_name, read_profile
@@ -257,7 +257,7 @@ def resolve(path: str | Path, variant: str | Collection[str] | None = None, prof
         sized, exact = split_scaled(point)
         d = deep_merge(deep_merge(doc, over, vlocs), sized, plocs)
         stem = trial_name(name, suffix)
-        over = {**_dotted(over), **_dotted(point)}
+        over = {**dotted(over), **dotted(point)}
         if prof_path is not None:  # the spec as written must be valid too, not only what a profile leaves of it
             _validate(d, {"variant": name, "trial": stem, "spec": str(path)}, late)
         notes: list[str] = []
@@ -367,17 +367,6 @@ def _check_same(doc: Doc, cfg: Config, sized: dict, seen: dict) -> None:
     raise SpecError(doc.where(at), ".".join(at), f"the trials {first.trial} and {cfg.trial} would train the same model: "
                     f"{shorten(repr(first.overrides.get(field)))} and {shorten(repr(cfg.overrides.get(field)))} "
                     f"both read as {shorten(repr(value))} in {field}; list each value once")
-
-
-def _dotted(d: dict, prefix: str = "") -> dict:
-    """{"model": {"h": 1}} -> {"model.h": 1}."""
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict) and v:
-            out |= _dotted(v, f"{prefix}{k}.")
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
 
 
 @functools.lru_cache(maxsize=None)

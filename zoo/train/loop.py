@@ -36,7 +36,7 @@ from zoo.data.encoded import EncodedCorpus, encoded_corpus
 from zoo.data.read import load_pairs
 from zoo.tokens import EOS
 from zoo.train.checkpointing import Interrupt, average_checkpoints, checkpoints, clear_unfinished, resume, writing
-from zoo.config import Config
+from zoo.config import Config, dotted
 from zoo.train.device import train_device, rank_and_world, autocast_dtype, check_memory, gpu_share, keep_freed_memory
 from zoo.errors import UserError
 from zoo.model import Transformer, build_model, count_params
@@ -300,11 +300,7 @@ def _changes(out: Path, cfg: Config) -> list[str]:
         return []
     if before.config_hash() == cfg.config_hash():
         return []
-
-    def leaves(d, prefix=""):
-        for k, v in d.items():
-            yield from leaves(v, f"{prefix}{k}.") if isinstance(v, dict) else [(f"{prefix}{k}", v)]
-    old, new = (dict(leaves(c.model_dump(mode="json"))) for c in (before, cfg))
+    old, new = (dotted(c.model_dump(mode="json")) for c in (before, cfg))
     return [f"{k}: {old.get(k)} -> {new.get(k)}" for k in sorted(old.keys() | new.keys()) if old.get(k) != new.get(k)]
 
 

@@ -19,6 +19,7 @@ it a second), so a notebook's or a test session's many runs start it once.
 from __future__ import annotations
 
 import atexit
+import math
 import mmap
 import os
 import pickle
@@ -43,7 +44,7 @@ class Slot:
 
     @property
     def nbytes(self) -> int:
-        return self.dtype.itemsize * _numel(self.shape)
+        return self.dtype.itemsize * math.prod(self.shape)
 
 
 @dataclass(frozen=True)
@@ -55,44 +56,40 @@ class Job:
     keep: int
 
 
-def _numel(shape) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
-def flatten(obj, tensors: list[tuple[torch.Tensor, Slot]], end: list[int]):
-    """obj with each tensor replaced by its Slot ((tensor, slot) appended to `tensors`; end[0]: the bytes
-    the slots so far take)."""
-    if isinstance(obj, torch.Tensor):
-        slot = Slot(end[0], obj.dtype, tuple(obj.shape))
-        tensors.append((obj, slot))
-        end[0] += -(-slot.nbytes // ALIGN) * ALIGN
-        return slot
+def _replace(obj, kind: type, fn):
+    """obj (nested dicts, lists, tuples) with each value of type `kind` replaced by fn(value)."""
+    if isinstance(obj, kind):
+        return fn(obj)
     if isinstance(obj, dict):
-        return {k: flatten(v, tensors, end) for k, v in obj.items()}
+        return {k: _replace(v, kind, fn) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return type(obj)(flatten(v, tensors, end) for v in obj)
+        return type(obj)(_replace(v, kind, fn) for v in obj)
     return obj
+
+
+def flatten(obj) -> tuple[dict, list[tuple[torch.Tensor, Slot]], int]:
+    """obj with each tensor replaced by its Slot; the (tensor, slot) pairs; the bytes the slots take."""
+    tensors, end = [], 0
+
+    def place(t: torch.Tensor) -> Slot:
+        nonlocal end
+        slot = Slot(end, t.dtype, tuple(t.shape))
+        tensors.append((t, slot))
+        end += -(-slot.nbytes // ALIGN) * ALIGN
+        return slot
+    return _replace(obj, torch.Tensor, place), tensors, end
 
 
 def unflatten(obj, view):
     """flatten's inverse: each Slot replaced by `view(slot)`."""
-    if isinstance(obj, Slot):
-        return view(obj)
-    if isinstance(obj, dict):
-        return {k: unflatten(v, view) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(unflatten(v, view) for v in obj)
-    return obj
+    return _replace(obj, Slot, view)
 
 
 def view_of(buf: mmap.mmap, slot: Slot) -> torch.Tensor:
     """The slot's tensor in the shared buffer: its own bytes only, so torch.save writes just those."""
     if slot.nbytes == 0:
         return torch.empty(slot.shape, dtype=slot.dtype)
-    return torch.frombuffer(buf, dtype=slot.dtype, count=_numel(slot.shape), offset=slot.offset).view(slot.shape)
+    return torch.frombuffer(buf, dtype=slot.dtype, count=math.prod(slot.shape), offset=slot.offset).view(slot.shape)
 
 
 def _shared_file() -> int:
@@ -172,14 +169,13 @@ class Writer:
         self.wait()
         if self._process is None or not self._process.alive():
             self._process = _take()
-        tensors, end = [], [0]
-        skeleton = flatten(ck, tensors, end)
+        skeleton, tensors, size = flatten(ck)
         p = self._process
-        p.grow(end[0])
+        p.grow(size)
         for t, slot in tensors:
             if slot.nbytes:
                 view_of(p.buf, slot).copy_(t)
-        p.send(Job(skeleton, end[0], str(out), keep))
+        p.send(Job(skeleton, size, str(out), keep))
         self._pending = True
 
     def wait(self) -> None:
