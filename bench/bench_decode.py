@@ -21,7 +21,7 @@ import types
 
 import torch
 
-from zoo.decode import beam_search, beam_search_nocache
+from zoo.model import beam_search, beam_search_nocache
 from zoo.model import build_model
 from zoo.config import ModelSpec
 

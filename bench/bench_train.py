@@ -49,7 +49,7 @@ from torch import nn
 
 from zoo import data as zdata
 from zoo import spec as zspec
-from zoo.costs import forward_flops
+from zoo.model import forward_flops
 from zoo.model import build_model
 from zoo.config import Config, ModelSpec
 from zoo.train import cpu_has_bf16, keep_freed_memory, make_optimizer, smoothed_loss

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
-from zoo import costs
+from zoo.model import SEQ_LEN, train_flops_per_step
 from zoo.config import Config, noam_lr
 from zoo.errors import UserError
 from zoo.result import RunResult, Trial, TrialStatus, differs
@@ -232,7 +232,7 @@ class Run:
         steps = self.result.steps_done if self.result else t.step
         if not steps:
             return None
-        return costs.train_flops_per_step(self.config, vocab_size=self.vocab) * steps
+        return train_flops_per_step(self.config, vocab_size=self.vocab) * steps
 
     def data_split(self) -> str | None:
         """'dataset / eval split' the trial used (from its result once finished, else its config)."""
@@ -306,7 +306,7 @@ def decoding_note(shown: list[tuple[str, Trial]]) -> str:
 COUNTING = (f"Counting rules. Parameters: numel of the compiled model, each tensor once (the shared "
             f"embedding / pre-softmax matrix counts once), with the vocabulary the run actually built. "
             f"FLOPs: analytic, 2 per multiply-add of every matrix product, training = 3 x forward, "
-            f"attention counted dense, sentences of {costs.SEQ_LEN} word-pieces, batch_tokens source and "
+            f"attention counted dense, sentences of {SEQ_LEN} word-pieces, batch_tokens source and "
             f"target tokens per step, times the number of steps (done, unless a column says planned).")
 
 

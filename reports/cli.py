@@ -127,17 +127,17 @@ def cmd_report(args) -> int:
     runs = Path(args.runs or DEFAULT_RUNS)
     if runs.is_dir():
         runs = runs / "zoo.db"
-    if args.runs and not runs.exists():  # a store named but absent is a mistake, as for `zoo status`
+    from zoo.runner.store import locate, open_store
+    if args.runs and not locate(runs).exists():  # a store named but absent is a mistake, as for `zoo status`
         from zoo.errors import UserError
         raise UserError(f"--runs {args.runs}: no results store at {runs}: run `zoo run SPEC` first, or point "
                         "--runs at the zoo.db inside the --storage folder a run used")
-    if runs.exists():  # not a zoo store: refused before --out is created
-        from zoo.runner.store import open_store
+    if locate(runs).exists():  # not a zoo store: refused before --out is created
         open_store(runs)
     plan = None
     if args.analysis:  # validated before --out is touched
-        from zoo import analysis
-        plan = analysis.load(args.analysis)
+        from zoo import evidence as E
+        plan = E.load_plan(args.analysis)
     _check_out(out, args.force)
     written = build_sweep(runs, out, args.sweep, formats, args.profile) if args.sweep else \
         build(runs, out, tables, formats, args.profile, args.bootstrap_seed, tuple(args.addon or ()), plan)

@@ -66,7 +66,7 @@ def find(runs: Runs, name: str, profile: str | None):
             raise UserError(f"row '{name}' is ambiguous: {', '.join(sorted(mixed))}; name one of them")
     if not hits:
         known = sorted({t.variant for t in pool})
-        from zoo.spec.specfile import did_you_mean
+        from zoo.text import did_you_mean
         raise UserError(f"no row '{name}' in {runs.path}" + (f" (profile {profile})" if profile else "") +
                         f"{did_you_mean(rest or name, known)}; rows: {', '.join(known[:30]) or 'none yet'}")
     profiles = sorted({t.profile for t in hits})
@@ -128,10 +128,11 @@ def text(r: Result) -> str:
 def cmd_compare(args) -> int:
     from zoo.reports import runs as runs_mod
     from zoo.reports.cli import DEFAULT_RUNS
+    from zoo.runner.store import locate
     path = Path(args.runs or DEFAULT_RUNS)
     if path.is_dir():
         path = path / "zoo.db"
-    if not path.exists():
+    if not locate(path).exists():
         raise UserError(f"--runs {args.runs or path}: no results store at {path}: run `zoo run SPEC` first")
     if args.bootstrap_seed is not None and not 0 <= args.bootstrap_seed < 2**32:
         raise UserError(f"--bootstrap-seed must be between 0 and {2**32 - 1} (got {args.bootstrap_seed})")

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 
 from scipy import stats as st
 
-from zoo import claims as C
+from zoo import evidence as E
 from zoo import paper
-from zoo import stats as S
 from zoo.reports.runs import Runs
 from zoo.spec import MAX_SEEDS  # a spec may ask no more: advice beyond it could not be run
 from zoo.reports.verdicts import claim_rows, comparison, user_comparison, user_rows_of
@@ -32,7 +31,7 @@ PRIOR = {"bleu": (1.5, 0.3), "ppl": (2.5, 0.1)}
 
 @dataclass(frozen=True)
 class Need:
-    claim: C.Claim
+    claim: E.Claim
     effect: float                 # the paper's effect at our level (a tie: its equivalence margin)
     seed_sd: float                # sd of one seed's difference
     sentence_se: float            # the test set's part of the standard error
@@ -68,7 +67,7 @@ def _power_by_integral(q: float, df: int, ncp: float) -> float:
 def family_size(metric: str, claims=None, source: str = "") -> int:
     """The claims in a metric's Holm family (zoo.claims.judge: one family per metric): the paper's, or a
     user spec's own claims (`source`, among `claims`)."""
-    return sum(c.metric == metric and c.source == source for c in (claims if source else C.CLAIMS))
+    return sum(c.metric == metric and c.source == source for c in (claims if source else E.CLAIMS))
 
 
 def seeds_needed(effect, seed_sd, sentence_se, alpha, tie_margin=0.0, cap=MAX_SEEDS) -> int | None:
@@ -85,17 +84,17 @@ class Plan:
     hours: dict[str, float]         # mean hours per trial of each row in the pilot
 
 
-def plan(runs: Runs, claims: list[C.Claim] | None = None) -> Plan:
+def plan(runs: Runs, claims: list[E.Claim] | None = None) -> Plan:
     """Seeds needed per claim, from the store's runs where two rows have 2+ seeds, else the prior."""
-    claims = claims or C.CLAIMS
+    claims = claims or E.CLAIMS
     rows = claim_rows(runs)
     hours = {}
     for row in rows:
         t = runs.pick(3, row)
         secs = [x.result.total_seconds or x.result.train_seconds for x in runs.seeds(t)]
         hours[row] = sum(secs) / len(secs) / 3600 if secs else 0.0
-    resamplers: dict[int, S.Resampler] = {}
-    resampler = lambda n: resamplers.setdefault(n, S.Resampler(n, 2000, S.BOOTSTRAP_SEED))
+    resamplers: dict[int, E.Resampler] = {}
+    resampler = lambda n: resamplers.setdefault(n, E.Resampler(n, 2000, E.BOOTSTRAP_SEED))
     out = []
     for c in claims:
         if c.source:  # a user's claim: its rows by name in its spec (zoo.reports.verdicts.user_comparison)
@@ -113,7 +112,7 @@ def plan(runs: Runs, claims: list[C.Claim] | None = None) -> Plan:
             level = comp.level
         else:
             (seed_sd, sent_se), source, level = PRIOR[c.metric], "prior", None
-        alpha = C.ALPHA / family_size(c.metric, claims if c.source else None, c.source)  # Holm's first step
+        alpha = E.ALPHA / family_size(c.metric, claims if c.source else None, c.source)  # Holm's first step
         if c.source:  # no paper effect to carry over: the pilot's own difference (an optimistic guide)
             if e is None:
                 out.append(Need(c, math.nan, seed_sd, sent_se, source, None, have, "a claim of yours is sized from "
@@ -126,7 +125,7 @@ def plan(runs: Runs, claims: list[C.Claim] | None = None) -> Plan:
             effect = abs(c.paper_delta) / paper_level * abs(level if level else paper_level)
             margin = c.margin * abs(level if level else paper_level) if c.tie else 0.0
         n = seeds_needed(effect, seed_sd, sent_se, alpha, margin)
-        note = f"{C.UNTESTABLE}: {comp.untestable}" if comp.untestable else ""
+        note = f"{E.UNTESTABLE}: {comp.untestable}" if comp.untestable else ""
         if n is None:  # the sentence part alone, at any number of seeds
             never = power(effect, 0.0, sent_se, 10 ** 6, alpha, margin) < POWER
             note = "; ".join(x for x in (note, f"not reachable in {MAX_SEEDS} seeds" + (
@@ -141,7 +140,7 @@ def print_plan(p: Plan, stream=None) -> None:
     stream, rows = stream or sys.stdout, p.needs
     print(f"Seeds per row for {POWER:.0%} power to find the paper's effect (as a share of the row's figure; "
           "for a claim of yours, the pilot's own difference, an optimistic guide) "
-          f"at Holm's strictest level in the claim's family (alpha {C.ALPHA:g} / the claims on its metric: "
+          f"at Holm's strictest level in the claim's family (alpha {E.ALPHA:g} / the claims on its metric: "
           + ", ".join(f"{m} {family_size(m)}" for m in ("ppl", "bleu")) + "):", file=stream)
     table = [("claim", "effect", "seed sd", "sent se", "source", "have", "need", "")]
     per_row: dict[str, int] = {}

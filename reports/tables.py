@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from zoo import costs, paper
+from zoo import paper
+from zoo.model import params_analytic, train_flops_total
 from zoo.config import Config
 from zoo.reports import peaks
 from zoo.reports.cells import (CITED, COUNTING, PAPER_METRIC_NOTE, Run, Section, State, Table, col, columns, count,
@@ -113,7 +114,7 @@ def _user_t3_row(runs: Runs, t, letter: str, resampler) -> T3Row:
         t.variant, paper.TABLE3_GROUPS.get(t.paper_group or "", t.paper_group or "yours"), letter=letter, run=run,
         whose=f"{whose(t)}: {t.spec}", **_shape(cfg),
         ppl=run.over_seeds("dev_ppl").mean, bleu=b.mean, bleu_sd=b.sd, bleu_paper=paper_metric(run, b.mean),
-        seeds=b.n or None, params=costs.params_analytic(cfg.model, run.vocab) / 1e6 if run.result and cfg else None,
+        seeds=b.n or None, params=params_analytic(cfg.model, run.vocab) / 1e6 if run.result and cfg else None,
         flops=run.flops_done(), state=run.state, profile=run.profile, data=run.data_split(),
         vs=name if ref is not None else f"{name} (not run)", d_ppl=diffs["ppl"], d_bleu=diffs["bleu"])
 
@@ -125,14 +126,14 @@ def _paper_t3_row(runs: Runs, specs: dict, row: str, letter: str, ppl, bleu, par
     cfg, b = run.config, run.over_seeds("bleu")
     # Δ compares like with like: the paper spec at paper scale (its vocabulary) against the printed
     # count; a scaled run's own count has no Δ (it would measure the profile, not a discrepancy)
-    spec_params = costs.params_analytic(ps.model, ps.data.vocab_size) if ps else None
+    spec_params = params_analytic(ps.model, ps.data.vocab_size) if ps else None
     return T3Row(
         row, paper.TABLE3_GROUPS[letter], letter=letter, run=run, whose="paper", spec_params=spec_params,
-        spec_flops=ps and costs.train_flops_total(ps), bleu_tokenized=run.over_seeds("bleu_tokenized").mean,
+        spec_flops=ps and train_flops_total(ps), bleu_tokenized=run.over_seeds("bleu_tokenized").mean,
         **_shape(cfg), paper_ppl=ppl, paper_bleu=bleu, paper_params=params_m,
         d_params=100 * (spec_params / 1e6 - params_m) / params_m if spec_params and params_m else None,
         ppl=run.over_seeds("dev_ppl").mean, bleu=b.mean, bleu_sd=b.sd, bleu_paper=paper_metric(run, b.mean),
-        seeds=b.n or None, params=costs.params_analytic(cfg.model, run.vocab) / 1e6 if run.result and cfg else None,
+        seeds=b.n or None, params=params_analytic(cfg.model, run.vocab) / 1e6 if run.result and cfg else None,
         flops=run.flops_done(), state=run.state, profile=run.profile, data=run.data_split())
 
 
@@ -263,7 +264,7 @@ def table2_rows(runs: Runs) -> list[T2Row]:
                 bleu_paper=paper_metric(run, b.mean, "test"), weights=(test and test.eval_weights) or None,
                 bleu_final=run.over_seeds("bleu_final_weights", "test").mean, seeds=b.n or None,
                 estimate=paper.paper_cost_flops(row),
-                flops_planned=costs.train_flops_total(cfg, vocab_size=run.vocab) if cfg else None,
+                flops_planned=train_flops_total(cfg, vocab_size=run.vocab) if cfg else None,
                 flops_spent=spent, wall=secs, peak=pk[0] if pk else None,
                 utilization=spent / (secs * pk[0]) if spent and secs and pk else None,
                 state=run.state, hardware=t.hardware_text if t else None, profile=run.profile, data=run.data_split()))
@@ -283,7 +284,7 @@ def table2(runs: Runs) -> Table:
     paper_cost = []
     for row in ("base", "big"):
         cfg = specs.get(("EN-DE", row))
-        est, ana = paper.paper_cost_flops(row), costs.train_flops_total(cfg) if cfg else None
+        est, ana = paper.paper_cost_flops(row), train_flops_total(cfg) if cfg else None
         paper_cost.append(PaperCostRow(row, estimate=est, analytic=ana, implied=ana / est if est and ana else None))
     sigs = sorted({s for _, t in shown if t.finished and (x := t.result.split("test")) and (s := x.bleu_signature)})
     peak_notes = sorted({r.peak_note for r in rows if r.peak_note})

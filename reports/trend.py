@@ -55,18 +55,18 @@ def d_models(runs: Runs, profiles) -> dict[str, int | None]:
 
 def trend_table(runs: Runs, plan, bootstrap_seed: int | None = None) -> Table:
     """The trend page of `plan` (its `trend:` names the profiles and comparisons) from the store's trials."""
-    from zoo import analysis as A, trend as T
+    from zoo import evidence as E
     tr = plan.trend
     widths = d_models(runs, tr.profiles)
     ran = [p for p in tr.profiles if widths[p] is not None]
     rows, post_hoc, splits = {}, set(), set()
     for p in ran:
         by_row = claim_rows(runs, p)
-        rows[p] = {r: [T.Seeded(x.seed, x.nll_stats) for x in xs if x.nll_stats is not None]
+        rows[p] = {r: [E.Seeded(x.seed, x.nll_stats) for x in xs if x.nll_stats is not None]
                    for r, xs in by_row.items()}
         for r, xs in by_row.items():
             splits.update(x.nll_splits for x in xs)
-            if A.post_hoc(plan, [x.analysis for x in xs]):
+            if E.post_hoc(plan, [x.analysis for x in xs]):
                 post_hoc.add(f"{r} of {p}")
     notes = [f"Analysis plan: {plan.name} ({plan.hash()}), written before the runs: " + (
         "every trial ran under it." if not post_hoc else
@@ -74,7 +74,7 @@ def trend_table(runs: Runs, plan, bootstrap_seed: int | None = None) -> Table:
     slopes, problem = [], ""
     if ran:  # every width of the plan, those not run yet said so
         try:
-            slopes = T.trend({p: rows.get(p, {}) for p in tr.profiles}, widths, tr.comparisons, plan.alpha,
+            slopes = E.fit_trend({p: rows.get(p, {}) for p in tr.profiles}, widths, tr.comparisons, plan.alpha,
                              plan.tie_margin, plan.resamples,
                              plan.bootstrap_seed if bootstrap_seed is None else bootstrap_seed)
         except ValueError as e:  # trials scored on different sentences: said, not drawn

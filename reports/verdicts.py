@@ -41,21 +41,21 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
     """Each of the paper's Table 3 claims (zoo.claims) with our difference, its interval and a verdict;
     with an analysis plan (zoo.analysis), judged at its level and resamples, and a claim whose trials ran
     under another plan or none marked post hoc."""
-    from zoo import analysis as A, claims as C, stats as S
-    resamples = resamples or (plan.resamples if plan else S.RESAMPLES)
-    bootstrap_seed = (plan.bootstrap_seed if plan else S.BOOTSTRAP_SEED) if bootstrap_seed is None else bootstrap_seed
+    from zoo import evidence as E
+    resamples = resamples or (plan.resamples if plan else E.RESAMPLES)
+    bootstrap_seed = (plan.bootstrap_seed if plan else E.BOOTSTRAP_SEED) if bootstrap_seed is None else bootstrap_seed
     by_profile = {p: claim_rows(runs, p) for p in runs.profiles}
     resampler = shared_resampler(resamples, bootstrap_seed)  # one per number of sentences, shared by all claims
 
-    claims = [c for c in C.CLAIMS if not plan or not plan.claims or c.id in plan.claims]
-    verdicts = C.judge([comparison(runs, by_profile, c, resampler) for c in claims],
+    claims = [c for c in E.CLAIMS if not plan or not plan.claims or c.id in plan.claims]
+    verdicts = E.judge([comparison(runs, by_profile, c, resampler) for c in claims],
                        **({"alpha": plan.alpha, "primary": plan.primary} if plan else {}))
     rows, mc, post_hoc = [], 0.0, {}
     for v in verdicts:
         c, e = v.claim, v.estimate
         mc = max(mc, e.mc_error if e else 0.0)
         source = f" ({v.comparison.source})" if v.comparison.source else ""
-        if e and (why := A.post_hoc(plan, [x.analysis for r in c.rows for x in (v.comparison.rows or {}).get(r, [])])):
+        if e and (why := E.post_hoc(plan, [x.analysis for r in c.rows for x in (v.comparison.rows or {}).get(r, [])])):
             post_hoc[c.id] = why
         verdict = f"{v.verdict}: {v.reason}" if v.reason else v.verdict
         rows.append(ClaimRow(
@@ -69,14 +69,14 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
     yours = [(spec, v, why) for spec in user_specs(runs, 3) for v, why in spec_claims(runs, spec, resampler, plan)]
     mine = [v for _, v, _ in yours]
     mc = max([mc, *(v.estimate.mc_error for v in mine if v.estimate)])
-    tally = C.Tally.of(verdicts)
+    tally = E.Tally.of(verdicts)
     tested = [v for v in verdicts if v.p_holm is not None]
     n_ppl = sum(v.claim.metric == "ppl" for v in tested)
     n_bleu = len(tested) - n_ppl
     resampled = sorted({v.comparison.sentences for v in verdicts + mine if v.estimate})
     margins = sorted({f"{100 * v.claim.margin:g}%" for v in verdicts + mine if v.claim.tie})
     notes = [
-        "Tally: " + tally.text() + (f" Your claims: {C.Tally.of(mine).text()}" if mine else ""),
+        "Tally: " + tally.text() + (f" Your claims: {E.Tally.of(mine).text()}" if mine else ""),
         *([f"Analysis plan: {plan.name} ({plan.hash()}): level {plan.alpha:g}, primary {plan.primary}. Post hoc: "
            + "; ".join(f"{k} ({w})" for k, w in sorted(post_hoc.items())) if post_hoc else
            f"Analysis plan: {plan.name} ({plan.hash()}): level {plan.alpha:g}, primary {plan.primary}; every "
@@ -143,14 +143,14 @@ def user_specs(runs: Runs, table: int | None = None) -> list[str]:
 def spec_claims(runs: Runs, spec: str, resampler, plan=None) -> list[tuple]:
     """A user spec's claims (its `claims:`, as its latest trial recorded them) judged on the store's rows:
     (Verdict, why it is post hoc or ""). One Holm family per metric, of this spec's claims only."""
-    from zoo import claims as C
+    from zoo import evidence as E
     latest = latest_config(runs, spec)
     if latest is None:
         return []
     specs = latest.config.claims
-    claims = C.from_specs(specs, latest.paper_group or "", spec)
+    claims = E.from_specs(specs, latest.paper_group or "", spec)
     comparisons = [user_comparison(runs, c, latest.profile, resampler) for c in claims]
-    verdicts = C.judge(comparisons, **({"alpha": plan.alpha} if plan else {}))
+    verdicts = E.judge(comparisons, **({"alpha": plan.alpha} if plan else {}))
     return [(v, _edited(runs, spec, cs, v.comparison)) for v, cs in zip(verdicts, specs)]
 
 
@@ -170,11 +170,11 @@ def user_rows_of(runs: Runs, claim, profile: str | None) -> dict:
 
 def user_comparison(runs: Runs, claim, profile: str | None, resampler):
     """A user's claim measured on its rows (zoo.claims.compare), or why it cannot be."""
-    from zoo import claims as C
+    from zoo import evidence as E
     picked = user_rows_of(runs, claim, profile)
     if not all(t and t.finished for t in picked.values()):
-        return C.Comparison(claim, missing="not run")
-    return C.compare(claim, {name: row_runs(runs, t) for name, t in picked.items()}, resampler)
+        return E.Comparison(claim, missing="not run")
+    return E.compare(claim, {name: row_runs(runs, t) for name, t in picked.items()}, resampler)
 
 
 def _edited(runs: Runs, spec: str, cs, comp) -> str:
@@ -218,7 +218,7 @@ def claim_rows(runs: Runs, profile: str | None = None) -> dict[str, list]:
 
 def row_runs(runs: Runs, t) -> list:
     """A row's finished seeds (the trials that differ from `t` only in the seed) as zoo.claims.RowRun."""
-    from zoo import claims as C
+    from zoo import evidence as E
     got = []
     for x in runs.seeds(t):
         m = x.result
@@ -227,7 +227,7 @@ def row_runs(runs: Runs, t) -> list:
         losses = [p.loss for p in points if p.loss is not None]
         tail = losses[-max(1, len(losses) // 10):]
         (bleu, bleu_splits), (nll, nll_splits) = _pooled(x, "bleu"), _pooled(x, "nll")
-        got.append(C.RowRun(
+        got.append(E.RowRun(
             seed=x.seed or 0, steps=m.steps_done, dev_ppl=m.dev_ppl,
             bleu_paper=m.primary.bleu_paper if m.primary else None,
             dev_ppl_curve=curve, train_loss_tail=sum(tail) / len(tail) if tail else None,
@@ -250,11 +250,11 @@ def versus(runs: Runs, a, b, metric: str, resampler):
     """Row `a` against row `b` on one metric (their finished seeds, paired where both ran them): a
     zoo.claims.Comparison whose estimate is positive when `a` is better (None with `missing` when it cannot
     be measured). `resampler(n)` is the report's shared resampler, so every page prints the same digits."""
-    from zoo import claims as C
-    claim = C.Claim("versus", "", "", metric, "a", "b")
+    from zoo import evidence as E
+    claim = E.Claim("versus", "", "", metric, "a", "b")
     if not (a and b and a.finished and b.finished):
-        return C.Comparison(claim, missing="not run")
-    return C.compare(claim, {"a": row_runs(runs, a), "b": row_runs(runs, b)}, resampler)
+        return E.Comparison(claim, missing="not run")
+    return E.compare(claim, {"a": row_runs(runs, a), "b": row_runs(runs, b)}, resampler)
 
 
 def in_units(e, metric: str) -> tuple[float, float, float]:
@@ -267,14 +267,14 @@ def in_units(e, metric: str) -> tuple[float, float, float]:
 
 def shared_resampler(resamples: int | None = None, bootstrap_seed: int | None = None):
     """One resampler per number of sentences, seeded as the claims section seeds it (bootstrap seed + n)."""
-    from zoo import stats as S
-    resamples = resamples or S.RESAMPLES
-    bootstrap_seed = S.BOOTSTRAP_SEED if bootstrap_seed is None else bootstrap_seed
-    made: dict[int, S.Resampler] = {}
+    from zoo import evidence as E
+    resamples = resamples or E.RESAMPLES
+    bootstrap_seed = E.BOOTSTRAP_SEED if bootstrap_seed is None else bootstrap_seed
+    made: dict[int, E.Resampler] = {}
 
-    def resampler(n: int) -> S.Resampler:
+    def resampler(n: int) -> E.Resampler:
         if n not in made:
-            made[n] = S.Resampler(n, resamples, bootstrap_seed + n)
+            made[n] = E.Resampler(n, resamples, bootstrap_seed + n)
         return made[n]
     return resampler
 
@@ -326,16 +326,16 @@ def comparison(runs: Runs, by_profile: dict, c, resampler):
 
 
 def _compare_from(runs: Runs, by_profile: dict, c, resampler, pb, pw):
-    from zoo import claims as C
+    from zoo import evidence as E
     picked = [runs.pick(3, c.better, profile=pb), runs.pick(3, c.worse, profile=pw)]
     if not all(t and t.finished for t in picked):
-        return C.Comparison(c, missing="not run")
+        return E.Comparison(c, missing="not run")
     if any(truncated(t) for t in picked):
-        return C.Comparison(c, missing="excluded: truncated")
+        return E.Comparison(c, missing="excluded: truncated")
     if picked[0].profile != picked[1].profile and not _budget_only(*picked):
-        return C.Comparison(c, missing="rows ran under profiles that differ in more than the budget")
+        return E.Comparison(c, missing="rows ran under profiles that differ in more than the budget")
     rows = {c.better: by_profile[pb].get(c.better), c.worse: by_profile[pw].get(c.worse)}
-    comp = C.compare(c, rows, resampler)
+    comp = E.compare(c, rows, resampler)
     if (pb, pw) != (runs.profile, runs.profile) and runs.addons:
         comp = dataclasses.replace(comp, source=f"{c.better} of {pb}, {c.worse} of {pw}" if pb != pw else pb)
     return comp
@@ -402,13 +402,13 @@ def rank_section(rows: list) -> Section:
 
 def _kendall_notes(ran: list) -> list[str]:
     """Kendall's tau of our rows' order against the paper's, with a bootstrap over rows and seeds."""
-    from zoo import claims as C
+    from zoo import evidence as E
     out = []
     for key, ref, label in (("bleu", "paper_bleu", "BLEU"), ("dev_ppl", "paper_ppl", "PPL")):
         pairs = [(getattr(r, ref), vals) for r in ran
                  if (vals := [v for x in r.run.seeds if (v := x.result.figure(key)) is not None])]
         if len(pairs) >= 4:
-            tau, lo, hi = C.kendall_tau([p for p, _ in pairs], [v for _, v in pairs])
+            tau, lo, hi = E.kendall_tau([p for p, _ in pairs], [v for _, v in pairs])
             out.append(f"Kendall tau ({label}, {len(pairs)} rows): {tau:+.2f}, 95% interval [{lo:+.2f}, {hi:+.2f}] "
                        "(bootstrap over rows and seeds); an interval covering 0 is no evidence of agreement.")
     return out

@@ -28,7 +28,8 @@ def cmd_run(args) -> int:
         raise UserError("--pilot goes with --plan --power (the pilot store whose noise sizes the seeds)")
     pilot = Path(args.pilot or ".")
     pilot = pilot / "zoo.db" if pilot.is_dir() else pilot
-    if args.pilot and not pilot.exists():  # was: planned from the stated prior, as if no pilot had been named
+    from zoo.runner.store import locate
+    if args.pilot and not locate(pilot).exists():  # was: planned from the stated prior, as if no pilot had been named
         raise UserError(f"--pilot {args.pilot}: no results store at {pilot}; give the pilot run's zoo.db, or the "
                         "--storage folder holding it (without --pilot: the --storage store, or a stated prior)")
     if args.plan:  # what it would cost; nothing runs, no Ray starts
@@ -57,8 +58,8 @@ def _plan(args):
     """--analysis PLAN, validated (a bad plan: exit 2 before anything starts), or None."""
     if not args.analysis:
         return None
-    from zoo import analysis
-    return analysis.load(args.analysis)
+    from zoo import evidence as E
+    return E.load_plan(args.analysis)
 
 
 def _analysis(args) -> str | None:
@@ -69,14 +70,14 @@ def _analysis(args) -> str | None:
 
 def _power(args, cfgs) -> int:
     """`--plan --power`: seeds per claim touching the spec's rows, from a pilot store's noise."""
-    from zoo import claims as C
+    from zoo import evidence as E
     from zoo.reports import power, runs as runs_mod
     from zoo.runner.store import default_path, warn_damaged
     pilot = Path(args.pilot) if args.pilot else default_path(args.storage)
     if pilot.is_dir():
         pilot = pilot / "zoo.db"
     mine = {c.paper.row for c in cfgs if c.paper and c.paper.row}
-    claims = [c for c in C.CLAIMS if set(c.rows) & mine] + _yours(args, cfgs)
+    claims = [c for c in E.CLAIMS if set(c.rows) & mine] + _yours(args, cfgs)
     if not claims:
         raise UserError(f"{args.spec}: no Table 3 claim rests on its rows ({', '.join(sorted(mine)) or 'none'}) "
                         "and the spec states none of its own (`claims:`)")
@@ -90,11 +91,11 @@ def _power(args, cfgs) -> int:
 
 def _yours(args, cfgs) -> list:
     """The spec's own claims (its `claims:`), named by the spec as the store names it."""
-    from zoo import claims as C
+    from zoo import evidence as E
     from zoo.runner.sweep import spec_in_store
     if not cfgs or not cfgs[0].claims:
         return []
-    return C.from_specs(cfgs[0].claims, cfgs[0].paper.group or "", spec_in_store(args.spec))
+    return E.from_specs(cfgs[0].claims, cfgs[0].paper.group or "", spec_in_store(args.spec))
 
 
 OPEN = ("within noise", "inconclusive", "needs 2+ seeds")  # verdicts another seed could change
@@ -109,7 +110,7 @@ def _until_resolved(args, seeds) -> int:
     seed count from the first round's to --max-seeds), each look judges the claims still open at its
     own level, and the levels sum to 5%, so the chance of any false verdict over all the looks stays
     at most 5%. A claim decided at a look keeps that verdict (and the level it was reached at)."""
-    from zoo import claims as C, sequential
+    from zoo import evidence as E
     from zoo.reports import runs as runs_mod, tables
     from zoo.runner import sweep
     from zoo.runner.store import default_path
@@ -123,18 +124,18 @@ def _until_resolved(args, seeds) -> int:
     variant_of = {c.paper.row: c.variant for c in cfgs if c.paper and c.paper.row}
     variant_of |= {c.variant: c.variant for c in cfgs}  # a claim of the spec's own names its variants
     yours = _yours(args, cfgs)
-    claims = {(c.id, "") for c in C.CLAIMS if set(c.rows) & set(variant_of)} | {(c.id, c.source) for c in yours}
+    claims = {(c.id, "") for c in E.CLAIMS if set(c.rows) & set(variant_of)} | {(c.id, c.source) for c in yours}
     if not claims:
         raise UserError(f"{args.spec}: no Table 3 claim rests on its rows and it states none of its own "
                         "(`claims:`), so there is nothing to resolve")
     plan = _plan(args)  # an analysis plan fixes the level and the most looks before the first trial
-    alpha = plan.alpha if plan else C.ALPHA
-    if plan and sequential.looks(k, args.max_seeds) > plan.max_looks:
-        raise UserError(f"--max-seeds {args.max_seeds} allows {sequential.looks(k, args.max_seeds)} looks, but the "
+    alpha = plan.alpha if plan else E.ALPHA
+    if plan and E.looks(k, args.max_seeds) > plan.max_looks:
+        raise UserError(f"--max-seeds {args.max_seeds} allows {E.looks(k, args.max_seeds)} looks, but the "
                         f"analysis plan {args.analysis} fixed at most {plan.max_looks} (max_looks): lower --max-seeds "
                         "or write a new plan before the runs")
-    first, levels = k, sequential.levels(k, args.max_seeds, alpha)
-    print("sequential test: " + sequential.describe(k, args.max_seeds, alpha))
+    first, levels = k, E.levels(k, args.max_seeds, alpha)
+    print("sequential test: " + E.describe_boundary(k, args.max_seeds, alpha))
     settled: dict[str, tuple] = {}  # claim id -> (its verdict, the seeds and level of the look that settled it)
     variants = args.variant
     while True:
@@ -150,7 +151,7 @@ def _until_resolved(args, seeds) -> int:
         # one Holm family at this look's level
         comparisons = [v.comparison for v in tables.claims_section(runs).data
                        if (v.claim.id, v.claim.source) in claims and v.claim.id not in settled]
-        verdicts = C.judge(comparisons, alpha=level)
+        verdicts = E.judge(comparisons, alpha=level)
         still = [v for v in verdicts if v.verdict in OPEN]
         settled |= {v.claim.id: (v.verdict, k, level) for v in verdicts if v.verdict not in OPEN}
         print(f"after {k} seeds: look {k - first + 1} of {len(levels)}, at level {level:.2g}: "
@@ -172,8 +173,8 @@ def _until_resolved(args, seeds) -> int:
 
 
 def cmd_merge(args) -> int:
-    from zoo.runner.store import default_path, open_store, warn_damaged
-    path = lambda x: default_path(x) if Path(x).is_dir() else Path(x)
+    from zoo.runner.store import default_path, locate, open_store, warn_damaged
+    path = lambda x: locate(default_path(x) if Path(x).is_dir() else Path(x))
     sources = []
     for src in args.sources:  # every source checked before INTO is created or written
         if not path(src).exists():
@@ -195,10 +196,9 @@ def cmd_merge(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from zoo.runner.store import default_path, open_store, warn_damaged
+    from zoo.runner.store import default_path, locate, open_store, warn_damaged
     path = Path(args.runs) if args.runs else default_path()
-    if path.is_dir():
-        path = default_path(path)
+    path = locate(default_path(path) if path.is_dir() else path)
     if not path.exists() and not args.runs:  # nothing has run here yet: an empty list, not an error
         print("[]" if args.json else f"no trials yet ({path} does not exist): start with `zoo run SPEC`")
         return 0
@@ -257,12 +257,12 @@ def _dead_driver(storage: Path) -> tuple[int | None, list[int]]:
     pid, holding = local.run_driver(storage)
     info = local.read_pidfile(storage)
     if info and not holding and (pid is None or pid == info.get("driver")):
-        if local._alive(info["driver"], info.get("driver_started")):
+        if local.alive(info["driver"], info.get("driver_started")):
             return None, []  # a run from before the lock: alive, so really running
         pid = info["driver"]
     if holding or pid is None:
         return None, []
-    left = sorted(p for p, t in info.get("pids", {}).items() if local._alive(int(p), t)) if info else []
+    left = sorted(p for p, t in info.get("pids", {}).items() if local.alive(int(p), t)) if info else []
     return pid, [int(p) for p in left]
 
 

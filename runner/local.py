@@ -122,7 +122,7 @@ def _stat(pid: int) -> tuple[str, int, int] | None:
     return rest[0], int(rest[1]), int(rest[19])
 
 
-def _alive(pid: int, started: int | None = None) -> bool:
+def alive(pid: int, started: int | None = None) -> bool:
     """pid runs (not a zombie) and, given `started`, is the process we recorded, not a reused pid."""
     st = _stat(pid)
     return bool(st) and st[0] != "Z" and (started is None or st[2] == started)
@@ -187,7 +187,7 @@ class LocalRay:
     def refresh(self) -> None:
         """Record the Ray processes now alive (trial workers come and go during a sweep)."""
         self.known |= _ray_pids()
-        self.known = {pid: t for pid, t in self.known.items() if _alive(pid, t)}
+        self.known = {pid: t for pid, t in self.known.items() if alive(pid, t)}
         body = {"driver": os.getpid(), "driver_started": _stat(os.getpid())[2],
                 "pids": {str(k): v for k, v in self.known.items()}}
         self.pidfile.parent.mkdir(parents=True, exist_ok=True)
@@ -212,7 +212,7 @@ def cleanup_leftovers(storage: Path) -> list[int]:
     info = read_pidfile(storage)
     if not info:
         return []
-    if info["driver"] != os.getpid() and _alive(info["driver"], info.get("driver_started")):
+    if info["driver"] != os.getpid() and alive(info["driver"], info.get("driver_started")):
         raise UserError(f"another `zoo run` (pid {info['driver']}) is using {storage}; wait for it, "
                         "stop it with Ctrl-C, or give this run a different --storage")
     ended = _end({int(k): v for k, v in info.get("pids", {}).items()})
@@ -222,14 +222,14 @@ def cleanup_leftovers(storage: Path) -> list[int]:
 
 def _end(pids: dict[int, int], grace: float = 3.0) -> list[int]:
     """SIGTERM, then SIGKILL after `grace` seconds, each pid still alive with its recorded start time."""
-    procs = {pid: t for pid, t in pids.items() if pid != os.getpid() and _alive(pid, t)}
+    procs = {pid: t for pid, t in pids.items() if pid != os.getpid() and alive(pid, t)}
     for pid in procs:
         _signal(pid, signal.SIGTERM)
     deadline = time.time() + grace
-    while time.time() < deadline and any(_alive(p, t) for p, t in procs.items()):
+    while time.time() < deadline and any(alive(p, t) for p, t in procs.items()):
         time.sleep(0.1)
     for pid, t in procs.items():
-        if _alive(pid, t):
+        if alive(pid, t):
             _signal(pid, signal.SIGKILL)
     return sorted(procs)
 

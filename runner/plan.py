@@ -18,7 +18,8 @@ import time
 
 from pydantic import BaseModel
 
-from zoo import costs
+from zoo.model import (FLOAT, SEQ_LEN, forward_flops, forward_flops_per_token, params_analytic, train_flops_total,
+                       train_memory)
 from zoo.text import duration, text_table
 from zoo.config import Config
 
@@ -49,8 +50,8 @@ def plan(cfgs: list[Config], measure: bool = True, stream=sys.stderr) -> list[Pl
         print(f"note: this machine is busy (load {load:.1f} on {cores} cores): the speed measured now, and the "
               "times below, are a busy machine's", file=stream, flush=True)
     for c in cfgs:
-        P = costs.params_analytic(c.model, c.data.vocab_size)
-        flops = costs.train_flops_total(c)
+        P = params_analytic(c.model, c.data.vocab_size)
+        flops = train_flops_total(c)
         rate = None
         if measure:
             key = json.dumps([c.model.model_dump(mode="json"), c.data.vocab_size, c.resources.cpus,
@@ -61,8 +62,8 @@ def plan(cfgs: list[Config], measure: bool = True, stream=sys.stderr) -> list[Pl
             rate = rates[key]
         out.append(PlannedTrial(
             trial=c.trial, variant=c.variant, seed=c.train.seed, overrides=c.overrides, params=P,
-            train_flops_total=flops, peak_memory_bytes=int(costs.train_memory(c)["total"]),
-            checkpoint_bytes=costs.FLOAT * P * (c.train.keep_checkpoints + 2), cpus=c.resources.cpus,
+            train_flops_total=flops, peak_memory_bytes=int(train_memory(c)["total"]),
+            checkpoint_bytes=FLOAT * P * (c.train.keep_checkpoints + 2), cpus=c.resources.cpus,
             measured_flops_per_s=rate, est_seconds=flops / rate if rate else None))
     return out
 
@@ -71,7 +72,7 @@ def measured_flops_per_s(c: Config, steps: int = 2) -> float:
     """Model FLOP/s of a few training steps of this trial on this machine (after one warm-up step of the same
     shape): zoo.train.step.train_step with the trial's precision and compile, as its loop runs it."""
     import torch
-    from zoo.data.batching import collate
+    from zoo.data import collate
     from zoo.model import build_model
     from zoo.train.device import keep_freed_memory
     from zoo.train.recipe import make_optimizer
@@ -80,8 +81,8 @@ def measured_flops_per_s(c: Config, steps: int = 2) -> float:
     torch.set_num_threads(max(1, int(c.resources.cpus)))  # what a trial gets
     try:
         V = c.data.vocab_size
-        L = min(costs.SEQ_LEN, c.model.max_len - 2)  # ids a side; collate adds eos (and bos)
-        per_token = 3 * costs.forward_flops_per_token(c.model, V, L + 1)
+        L = min(SEQ_LEN, c.model.max_len - 2)  # ids a side; collate adds eos (and bos)
+        per_token = 3 * forward_flops_per_token(c.model, V, L + 1)
         tokens = min(c.train.batch_tokens, max(MEASURE_TOKENS, MEASURE_FLOPS / per_token))
         B = max(1, int(tokens) // (L + 1))
         g = torch.Generator().manual_seed(0)
@@ -102,7 +103,7 @@ def measured_flops_per_s(c: Config, steps: int = 2) -> float:
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
             t += (time.perf_counter() - t0) if i else 0.0  # the first step warms up (and compiles)
-        work = 3 * costs.forward_flops(c.model, V, batch.n_src_tokens, batch.n_tgt_tokens, L + 1, L + 1) * steps
+        work = 3 * forward_flops(c.model, V, batch.n_src_tokens, batch.n_tgt_tokens, L + 1, L + 1) * steps
         return work / t
     finally:
         torch.set_num_threads(threads)

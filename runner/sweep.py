@@ -355,7 +355,7 @@ def _check_memory(c, workers: int, gpus: float, nodes: list[dict], spec: str) ->
     """A CPU trial's training memory against the largest node's (Ray's `memory` resource: what it
     lets tasks use). GPU trials train in GPU memory, which Ray does not report: zoo.train checks
     that on the GPU itself."""
-    from zoo.costs import gib, memory_text, train_memory
+    from zoo.model import gib, memory_text, train_memory
     room = [nd["memory"] for nd in nodes if nd.get("memory")]
     est = train_memory(c, workers)
     if gpus or not room or est["total"] <= max(room):

@@ -25,7 +25,7 @@ from pydantic import AliasChoices, BaseModel, Field
 
 from zoo.result import Done, Hardware, LogPoint, Provenance, Started, event, wire
 from zoo.config import Config
-from zoo.components import third_party
+from zoo.model import third_party
 
 
 class Setup(BaseModel):

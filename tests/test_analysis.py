@@ -2,7 +2,7 @@
 and the post hoc rule."""
 import pytest
 
-from zoo import analysis
+from zoo.evidence import analysis
 from zoo.cli import main
 from zoo.spec import SpecError
 
@@ -22,12 +22,12 @@ def test_a_plan_loads_and_its_hash_ignores_comments_and_key_order(tmp_path):
     a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
     a.write_text(PLAN)
     b.write_text("\n".join(reversed([x for x in PLAN.splitlines() if not x.startswith("#")])) + "\n# a comment\n")
-    pa, pb = analysis.load(a), analysis.load(b)
+    pa, pb = analysis.load_plan(a), analysis.load_plan(b)
     assert pa == pb and pa.hash() == pb.hash() and len(pa.hash()) == 16
     assert pa.families() == {"ppl": "primary", "bleu": "secondary"}
     c = tmp_path / "c.yaml"
     c.write_text(PLAN.replace("alpha: 0.05", "alpha: 0.1"))  # another level is another analysis
-    assert analysis.load(c).hash() != pa.hash()
+    assert analysis.load_plan(c).hash() != pa.hash()
 
 
 @pytest.mark.parametrize("line, field, says", [
@@ -43,7 +43,7 @@ def test_a_mistake_names_the_file_line_and_field(tmp_path, line, field, says):
     f = tmp_path / "plan.yaml"
     f.write_text(PLAN.replace(line, bad))
     with pytest.raises(SpecError) as e:
-        analysis.load(f)
+        analysis.load_plan(f)
     n = PLAN.splitlines().index(line) + 1
     assert str(e.value).startswith(f"{f}:{n}: {field}") and says in str(e.value), str(e.value)
 
@@ -61,7 +61,7 @@ def test_zoo_run_refuses_a_bad_plan_before_anything_starts(tmp_path, capsys):
 def test_post_hoc_when_trials_ran_under_another_plan_or_none(tmp_path):
     f = tmp_path / "plan.yaml"
     f.write_text(PLAN)
-    plan = analysis.load(f)
+    plan = analysis.load_plan(f)
     assert analysis.post_hoc(plan, [plan.hash(), plan.hash()]) == ""
     assert "another plan" in analysis.post_hoc(plan, [plan.hash(), "0123456789abcdef"])
     assert "no analysis plan" in analysis.post_hoc(plan, [plan.hash(), None])
@@ -89,7 +89,7 @@ def test_report_under_a_plan_marks_claims_whose_trials_ran_under_another(tmp_pat
     assert "Analysis plan: v2-as-if" in text and "ran under no analysis plan" in text
     with sqlite3.connect(store) as c:
         c.execute("ALTER TABLE trials ADD COLUMN analysis TEXT")
-        c.execute("UPDATE trials SET analysis = ?", (analysis.load(f).hash(),))
+        c.execute("UPDATE trials SET analysis = ?", (analysis.load_plan(f).hash(),))
     text, lines = claims_md(tmp_path / "b")
     assert lines and not any("(post hoc)" in line for line in lines), lines
     assert "every claim's trials ran under it" in text
@@ -109,7 +109,7 @@ def test_a_plan_without_a_trend_keeps_the_hash_it_had_before_trends_existed(tmp_
     a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
     a.write_text(PLAN)
     b.write_text(TREND)
-    pa, pb = analysis.load(a), analysis.load(b)
+    pa, pb = analysis.load_plan(a), analysis.load_plan(b)
     assert pb.trend.profiles == {"trend_32": 5, "trend_64": 5, "trend_128": 3} and pa.hash() != pb.hash()
     assert list(pb.trend.profiles) == ["trend_32", "trend_64", "trend_128"]  # the widths' order is kept
 
@@ -122,11 +122,11 @@ def test_a_trend_names_table_3_rows(tmp_path, bad, says):
     f = tmp_path / "p.yaml"
     f.write_text(TREND.replace("[C3, C1]", bad))
     with pytest.raises(SpecError) as e:
-        analysis.load(f)
+        analysis.load_plan(f)
     assert says in str(e.value) and f"{f}:" in str(e.value)
 
 
 def test_the_trend_reference_plan_loads():
     from pathlib import Path
-    plan = analysis.load(Path(__file__).parents[1] / "results" / "trend-cpu2" / "plan.yaml")
+    plan = analysis.load_plan(Path(__file__).parents[1] / "results" / "trend-cpu2" / "plan.yaml")
     assert len(plan.trend.comparisons) == 6 and plan.primary == "ppl"

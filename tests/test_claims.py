@@ -5,8 +5,8 @@ import random
 import numpy as np
 import pytest
 
-from zoo import claims as C
-from zoo import stats as S
+from zoo.evidence import claims as C
+from zoo.evidence import stats as S
 from zoo import data as D
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from zoo import claims as C
+from zoo.evidence import claims as C
 from zoo.cli import main
 from zoo.spec import resolve
 

@@ -16,12 +16,14 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from zoo import components, config
+from zoo import config
+
+from zoo.model import components
 from zoo.cli import main
 from zoo.config import COMPONENTS, Config, ModelSpec, param_matched_d_ff
-from zoo.costs import activation_floats_per_token, forward_flops, params_analytic
+from zoo.model.costs import activation_floats_per_token, forward_flops, params_analytic
 from zoo.errors import UserError
-from zoo.model import alibi_slopes, build_model, count_params, encoder_attention
+from zoo.model.transformer import alibi_slopes, build_model, count_params, encoder_attention
 
 REPO = Path(__file__).resolve().parents[1]
 HASHES = REPO / "tests/data/builtin_config_hashes.json"

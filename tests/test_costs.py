@@ -4,8 +4,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from zoo.cli import main
-from zoo.costs import forward_flops, params_analytic, paper_cost_flops, train_flops_per_step
-from zoo.model import build_model, count_params
+from zoo.model.costs import forward_flops, params_analytic, paper_cost_flops, train_flops_per_step
+from zoo.model.transformer import build_model, count_params
 from zoo.config import ModelSpec
 from zoo.spec import resolve, spec_files
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from zoo.decode import beam_search, beam_search_nocache, greedy, length_penalty, translate
-from zoo.model import Transformer
+from zoo.model.decode import beam_search, beam_search_nocache, greedy, length_penalty, translate
+from zoo.model.transformer import Transformer
 from zoo.config import ModelSpec
 
 BOS, EOS = 2, 3

@@ -80,7 +80,7 @@ def test_a_time_limit_stops_every_rank_at_the_same_step(repo, data_root, tmp_pat
 
 
 def _resume_job(rank: int, cfg: str, out: str, data_root: str) -> dict:
-    from zoo.model import build_model
+    from zoo.model.transformer import build_model
     from zoo.train import data_parallel
     c = Config.model_validate_json(cfg)
     events = []

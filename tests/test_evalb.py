@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from zoo import evalb
+from zoo.evidence import evalb
 
 
 def rsl_lines(path):

@@ -123,8 +123,8 @@ def test_check_fits_refuses_a_trial_too_big_for_every_node():
 
 def test_memory_estimate_counts_the_real_parameters():
     """weights / gradients / Adam are 4 / 4 / 8 bytes per parameter of the model zoo builds."""
-    from zoo.costs import train_memory
-    from zoo.model import build_model
+    from zoo.model.costs import train_memory
+    from zoo.model.transformer import build_model
     cfg = smoke_cfg()
     n = sum(p.numel() for p in build_model(cfg.model, cfg.data.vocab_size).parameters())
     est = train_memory(cfg)
@@ -143,8 +143,8 @@ def test_activation_estimate_bounds_what_autograd_keeps(variant, h, L, B, V):
     """What autograd saves for the backward pass of one batch (measured with saved-tensor hooks) is at
     most the estimate, and the estimate at most 2.5x that: the rest is the backward pass's transient
     gradients (the logits' above all). Many heads do not multiply it: SDPA keeps no L x L scores."""
-    from zoo.costs import FLOAT, activation_floats_per_token
-    from zoo.model import build_model
+    from zoo.model.costs import FLOAT, activation_floats_per_token
+    from zoo.model.transformer import build_model
     from zoo.train import smoothed_loss
     cfg = resolve(SPEC, variant, "quick")[0]
     assert cfg.model.h == h
@@ -367,7 +367,7 @@ def test_a_read_only_store_is_read_and_reported_as_read_only(data_root, as_nobod
 
 def test_a_diverged_dev_loss_is_non_finite_not_an_overflow(data_root):
     """Past exp()'s range the dev perplexity is inf (then NonFiniteLoss), never OverflowError."""
-    from zoo.model import build_model
+    from zoo.model.transformer import build_model
     from zoo.train import dev_perplexity, prepare
     cfg = smoke_cfg()
     p = prepare(cfg, data_root)

@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch import nn
 
-from zoo.metrics import bleu, dev_perplexity, perplexity, tokenized_bleu
+from zoo.evidence.metrics import bleu, dev_perplexity, perplexity, tokenized_bleu
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +109,7 @@ def test_dev_perplexity_confident_model():
 
 
 def test_dev_sentence_nll_lands_each_sentence_in_its_place():
-    from zoo.metrics import dev_nll, dev_sentence_nll
+    from zoo.evidence.metrics import dev_nll, dev_sentence_nll
     tgt_out = torch.tensor([[5, 6, 3, 0, 0], [7, 3, 0, 0, 0]])
     batch = SimpleNamespace(src=torch.ones(2, 4, dtype=torch.long), tgt_in=tgt_out.clone(), tgt_out=tgt_out,
                             indices=[2, 0])  # batches come length-sorted: sentence 2 first
@@ -121,8 +121,8 @@ def test_dev_sentence_nll_lands_each_sentence_in_its_place():
 
 
 def test_paper_bleu_splits_compounds_as_get_ende_bleu():
-    from zoo.metrics import PAPER_BLEU_LABEL, _compound_split, paper_bleu
-    from zoo.stats import bleu_from_stats
+    from zoo.evidence.metrics import PAPER_BLEU_LABEL, _compound_split, paper_bleu
+    from zoo.evidence.stats import bleu_from_stats
     assert _compound_split("rich-text format a-b-c") == "rich ##AT##-##AT## text format a ##AT##-##AT## b-c"  # as perl's /g
     same = paper_bleu(["Ein blau-weißes Haus."], ["Ein blau-weißes Haus ."])
     assert same["bleu"] == pytest.approx(100) and same["label"] == PAPER_BLEU_LABEL

@@ -1,7 +1,7 @@
 """The compiled Transformer: paper structure, tied weights, cached decoding = full forward."""
 import torch
 
-from zoo.model import build_model, count_params, sinusoid_table
+from zoo.model.transformer import build_model, count_params, sinusoid_table
 from zoo.config import ModelSpec
 
 TINY = ModelSpec(N=2, d_model=32, d_ff=64, h=4, d_k=8, d_v=12, dropout=0.1, max_len=64)
@@ -78,7 +78,7 @@ def test_dropout_only_in_training():
 def test_residual_dropout_on_cpu_is_dropout():
     """Residual's one-pass CPU dropout: LayerNorm(x + mask * s / (1 - p)), masks drawn at rate p
     (to 2^-16), the gradient through s is mask / (1 - p), and eval mode drops nothing."""
-    from zoo.model import Residual, _keep_mask
+    from zoo.model.transformer import Residual, _keep_mask
     torch.manual_seed(0)
     keep, scale = _keep_mask(torch.empty(400, 500), 0.1)
     assert keep.dtype == torch.bool and keep.shape == (400, 500)

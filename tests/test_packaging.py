@@ -34,8 +34,8 @@ def test_wheel_installs_only_zoo_with_builtin_specs(tmp_path):
     env = {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{deps}"}
     code = """
 import importlib.util, sys
-import zoo, zoo.runner.store, zoo.reports.tables, zoo.claims
-assert len(zoo.claims.CLAIMS) == 19
+import zoo, zoo.runner.store, zoo.reports.tables, zoo.evidence.claims
+assert len(zoo.evidence.claims.CLAIMS) == 19
 assert zoo.__file__.startswith(sys.argv[1]), zoo.__file__
 assert importlib.util.find_spec("runner") is None and importlib.util.find_spec("reports") is None
 from zoo.cli import main

@@ -13,7 +13,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from zoo import data as zdata
 from zoo.train import loop as ztrain, recipe
-from zoo.model import build_model
+from zoo.model.transformer import build_model
 from zoo.config import Config, ModelSpec
 
 V = 24

@@ -5,9 +5,11 @@ import random
 import pytest
 import torch
 
-from zoo import decode, metrics
+from zoo.evidence import metrics
+
+from zoo.model import decode
 from zoo.data import trees
-from zoo.model import build_model
+from zoo.model.transformer import build_model
 from zoo.config import ModelSpec
 from zoo.spec import SpecError, resolve
 

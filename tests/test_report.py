@@ -435,7 +435,8 @@ def test_seeds_show_as_mean_spread_and_count(tmp_path):
 
 def test_claims_section_gives_verdicts_from_stored_sentence_scores(tmp_path, data_root):
     import random
-    from zoo import claims as C, data as D
+    from zoo import data as D
+    from zoo.evidence import claims as C
     refs = [t for _, t in D.load_pairs("multi30k", "dev", data_root)][:300]
 
     def stats(p, seed):  # a system that drops each word with probability p

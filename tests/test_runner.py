@@ -126,8 +126,8 @@ def test_run_smoke_sweep_status_and_cached_rerun(tmp_path, data_root):
         assert ea.Scalars("train/loss")[-1].step == 40 and ea.Scalars("eval/dev_bleu")[0].value == pytest.approx(m.primary.bleu, abs=1e-3)
     assert "finished" in zoo("status", "--runs", str(storage)).stdout
     assert not local.read_pidfile(storage), "the pidfile goes with a clean stop"
-    from zoo import analysis
-    assert {t.analysis for t in rows(storage).values()} == {analysis.load(plan).hash()}
+    from zoo.evidence import analysis
+    assert {t.analysis for t in rows(storage).values()} == {analysis.load_plan(plan).hash()}
     curve = Store(storage / "zoo.db").points(SPEC, "A1", "smoke")  # the unsmoothed NLL beside the smoothed loss
     assert curve and all(p.nll is not None and p.nll > 0 for p in curve if p.loss is not None)
     assert any(p.nll != p.loss for p in curve if p.loss is not None)  # eps_ls 0.1: the two differ

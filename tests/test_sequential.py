@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from zoo import claims as C, sequential, stats as S
+from zoo.evidence import claims as C, sequential, stats as S
 from zoo.runner.cli import OPEN
 
 CLAIM = next(c for c in C.CLAIMS if c.id == "A-too-many-heads-ppl")  # A3 > A4 on perplexity, no precondition

@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from zoo import claims as C
-from zoo import stats as S
+from zoo.evidence import claims as C
+from zoo.evidence import stats as S
 
 SENTENCES, RESAMPLES, SIMULATIONS = 150, 2000, 500
 CLAIM = C.Claim("X-ppl", "X", "a beats b", "ppl", "a", "b")

@@ -9,7 +9,7 @@ import torch
 
 from zoo import data as zdata
 from zoo.config import Config, ModelSpec
-from zoo.model import build_model
+from zoo.model.transformer import build_model
 from zoo.train import loop as zloop, make_optimizer, smoothed_loss
 from zoo.train import step as zstep
 

@@ -1,28 +1,32 @@
-"""The structure stays a straight line (issues 11 and 33): spec -> model -> trial -> store -> report.
+"""The structure stays a straight line (issues 11, 33 and 43): spec -> model -> trial -> store -> report.
 
 Read from the source with ast (nothing is imported): no import circle among module-level imports, no
 module imports a later stage (not even lazily inside a function; the CLI modules sit on top), the longest
-chain of module-level imports stays short, no file borrows another file's `_private` name, and a package's
-parts never go through their own door (its __init__, which is for outsiders)."""
+chain of module-level imports as Python runs them stays short, no file borrows another file's `_private`
+name (imported or as an attribute), code outside a package goes through its door (the names its parts'
+`__all__` lend), and a package's parts never go through their own door (its __init__, which is for outsiders)."""
 import ast
 import functools
 from pathlib import Path
 
+from zoo._door import exported
+
 REPO = Path(__file__).resolve().parents[1]
 FOLDERS = {"zoo": "zoo", "runner": "zoo.runner", "reports": "zoo.reports"}
-PACKAGES = {"zoo.spec", "zoo.data", "zoo.train"}  # zoo's own packages: a door (__init__) and its parts
-SPEC = {"zoo.spec", "zoo.spec.yaml12", "zoo.spec.specfile", "zoo.spec.profiles", "zoo.spec.sweep_axes",
-        "zoo.spec.resolution", "zoo.spec.schema"}
-DATA = {"zoo.data", "zoo.data.corpora", "zoo.data.files", "zoo.data.download", "zoo.data.read", "zoo.data.bpe",
-        "zoo.data.encoded", "zoo.data.batching", "zoo.data.trees"}
-TRAIN = {"zoo.train", "zoo.train.recipe", "zoo.train.compiled_loss", "zoo.train.checkpointing", "zoo.train.writer",
-         "zoo.train.device", "zoo.train.step", "zoo.train.loop"}
+PACKAGES = {"zoo.spec", "zoo.data", "zoo.train", "zoo.model", "zoo.evidence"}  # a door (__init__) and its parts
+
+
+def parts(pkg: str) -> set[str]:
+    return {f"{pkg}.{f.stem}" for f in (REPO / pkg.replace(".", "/")).glob("*.py") if f.stem != "__init__"}
+
+
+SPEC, DATA, TRAIN, MODEL, EVIDENCE = ({p} | parts(p) for p in ("zoo.spec", "zoo.data", "zoo.train", "zoo.model",
+                                                               "zoo.evidence"))
 # stages in order; a module may import its own stage and earlier ones
 STAGES = [
     {"zoo._door", "zoo.errors", "zoo.paths", "zoo.paper", "zoo.tokens", "zoo.config", "zoo.result", "zoo.text"},
     SPEC | DATA,  # the spec, and the corpora it names (validation checks names and splits against the catalog)
-    {"zoo.evalb_params", "zoo.evalb", "zoo.components", "zoo.model", "zoo.costs", "zoo.metrics", "zoo.decode",
-     "zoo.stats", "zoo.claims", "zoo.analysis", "zoo.sequential", "zoo.trend"},                                                        # the model and its scores
+    MODEL | EVIDENCE,                                                                      # the model and its scores
     TRAIN,                                                                                 # a trial's work
     {"zoo.runner.store"},                                                                  # the store
     {"zoo.runner.local", "zoo.runner.trial", "zoo.runner.progress", "zoo.runner.sweep",
@@ -32,9 +36,15 @@ STAGES = [
      "zoo.reports.trend", "zoo.reports.compare"},
 ]
 CLI = {"zoo", "zoo.cli", "zoo.commands", "zoo.runner.cli", "zoo.reports.cli", "zoo.runner", "zoo.reports"}
-LONGEST_CHAIN = 8  # modules, counted along module-level imports (12 before the packages got their seams)
+LONGEST_CHAIN = 8  # modules, counted along module-level imports as Python runs them (12 before the packages)
+TOP_LEVEL = 14     # zoo/'s own modules beside its packages
 
 
+@functools.cache
+def served(door: str) -> dict[str, str]:
+    """What a door serves: name -> the part whose __all__ lends it."""
+    return {n: f"{door}.{Path(f).stem}" for f in sorted((REPO / door.replace(".", "/")).glob("*.py"))
+            if f.name != "__init__.py" for n in exported(f)}
 def modules() -> dict[str, Path]:
     out = {}
     for folder, pkg in FOLDERS.items():
@@ -64,6 +74,8 @@ def imports(path: Path, name: str, top_only: bool) -> set[str]:
             src = _source(name, path, n)
             got.add(src)
             got |= {f"{src}.{a.name}" for a in n.names}  # `from zoo import data`
+            if src in PACKAGES:  # the door resolves the name now, importing the part that lends it
+                got |= {served(src)[a.name] for a in n.names if a.name in served(src)}
     return got
 
 
@@ -94,7 +106,8 @@ def test_no_import_circle():
 
 def test_the_longest_import_chain_is_short():
     """A module's import-time world is its chain of module-level imports: five stages should not need twelve
-    floors. (A door is lazy, PEP 562: importing it imports none of its parts, so it ends a chain.)"""
+    floors. A door is lazy (PEP 562): `import zoo.spec` imports none of its parts, but `from zoo.spec import
+    resolve` imports zoo.spec.resolution at once, so the chain goes on through it."""
     g = graph()
 
     @functools.cache
@@ -170,3 +183,81 @@ def test_plain_checkout_says_install_in_one_line(tmp_path):
                        text=True, timeout=60)
     assert r.returncode == 2 and r.stdout == "", r
     assert r.stderr.count("\n") == 1 and "zoo is not installed: run `pip install -e .`" in r.stderr, r.stderr
+
+
+def test_outsiders_go_through_the_door():
+    """Code outside a package imports what its door serves (the names of its parts' `__all__`), never a part
+    itself: a part's other names are its package's business. Tests may reach in; zoo/, runner/, reports/ may not."""
+    mods = modules()
+    bad = []
+    for m, p in mods.items():
+        mine = next((d for d in PACKAGES if m == d or m.startswith(d + ".")), None)
+        for n in ast.walk(ast.parse(p.read_text())):
+            names = []
+            if isinstance(n, ast.ImportFrom):
+                src = _source(m, p, n)
+                names = [f"{src}.{a.name}" for a in n.names] if src in PACKAGES | {"zoo"} else [src]
+                if src in PACKAGES and src != mine:
+                    bad += [f"{m}: {src} serves no {a.name}" for a in n.names
+                            if a.name not in served(src) and f"{src}.{a.name}" not in mods]
+            elif isinstance(n, ast.Import):
+                names = [a.name for a in n.names]
+            for x in names:
+                door = next((d for d in PACKAGES if x.startswith(d + ".")), None)
+                if door and door != mine and x in mods:
+                    bad.append(f"{m} reaches past the door into {x}")
+    assert not bad, "\n".join(bad)
+
+
+def test_each_door_serves_its_parts_all():
+    """A door is built from its parts' `__all__` (one list per part): every name listed exists in its part."""
+    bad = []
+    for door in PACKAGES:
+        for name, part in served(door).items():
+            tree = ast.parse(modules()[part].read_text())
+            defined = {t.id for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+                       for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+            defined |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            defined |= {a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names}
+            if name not in defined:
+                bad.append(f"{part}.__all__ names {name}, which it does not define")
+    assert not bad, "\n".join(bad)
+
+
+def test_no_private_attribute_crosses_files():
+    """`x._name` where _name is defined only in another of the project's files borrows a private name as surely
+    as importing it (`local._alive` once did)."""
+    mods = modules()
+    defined: dict[str, set[str]] = {}
+    for m, p in mods.items():
+        for n in ast.walk(ast.parse(p.read_text())):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defined.setdefault(n.name, set()).add(m)
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                defined.setdefault(n.id, set()).add(m)
+            elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store):
+                defined.setdefault(n.attr, set()).add(m)
+            elif isinstance(n, ast.arg):
+                defined.setdefault(n.arg, set()).add(m)
+    bad = []
+    for m, p in mods.items():
+        for n in ast.walk(ast.parse(p.read_text())):
+            if (isinstance(n, ast.Attribute) and n.attr.startswith("_") and not n.attr.startswith("__")
+                    and n.attr in defined and m not in defined[n.attr]):
+                bad.append(f"{m}: .{n.attr} (defined in {', '.join(sorted(defined[n.attr]))})")
+    assert not bad, "\n".join(bad)
+
+
+def test_zoo_top_level_is_small():
+    """zoo/ holds the ground floor, the CLI and its packages; the model and the evidence are packages too."""
+    flat = sorted(f.name for f in (REPO / "zoo").glob("*.py"))
+    assert len(flat) <= TOP_LEVEL, flat
+
+
+def test_no_import_through_a_string():
+    """The project imports its own code by import statements (which this file can follow), never by a string
+    such as "zoo.model:MultiHeadAttention" resolved at run time."""
+    import re
+    bad = [f"{m}: {x}" for m, p in modules().items()
+           for x in re.findall(r"[\"']zoo(?:\.\w+)+:\w+[\"']", p.read_text())]
+    assert not bad, "\n".join(bad)

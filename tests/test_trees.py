@@ -1,7 +1,7 @@
 """zoo.trees on the real WSJ sample (../shared/data/ptb-wsj-sample)."""
 import pytest
 
-from zoo import evalb
+from zoo.evidence import evalb
 from zoo.data import trees
 from zoo.data.trees import Tree, clean, delinearize, linearize, parse_trees, to_bracketed
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from zoo import trend as T
+from zoo.evidence import trend as T
 
 ROWS = ("base", "A1", "A3", "A4", "B1", "C1", "C3", "D3", "E")
 COMPARISONS = {"A-one-head": ("base", "A1"), "A-too-many-heads": ("A3", "A4"), "B-small-dk": ("base", "B1"),
@@ -37,7 +37,7 @@ def simulate(rng, effects, n=150, seed_sd=0.01, row_sentence_sd=0.05, noise_sd=0
 
 
 def run(rows, **kw):
-    return T.trend(rows, {p: d for p, (d, _) in WIDTHS.items()}, COMPARISONS, resamples=300, **kw)
+    return T.fit_trend(rows, {p: d for p, (d, _) in WIDTHS.items()}, COMPARISONS, resamples=300, **kw)
 
 
 def test_a_known_slope_is_found_with_its_direction():

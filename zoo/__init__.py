@@ -13,7 +13,11 @@ Names resolve lazily (PEP 562) so `import zoo` and the CLI start without importi
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
 import os
+import sys
+import warnings
 
 # Large CPU tensors on transparent huge pages. torch reads this once, at its first CPU allocation,
 # so it is set here, before any. A training step allocates and frees logits-sized buffers (100+ MB)
@@ -35,8 +39,35 @@ _API = {  # public name -> (module, attribute): one home per fact, these are re-
 }
 __all__ = sorted(_API)
 
+# Modules that moved into a package keep their old names, with a DeprecationWarning naming their home.
+MOVED = {f"zoo.{m}": f"zoo.{pkg}.{m}" for pkg, ms in {
+    "model": "components costs decode", "evidence": "evalb_params evalb metrics stats claims sequential analysis trend",
+}.items() for m in ms.split()}
+
+
+class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """`import zoo.claims` gives zoo.evidence.claims itself (one module, not a copy), and says where it lives."""
+
+    def find_spec(self, name, path=None, target=None):
+        return importlib.util.spec_from_loader(name, self) if name in MOVED else None
+
+    def create_module(self, spec):
+        warnings.warn(f"{spec.name} moved: import it from {MOVED[spec.name]}", DeprecationWarning, stacklevel=2)
+        module = importlib.import_module(MOVED[spec.name])
+        self.home_spec = module.__spec__  # the import system stamps the old name's spec on it next
+        return module
+
+    def exec_module(self, module):
+        module.__spec__ = self.home_spec
+
+
+if not any(isinstance(f, _MovedModules) for f in sys.meta_path):
+    sys.meta_path.append(_MovedModules())
+
 
 def __getattr__(name: str):
+    if f"zoo.{name}" in MOVED:
+        return importlib.import_module(f"zoo.{name}")
     if name not in _API:
         raise AttributeError(f"module 'zoo' has no attribute {name!r}")
     module, attr = _API[name]

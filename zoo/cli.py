@@ -117,7 +117,7 @@ def budget(c) -> str:
 def cmd_params(args) -> int:
     import torch
     from zoo import paper
-    from zoo.costs import params_analytic
+    from zoo.model import params_analytic
     from zoo.model import build_model, count_params
     rows = []
     for c in _configs(args):
@@ -138,8 +138,8 @@ def cmd_params(args) -> int:
 
 
 def cmd_flops(args) -> int:
-    from zoo.costs import SEQ_LEN, costs
-    rows = [costs(c) for c in _configs(args)]
+    from zoo.model import SEQ_LEN, cost_row
+    rows = [cost_row(c) for c in _configs(args)]
     title = (f"analytic FLOPs (2 per multiply-add, training = 3 x forward, sentences of {SEQ_LEN} word-pieces); "
              "paper_cost_flops = the paper's estimate: training time x 8 GPUs x 9.5 TFLOPS (P100)")
     _emit(args, rows, ["variant", "forward_flops_per_token", "train_flops_per_step", "steps",
@@ -148,7 +148,7 @@ def cmd_flops(args) -> int:
 
 
 def cmd_schema(args) -> int:
-    from zoo.spec.schema import profile_schema, spec_schema
+    from zoo.spec import profile_schema, spec_schema
     print(json.dumps(profile_schema() if args.profile_file else spec_schema(), indent=2))
     return 0
 

@@ -35,7 +35,7 @@ def cmd_data(args) -> int:
 
 
 def cmd_evalb(args) -> int:
-    from zoo.evalb import evalb_main
+    from zoo.evidence import evalb_main
     print(evalb_main(args.gold, args.test, args.params), end="")
     return 0
 
@@ -130,8 +130,7 @@ class Progress:
 
 def cmd_train(args) -> int:
     from zoo.paths import inside
-    from zoo.spec import auto_profile, profile_description, resolve
-    from zoo.spec.specfile import SpecError
+    from zoo.spec import SpecError, auto_profile, profile_description, resolve
     profile = auto_profile(args.profile)
     try:
         cfgs = resolve(args.spec, args.variant, profile, args.set, data_dir=args.data_dir)
@@ -206,7 +205,8 @@ def _summary_text(r) -> str:
 
 
 def cmd_translate(args) -> int:
-    from zoo import data as zdata, decode
+    from zoo import data as zdata
+    from zoo.model import translate
     from zoo.config import Config
     from zoo.result import RunResult
     from zoo.train import average_checkpoints, build, checkpoints, load_checkpoint, target_vocab
@@ -249,7 +249,7 @@ def cmd_translate(args) -> int:
         if n > limit:
             print(f"zoo translate: warning: line {i + 1} has {n} word-pieces, more than the model's max_len "
                   f"{cfg.model.max_len} holds: only its first {limit} are translated", file=sys.stderr)
-    for hyp in decode.translate(model.eval(), sp, lines, cfg.eval, tgt=tgt):
+    for hyp in translate(model.eval(), sp, lines, cfg.eval, tgt=tgt):
         print(hyp)
     return 0
 

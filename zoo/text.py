@@ -1,6 +1,8 @@
-"""How the terminal shows things: one duration format and one text table, for every command's output
-(`zoo status`, `zoo run --plan`, the live table, `zoo train`, `zoo power`) and the report's cells."""
+"""How the terminal shows things: one duration format, one text table and one did-you-mean, for every command's
+output (`zoo status`, `zoo run --plan`, the live table, `zoo train`, `zoo power`), the report's cells and errors."""
 from __future__ import annotations
+
+import difflib
 
 
 def duration(s: float | None) -> str:
@@ -21,3 +23,10 @@ def text_table(rows: list[tuple], right: tuple[int, ...] = (), last_free: bool =
         cells = [x.rjust(w) if i in right else x.ljust(w) for i, (x, w) in enumerate(zip(r, widths))]
         lines.append("  ".join(cells + list(r[n:])).rstrip())
     return "\n".join(lines)
+
+
+def did_you_mean(word: str, choices) -> str:
+    """"; did you mean 'x'? Allowed: ..." for a word not among the choices (the closest one, if any)."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    return f"{hint} Allowed: {', '.join(sorted(choices))}"

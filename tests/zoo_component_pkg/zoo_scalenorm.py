@@ -2,7 +2,7 @@
 import torch
 from torch import nn
 
-from zoo.components import Cost
+from zoo.model import Cost
 
 
 class ScaleNorm(nn.Module):

@@ -17,12 +17,5 @@ list` imports neither torch nor sentencepiece.
 """
 from zoo._door import door
 
-__getattr__, __dir__ = door(__name__, {
-    "corpora": "ARCHIVE_SHA256 Archive CORPORA Corpus CorpusFile DataError corpus data_dir",
-    "download": "BUILD_STAMP DOWNLOAD_ENV MIRROR_ENV WORD_PIECES_PER_WORD downloads_allowed fetch fetch_on_first_use "
-             "list_corpora split_present train_size verify",
-    "read": "load_pairs",
-    "bpe": "bpe_model load_sp",
-    "encoded": "EncodedCorpus encoded_corpus",
-    "batching": "Batch PairsIds collate encode_pairs make_batches pair_lengths shard",
-}, moved={"zoo.tokens": "PAD UNK BOS EOS"})
+__getattr__, __dir__ = door(__name__, __file__, ["corpora", "download", "read", "bpe", "encoded", "batching", "files", "trees"],
+                            moved={"zoo.tokens": "PAD UNK BOS EOS"})

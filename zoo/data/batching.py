@@ -18,6 +18,8 @@ from zoo.data.encoded import EncodedCorpus
 if TYPE_CHECKING:  # torch is imported where tensors are made: `zoo data list` stays quick
     import torch
 
+__all__ = ["Batch", "PairsIds", "collate", "encode_pairs", "make_batches", "pair_lengths", "shard"]
+
 log = logging.getLogger(__name__)
 
 

@@ -18,6 +18,8 @@ from zoo.data.corpora import DataError, user_cache, corpus, data_dir
 from zoo.data.files import atomic_write_stream, lines
 from zoo.data.read import load_pairs, split_files
 
+__all__ = ["bpe_model", "load_sp"]  # what it lends outside its package (the door serves these)
+
 
 log = logging.getLogger(__name__)
 

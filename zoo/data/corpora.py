@@ -14,6 +14,8 @@ from pathlib import Path
 
 from zoo.errors import UserError
 
+__all__ = ["ARCHIVE_SHA256", "Archive", "CORPORA", "Corpus", "CorpusFile", "DataError", "corpus", "data_dir"]
+
 
 # --------------------------------------------------------------------------- data directory
 class DataError(UserError):

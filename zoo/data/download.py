@@ -22,6 +22,9 @@ from typing import Iterator
 from zoo.data.corpora import ARCHIVE_SHA256, Archive, CORPORA, Corpus, DataError, corpus, data_dir, where
 from zoo.data.files import atomic_write_stream, find_file, lines, sha256_file
 
+__all__ = ["BUILD_STAMP", "DOWNLOAD_ENV", "MIRROR_ENV", "WORD_PIECES_PER_WORD", "downloads_allowed", "fetch",
+           "fetch_on_first_use", "list_corpora", "split_present", "train_size", "verify"]
+
 
 log = logging.getLogger(__name__)
 

@@ -25,6 +25,8 @@ from zoo.data.files import lines, sha256_file
 from zoo.data.read import load_pairs, split_files
 from zoo.data.bpe import cache_folder, load_sp
 
+__all__ = ["EncodedCorpus", "encoded_corpus"]  # what it lends outside its package (the door serves these)
+
 
 log = logging.getLogger(__name__)
 

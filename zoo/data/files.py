@@ -11,6 +11,8 @@ from typing import Iterator
 
 from zoo.data.corpora import DataError
 
+__all__ = []  # nothing outside its package: the package's parts import it by module
+
 
 def find_file(root: Path, rel: str) -> Path | None:
     """The file for `rel` under root; a path without .gz may also exist gzipped."""

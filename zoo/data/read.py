@@ -9,6 +9,8 @@ from pathlib import Path
 from zoo.data.corpora import Corpus, DataError, corpus, data_dir
 from zoo.data.files import find_file, lines
 
+__all__ = ["load_pairs"]  # what it lends outside its package (the door serves these)
+
 
 def split_files(c: Corpus, split: str, root: Path, explicit) -> tuple[list[Path], list[Path]]:
     if split not in c.split_choices():

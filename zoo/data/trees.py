@@ -39,6 +39,9 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+__all__ = ["SymbolVocab", "Tree", "delinearize", "flat_tree", "malformed", "right_branching", "to_bracketed",
+           "word_pointer_tables"]
+
 # The sample has no sections 02-23: split by file number (inclusive ranges).
 SPLITS = {"train": (1, 159), "dev": (160, 179), "test": (180, 199)}
 # A full treebank: the standard WSJ sections.

@@ -12,14 +12,6 @@ This door serves the parts' public names to outsiders (`from zoo.spec import res
 """
 from zoo._door import door
 
-__getattr__, __dir__ = door(__name__, {
-    "yaml12": "YamlError",
-    "specfile": "Doc FILE_KEYS MAX_BYTES MAX_EXTENDS SECTIONS SpecError builtin_specs deep_merge load_file load_yaml "
-                "read_yaml spec_path specs_dir variant_names",
-    "profiles": "PROFILE_KEYS SCALE_KEYS WIDTHS apply_profile auto_profile find_profile profile_description "
-                "profile_name profiles_dir read_profile",
-    "sweep_axes": "Asha MAX_GRID SPACES scheduler sweep_size",
-    "resolution": "MAX_SEEDS MAX_TRIALS parse_set resolve spec_files trial_name",
-    "schema": "profile_schema spec_schema",
-}, moved={"zoo.config": "Config CrossFieldError DataSpec EvalSpec MAX_STEPS MAX_TOKENS ModelSpec OptimizerSpec "
-                        "PaperRef ResourcesSpec ScheduleSpec TrainSpec"})
+__getattr__, __dir__ = door(__name__, __file__, ["yaml12", "specfile", "profiles", "sweep_axes", "resolution", "schema"],
+                            moved={"zoo.config": "Config CrossFieldError DataSpec EvalSpec MAX_STEPS MAX_TOKENS ModelSpec "
+                                                 "OptimizerSpec PaperRef ResourcesSpec ScheduleSpec TrainSpec"})

@@ -12,8 +12,12 @@ from pathlib import Path
 
 from zoo.paths import name_problem, shorten
 from zoo.config import DataSpec, MAX_STEPS, ModelSpec, TrainSpec
-from zoo.spec.specfile import (MAX_EXTENDS, Doc, SECTIONS, SpecError, did_you_mean, kind_of, unknown_key, deep_merge, read_yaml,
+from zoo.text import did_you_mean
+from zoo.spec.specfile import (MAX_EXTENDS, Doc, SECTIONS, SpecError, kind_of, unknown_key, deep_merge, read_yaml,
                           specs_dir, without_empty)
+
+__all__ = ["PROFILE_KEYS", "SCALE_KEYS", "WIDTHS", "apply_profile", "auto_profile", "find_profile",
+           "profile_description", "profile_name", "profiles_dir", "read_profile"]
 
 
 PROFILE_KEYS = {"description", "extends", "scale", "set", "datasets", "seeds"}
@@ -244,8 +248,7 @@ def _keep_checkpoint_share(doc: Doc, before: dict, base_t: "TrainSpec") -> Doc:
 def _prefer(prof: Doc, name: str, entry: dict, m_locs: dict, data_dir, notes: list[str] | None) -> dict:
     """`datasets: {X: {prefer: {dataset: P, ...}, dataset: F, ...}}`: P's settings when P's training
     split is in the data directory (`zoo data fetch P` put it there), else F's. Never downloads."""
-    from zoo.data.corpora import data_dir as resolve_dir  # no torch there
-    from zoo.data.download import split_present
+    from zoo.data import data_dir as resolve_dir, split_present  # no torch there
     pref = entry.pop("prefer")
     if not isinstance(pref, dict) or not isinstance(pref.get("dataset"), str):
         raise SpecError(prof.where(("datasets", name, "prefer")), f"datasets.{shorten(name)}.prefer",

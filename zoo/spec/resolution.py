@@ -28,9 +28,12 @@ from zoo.config import COMPONENT_FIELDS, ClaimSpec, Config, CrossFieldError, com
 from zoo.paper import TABLE2, TABLE3, TABLE4
 from zoo.paths import name_problem, shorten
 from zoo.spec.profiles import profile_text, apply_profile, check_heads, find_profile, profile_name, read_profile
-from zoo.spec.specfile import (SECTIONS, Doc, SpecError, did_you_mean, unknown_key, read_variants, deep_merge, load_file,
+from zoo.text import did_you_mean
+from zoo.spec.specfile import (SECTIONS, Doc, SpecError, unknown_key, read_variants, deep_merge, load_file,
                           load_yaml, spec_path, specs_dir)
 from zoo.spec.sweep_axes import count, read_asha, read_grid, split_scaled, sweep_size
+
+__all__ = ["MAX_SEEDS", "MAX_TRIALS", "check_claims", "parse_set", "resolve", "spec_error", "spec_files", "trial_name"]
 
 
 MAX_SEEDS = 100
@@ -377,7 +380,7 @@ def _say(note: str) -> None:
 def _check_corpus(doc: Doc, cfg: Config) -> None:
     """The corpus and splits exist in the registry (zoo.corpora: no torch there), so a typo fails here,
     not when the run starts."""
-    from zoo.data.corpora import CORPORA
+    from zoo.data import CORPORA
     name = cfg.data.dataset
     if name not in CORPORA:
         raise SpecError(doc.where(("data", "dataset")), "data.dataset",

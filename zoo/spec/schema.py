@@ -17,6 +17,8 @@ from zoo.spec.resolution import MAX_SEEDS
 from zoo.spec.specfile import SECTIONS
 from zoo.spec.sweep_axes import Asha
 
+__all__ = ["profile_schema", "spec_schema"]  # what it lends outside its package (the door serves these)
+
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 SECTION_MODELS = {"model": ModelSpec, "data": DataSpec, "train": TrainSpec, "eval": EvalSpec,
                   "resources": ResourcesSpec}

@@ -7,7 +7,6 @@ set the bad value.
 from __future__ import annotations
 
 import copy
-import difflib
 import os
 import stat
 from pathlib import Path
@@ -15,6 +14,10 @@ from pathlib import Path
 from zoo.spec import yaml12
 from zoo.errors import UserError
 from zoo.paths import SAFE_NAME, name_problem, shorten
+from zoo.text import did_you_mean
+
+__all__ = ["Doc", "FILE_KEYS", "MAX_BYTES", "MAX_EXTENDS", "SECTIONS", "SpecError", "builtin_specs", "deep_merge",
+           "load_file", "load_yaml", "read_yaml", "spec_path", "specs_dir", "variant_names"]
 
 
 SECTIONS = ("model", "data", "train", "eval", "resources")
@@ -39,12 +42,6 @@ class SpecError(UserError):
         field = shorten(field, 120)
         self.where, self.field, self.message = where, field, message
         super().__init__(f"{where}: {field + ': ' if field else ''}{message}")
-
-
-def did_you_mean(word: str, choices) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    hint = f"; did you mean '{close[0]}'?" if close else ""
-    return f"{hint} Allowed: {', '.join(sorted(choices))}"
 
 
 # ----------------------------------------------------------------------------------------------

@@ -21,6 +21,8 @@ from zoo.config import MAX_STEPS, Strict
 from zoo.spec.specfile import Doc, SECTIONS, SpecError, load_file, spec_path
 from zoo.spec.profiles import WIDTHS
 
+__all__ = ["Asha", "MAX_GRID", "SPACES", "scheduler", "sweep_size"]
+
 
 MAX_GRID = 1000  # points one sweep may make (grid x random samples, before variants and seeds)
 

@@ -26,6 +26,8 @@ import yaml
 from zoo.errors import UserError
 from zoo.paths import shorten
 
+__all__ = ["YamlError"]  # what it lends outside its package (the door serves these)
+
 MAX_DEPTH = 32  # the deepest real spec nests 5 levels (variants.A1.train.optimizer.betas)
 
 _PARSER = getattr(yaml, "CBaseLoader", yaml.BaseLoader)  # libyaml's parser (inside PyYAML's wheels); the events alone are used

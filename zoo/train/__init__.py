@@ -11,11 +11,5 @@ This door serves their public names to outsiders (`from zoo.train import train`;
 """
 from zoo._door import door
 
-__getattr__, __dir__ = door(__name__, {
-    "recipe": "LOSS_CHUNK make_optimizer smoothed_loss",
-    "checkpointing": "average_checkpoints checkpoints load_checkpoint",
-    "device": "NoGPU autocast autocast_dtype available_memory check_memory cpu_has_bf16 cuda_seen gpu_share "
-              "keep_freed_memory",
-    "loop": "GPUOutOfMemoryError NonFiniteLoss Prepared attention_map build compiled data_parallel dev_perplexity "
-            "dev_sentence_nll evaluate load_for_eval prepare rank_parts read_stats target_vocab train",
-}, moved={"zoo.config": "noam_lr"})
+__getattr__, __dir__ = door(__name__, __file__, ["recipe", "checkpointing", "device", "loop", "step", "writer", "compiled_loss"],
+                            moved={"zoo.config": "noam_lr"})

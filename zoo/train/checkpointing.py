@@ -20,6 +20,8 @@ import torch.distributed as dist
 from zoo.errors import UserError, disk_full, on_sigterm
 from zoo.train.device import rank_and_world
 
+__all__ = ["average_checkpoints", "checkpoints", "load_checkpoint"]
+
 
 # -- checkpoints --------------------------------------------------------------------------------
 

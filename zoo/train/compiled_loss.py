@@ -18,6 +18,8 @@ import torch
 
 from zoo.tokens import PAD
 
+__all__ = []  # nothing outside its package: the package's parts import it by module
+
 BACKEND = "inductor"  # tests use "aot_eager": the same graphs without a C++ build
 
 

@@ -17,6 +17,9 @@ import torch.distributed as dist
 from zoo.errors import UserError
 from zoo.config import Config
 
+__all__ = ["NoGPU", "autocast", "autocast_dtype", "available_memory", "check_memory", "cpu_has_bf16", "cuda_seen",
+           "gpu_share", "keep_freed_memory"]  # what it lends outside its package (the door serves these)
+
 
 def rank_and_world() -> tuple[int, int]:
     if dist.is_available() and dist.is_initialized():
@@ -125,7 +128,7 @@ def keep_freed_memory() -> bool:
 
 def check_memory(cfg: Config, world: int, device) -> None:
     """Refuse a model this machine (or GPU) cannot train before allocating anything."""
-    from zoo.costs import gib, memory_text, train_memory
+    from zoo.model import gib, memory_text, train_memory
     est = train_memory(cfg, world)
     if device.type == "cuda":
         have, what = gpu_share(cfg, device)

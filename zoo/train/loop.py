@@ -46,6 +46,10 @@ from zoo.train.step import compiled, gradients, train_step
 from zoo.train.writer import Writer
 from zoo.result import Attention, Hardware, LogPoint, RunResult, SplitScore
 
+__all__ = ["GPUOutOfMemoryError", "NonFiniteLoss", "Prepared", "attention_map", "build", "compiled", "data_parallel",
+           "dev_perplexity", "dev_sentence_nll", "evaluate", "load_for_eval", "prepare", "rank_parts", "read_stats",
+           "target_vocab", "train"]  # what it lends outside its package (the door serves these)
+
 Report = Callable[[dict], None]
 
 
@@ -426,7 +430,7 @@ def _step(cfg: Config, fwd: torch.nn.Module, opt, device, work: _Work, stats: to
 
 
 def _out_of_memory(cfg: Config, model: Transformer, device, step: int, world: int, e: Exception) -> GPUOutOfMemoryError:
-    from zoo.costs import gib, memory_text, train_memory
+    from zoo.model import gib, memory_text, train_memory
     peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else 0
     have, what = gpu_share(cfg, device) if device.type == "cuda" else (0, f"{device} holds")
     per_device = cfg.train.max_tokens_per_device or cfg.train.batch_tokens // world
@@ -484,18 +488,18 @@ def _save(out: Path, cfg: Config, model, opt, st: _State, elapsed: float, device
 
 def dev_perplexity(model: Transformer, pairs: list, batch_tokens: int) -> float:
     """Per-word-piece perplexity on the dev pairs, without label smoothing (zoo.metrics computes it)."""
-    from zoo import metrics
+    from zoo import evidence as E
     lengths = pair_lengths(pairs)
     batches = (collate(pairs, b) for b in make_batches(lengths, max(batch_tokens, 2000), 0, 0))
-    return metrics.dev_perplexity(model, batches)
+    return E.dev_perplexity(model, batches)
 
 
 def dev_sentence_nll(model: Transformer, pairs: list, batch_tokens: int) -> list[list[float]]:
     """Per dev sentence [NLL, tokens], in the split's order, the same batches as dev_perplexity."""
-    from zoo import metrics
+    from zoo import evidence as E
     lengths = pair_lengths(pairs)
     batches = (collate(pairs, b) for b in make_batches(lengths, max(batch_tokens, 2000), 0, 0))
-    return metrics.dev_sentence_nll(model, batches, len(pairs))
+    return E.dev_sentence_nll(model, batches, len(pairs))
 
 
 def load_for_eval(cfg: Config, out: Path, model: Transformer) -> str:
@@ -511,7 +515,8 @@ def load_for_eval(cfg: Config, out: Path, model: Transformer) -> str:
 
 def evaluate(cfg: Config, out: Path, model: Transformer, p: Prepared, device) -> tuple[dict[str, SplitScore], Attention]:
     """Decode and score each eval split (the spec's own and its extra splits); the attention map."""
-    from zoo import decode, metrics
+    from zoo import evidence as E
+    from zoo.model import translate
     model.eval()
     sp = p.sp
     final = None
@@ -519,22 +524,22 @@ def evaluate(cfg: Config, out: Path, model: Transformer, p: Prepared, device) ->
         # The final weights too, on the spec's own split, so a report can check that averaging helps
         # at the same step (section 6.1) rather than compare it with some other run.
         srcs, refs = p.evals[cfg.eval.split]
-        final = metrics.bleu(decode.translate(model, sp, srcs, cfg.eval, tgt=p.tgt_vocab), refs)["bleu"]
+        final = E.bleu(translate(model, sp, srcs, cfg.eval, tgt=p.tgt_vocab), refs)["bleu"]
     how = load_for_eval(cfg, out, model)
     model.eval()
     per_split = {}
     for split, (srcs, refs) in p.evals.items():
         t = time.time()
-        hyps = decode.translate(model, sp, srcs, cfg.eval, tgt=p.tgt_vocab)
+        hyps = translate(model, sp, srcs, cfg.eval, tgt=p.tgt_vocab)
         res = {"eval_split": split, "eval_sentences": len(hyps), "eval_weights": how,
                "decode_seconds": time.time() - t}
         if cfg.eval.metric == "f1":
-            res |= metrics.parse_f1(srcs, hyps, refs)
+            res |= E.parse_f1(srcs, hyps, refs)
         else:
-            b, tok, pb = metrics.bleu(hyps, refs), metrics.tokenized_bleu(hyps, refs), metrics.paper_bleu(hyps, refs, corpus(cfg.data.dataset).tgt)
+            b, tok, pb = E.bleu(hyps, refs), E.tokenized_bleu(hyps, refs), E.paper_bleu(hyps, refs, corpus(cfg.data.dataset).tgt)
             res |= {"bleu_paper": pb["bleu"], "bleu_paper_label": pb["label"], "bleu_paper_stats": pb["stats"]}
             res |= {"bleu": b["bleu"], "bleu_signature": b["signature"], "bleu_tokenized": tok["bleu"],
-                    "bleu_tokenized_label": tok.get("label", ""), "bleu_stats": metrics.bleu_stats(hyps, refs),
+                    "bleu_tokenized_label": tok.get("label", ""), "bleu_stats": E.bleu_stats(hyps, refs),
                     "bleu_final_weights": final if split == cfg.eval.split else None}
         atomic_write_text(inside(out, f"hyps.{split}.txt"), "\n".join(hyps) + "\n")  # split: a safe name
         per_split[split] = SplitScore.model_validate(res)

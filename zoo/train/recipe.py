@@ -9,6 +9,8 @@ import torch.nn.functional as F
 
 from zoo.tokens import PAD
 
+__all__ = ["LOSS_CHUNK", "make_optimizer", "smoothed_loss"]  # what it lends outside its package (the door serves these)
+
 
 # -- the recipe's pieces ------------------------------------------------------------------------
 

@@ -17,6 +17,8 @@ from zoo.config import Config
 from zoo.train import compiled_loss, recipe
 from zoo.train.device import autocast, autocast_dtype, rank_and_world
 
+__all__ = []  # nothing outside its package: the package's parts import it by module
+
 
 def compiled(module: torch.nn.Module, cfg: Config, backend: str = "inductor") -> torch.nn.Module:
     """train.compile on: torch.compile with dynamic shapes, so the token-budget batches' ever-changing

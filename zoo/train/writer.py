@@ -32,6 +32,8 @@ from pathlib import Path
 
 import torch
 
+__all__ = []  # nothing outside its package: the package's parts import it by module
+
 ALIGN = 64  # bytes: every tensor's offset in the buffer, so any dtype's view is aligned
 
 

@@ -22,10 +22,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zoo import components
+from zoo.model import components
 from zoo.config import ModelSpec
 
 from zoo.tokens import PAD  # the token ids have one home, on the ground floor
+
+__all__ = ["Transformer", "MultiHeadAttention", "build_model", "count_params", "encoder_attention"]
 
 
 class MultiHeadAttention(nn.Module):

@@ -34,6 +34,8 @@ from typing import Callable, Literal, Sequence
 import numpy as np
 from scipy import stats as st
 
+__all__ = ["BOOTSTRAP_SEED", "RESAMPLES", "Estimate", "Resampler", "holm"]
+
 Metric = Literal["bleu", "ppl"]
 RESAMPLES = 10_000
 BOOTSTRAP_SEED = 2017  # the default, fixed, so a report rebuilds identically

@@ -15,6 +15,9 @@ import torch.nn.functional as F
 
 from zoo.tokens import PAD  # the token ids have one home, on the ground floor
 
+__all__ = ["PAPER_BLEU_LABEL", "bleu", "bleu_stats", "dev_perplexity", "dev_sentence_nll", "paper_bleu", "parse_f1",
+           "perplexity", "tokenized_bleu"]  # what it lends outside its package (the door serves these)
+
 
 def _check(hyps: list[str], refs: list[str]) -> None:
     if len(hyps) != len(refs):
@@ -154,17 +157,17 @@ def parse_f1(sources: list[str], hyps: list[str], refs: list[str]) -> dict:
     only decide which words EVALB drops as punctuation), so every output scores. `malformed` counts
     the predictions that needed a repair (trees.malformed), before it. Beside it, on the same gold
     trees, the F1 of two trivial parsers: the flat tree and the right-branching tree."""
-    from zoo import evalb
-    from zoo.data import trees
+    from zoo.evidence import evalb
+    from zoo.data import delinearize, flat_tree, malformed, right_branching, to_bracketed
     gold, test, flat, right, bad = [], [], [], [], 0
     for src, hyp, ref in zip(sources, hyps, refs):
         words = src.split(" ")
-        g = trees.delinearize(ref, words)
-        gold.append(trees.to_bracketed(g))
-        test.append(trees.to_bracketed(trees.delinearize(hyp, words, tags=g.tags())))
-        flat.append(trees.to_bracketed(trees.flat_tree(g)))
-        right.append(trees.to_bracketed(trees.right_branching(g)))
-        bad += trees.malformed(hyp, len(words)) is not None
+        g = delinearize(ref, words)
+        gold.append(to_bracketed(g))
+        test.append(to_bracketed(delinearize(hyp, words, tags=g.tags())))
+        flat.append(to_bracketed(flat_tree(g)))
+        right.append(to_bracketed(right_branching(g)))
+        bad += malformed(hyp, len(words)) is not None
     r = evalb.score(gold, test, evalb.COLLINS)
     nan0 = lambda x: 0.0 if math.isnan(x) else x  # EVALB prints -nan when nothing matched: F1 0
     base = {name: nan0(evalb.score(gold, t, evalb.COLLINS).all.fmeasure) for name, t in

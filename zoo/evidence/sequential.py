@@ -36,6 +36,8 @@ import math
 from statistics import NormalDist
 from typing import Callable
 
+__all__ = ["describe_boundary", "levels", "looks"]  # what it lends outside its package (the door serves these)
+
 ALPHA = 0.05
 _N = NormalDist()
 
@@ -90,7 +92,7 @@ def level(seeds: int, first_seeds: int, max_seeds: int, alpha: float = ALPHA,
     return levels(first_seeds, max_seeds, alpha, spending)[seeds - first_seeds]
 
 
-def describe(first_seeds: int, max_seeds: int, alpha: float = ALPHA, spending: str = DEFAULT) -> str:
+def describe_boundary(first_seeds: int, max_seeds: int, alpha: float = ALPHA, spending: str = DEFAULT) -> str:
     """One line for the terminal: the boundary, before the run starts."""
     n = looks(first_seeds, max_seeds)
     ls = levels(first_seeds, max_seeds, alpha, spending)

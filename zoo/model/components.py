@@ -30,7 +30,9 @@ from typing import Any
 from zoo.config import (COMPONENT_FIELDS, COMPONENTS, ModelSpec, component_entry_points, component_names,
                         component_package)
 from zoo.errors import UserError
-from zoo.spec.specfile import did_you_mean
+from zoo.text import did_you_mean
+
+__all__ = ["Cost", "KINDS", "third_party"]  # what it lends outside its package (the door serves these)
 
 KINDS = {"norm": ("d_model",), "ffn": ("d_model", "d_ff", "dropout"), "positional": ("d_model", "max_len", "h", "d_k"),
          "attention": ("d_model", "h", "d_k", "d_v", "dropout", "h_kv")}
@@ -155,15 +157,15 @@ def _attention(d_model: int, h: int, d_k: int, d_v: int, dropout: float, h_kv: i
 for _kind, _name, _factory, _cost in [
         ("norm", "layernorm", "torch.nn:LayerNorm", _norm(2)),
         ("norm", "rmsnorm", "torch.nn:RMSNorm", _norm(1)),
-        ("ffn", "relu", "zoo.model:FeedForward", _ffn),
-        ("ffn", "gelu", "zoo.model:GeluFeedForward", _ffn),
-        ("ffn", "swiglu", "zoo.model:SwiGLU", _gated_ffn),
-        ("ffn", "geglu", "zoo.model:GEGLU", _gated_ffn),
-        ("positional", "sinusoidal", "zoo.model:SinusoidalPositions", _positions(False)),
-        ("positional", "learned", "zoo.model:LearnedPositions", _positions(True)),
-        ("positional", "rope", "zoo.model:RotaryPositions", _positions(False)),
-        ("positional", "alibi", "zoo.model:ALiBi", _positions(False)),
-        ("positional", "none", "zoo.model:Positions", _positions(False)),
-        ("attention", "multihead", "zoo.model:MultiHeadAttention", _attention)]:
+        ("ffn", "relu", "zoo.model.transformer:FeedForward", _ffn),
+        ("ffn", "gelu", "zoo.model.transformer:GeluFeedForward", _ffn),
+        ("ffn", "swiglu", "zoo.model.transformer:SwiGLU", _gated_ffn),
+        ("ffn", "geglu", "zoo.model.transformer:GEGLU", _gated_ffn),
+        ("positional", "sinusoidal", "zoo.model.transformer:SinusoidalPositions", _positions(False)),
+        ("positional", "learned", "zoo.model.transformer:LearnedPositions", _positions(True)),
+        ("positional", "rope", "zoo.model.transformer:RotaryPositions", _positions(False)),
+        ("positional", "alibi", "zoo.model.transformer:ALiBi", _positions(False)),
+        ("positional", "none", "zoo.model.transformer:Positions", _positions(False)),
+        ("attention", "multihead", "zoo.model.transformer:MultiHeadAttention", _attention)]:
     register(_kind, _name, _factory, _cost)
 assert {k: tuple(n for kk, n in _REGISTRY if kk == k) for k in KINDS} == COMPONENTS  # config's list is this one

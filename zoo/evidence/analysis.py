@@ -23,7 +23,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from zoo.spec.specfile import SpecError, read_yaml
+from zoo.spec import SpecError, read_yaml
+
+__all__ = ["AnalysisPlan", "load_plan", "post_hoc"]  # what it lends outside its package (the door serves these)
 
 Metric = Literal["ppl", "bleu"]
 ADDED_LATER = {"trend": None}  # field -> its default (left out of the hash while it holds it)
@@ -114,7 +116,7 @@ class AnalysisPlan(BaseModel):
         return {self.primary: "primary", **{m: "secondary" for m in self.secondary}}
 
 
-def load(path: str | Path) -> AnalysisPlan:
+def load_plan(path: str | Path) -> AnalysisPlan:
     """A plan file, validated; a mistake is a SpecError at file:line naming the field."""
     path = Path(path)
     if not path.is_file():

@@ -35,8 +35,11 @@ from pydantic import Field, ValidationError, model_validator
 
 from zoo import paper
 from zoo.config import ClaimSpec, CrossFieldError, Strict
-from zoo.spec.specfile import read_yaml, specs_dir
-from zoo.stats import Estimate, Metric, Resampler, Side, holm
+from zoo.spec import read_yaml, specs_dir
+from zoo.evidence.stats import Estimate, Metric, Resampler, Side, holm
+
+__all__ = ["ALPHA", "CLAIMS", "Claim", "Comparison", "RowRun", "TIE_MARGIN", "Tally", "UNTESTABLE", "VERDICTS",
+           "compare", "from_specs", "judge", "kendall_tau"]  # what it lends outside its package (the door serves these)
 
 ALPHA = 0.05
 PRIMARY: Metric = "ppl"  # the metric whose family decides (zoo.analysis.AnalysisPlan.primary); others secondary
@@ -214,7 +217,7 @@ def from_specs(claims: Sequence[ClaimSpec], group: str, source: str = "") -> lis
 def load_paper(path: Path = PAPER_CLAIMS) -> list[Claim]:
     """The paper's claims from their data file, in its order, read as a spec's `claims:` block is (same
     errors: file:line and the field)."""
-    from zoo.spec.resolution import check_claims, spec_error  # here: a module-level import makes the chain too long
+    from zoo.spec import check_claims, spec_error  # here: a module-level import makes the chain too long
     doc = read_yaml(path)
     try:
         specs = PaperClaims.model_validate(doc.data).claims
@@ -395,7 +398,7 @@ class Tally:
 
 def sentence_stats(hyps: Sequence[str], refs: Sequence[str]) -> np.ndarray:
     """sacreBLEU's per-sentence sufficient statistics, as a run stores them (zoo.metrics.bleu_stats)."""
-    from zoo.metrics import bleu_stats
+    from zoo.evidence.metrics import bleu_stats
     return np.asarray(bleu_stats(list(hyps), list(refs)), dtype="float32")
 
 

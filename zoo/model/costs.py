@@ -19,6 +19,10 @@ from __future__ import annotations
 from zoo import paper
 from zoo.config import Config, ModelSpec
 
+__all__ = ["FLOAT", "SEQ_LEN", "cost_row", "forward_flops", "forward_flops_per_token", "gib", "memory_text",
+           "params_analytic", "train_flops_per_step", "train_flops_total", "train_memory",
+           "activation_floats_per_token", "paper_cost_flops"]
+
 SEQ_LEN = 25
 
 
@@ -73,7 +77,7 @@ def paper_cost_flops(cfg: Config) -> float | None:
     return paper.paper_cost_flops(cfg.paper.row) if cfg.paper.table in (2, 3) else None
 
 
-def costs(cfg: Config) -> dict:
+def cost_row(cfg: Config) -> dict:
     v = cfg.data.vocab_size
     return {
         "variant": cfg.variant,

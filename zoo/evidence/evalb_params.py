@@ -9,6 +9,8 @@ from pathlib import Path
 
 from zoo.errors import UserError
 
+__all__ = ["EvalbError"]  # what it lends outside its package (the door serves these)
+
 
 WS = " \t\n\r\v\f"  # C isspace() in the "C" locale (Python's isspace() is wider)
 

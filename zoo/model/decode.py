@@ -20,6 +20,8 @@ import functools
 import torch
 
 from zoo.tokens import BOS, EOS, PAD  # the token ids have one home, on the ground floor
+
+__all__ = ["beam_search", "beam_search_nocache", "greedy", "translate"]
 NEG_INF = float("-inf")
 
 

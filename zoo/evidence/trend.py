@@ -30,7 +30,9 @@ import numpy as np
 from scipy import stats as st
 
 from zoo import paper
-from zoo.stats import Estimate, Resampler, holm
+from zoo.evidence.stats import Estimate, Resampler, holm
+
+__all__ = ["AtWidth", "Seeded", "Slope", "fit_trend"]  # what it lends outside its package (the door serves these)
 
 TOWARD, AWAY, CANT_TELL = "toward the paper", "away from the paper", "can't tell"
 
@@ -138,7 +140,7 @@ def _width_verdicts(ats: list[AtWidth], ties: list[bool], margin: float, alpha: 
     return out
 
 
-def trend(rows: Mapping[str, Mapping[str, Sequence[Seeded]]], d_model: Mapping[str, int],
+def fit_trend(rows: Mapping[str, Mapping[str, Sequence[Seeded]]], d_model: Mapping[str, int],
           comparisons: Mapping[str, tuple[str, str]], alpha: float = 0.05, tie_margin: float = 0.015,
           resamples: int = 10_000, bootstrap_seed: int = 2017) -> list[Slope]:
     """Each comparison's slope over log2(d_model) with its verdict, and its difference at each width.

@@ -35,8 +35,10 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from zoo.evalb_params import COLLINS, WS, EvalbError, Params, load_params
-from zoo.evalb_params import COLLINS_PRM, parse_params  # noqa: F401 (re-exported)
+from zoo.evidence.evalb_params import COLLINS, WS, EvalbError, Params, load_params
+from zoo.evidence.evalb_params import COLLINS_PRM, parse_params  # noqa: F401 (re-exported)
+
+__all__ = ["evalb_main", "f1", "score"]  # what it lends outside its package (the door serves these)
 
 
 _TERMINATORS = WS + "()"
