@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from zoo.errors import UserError, disk_full
+from zoo.text import shorten
 
 # letters, digits and _ . + - = ; not starting with a dot (no "..", no hidden files), no "/" or "\",
 # ASCII only (no look-alike or invisible characters), at most 64 characters
@@ -28,13 +29,6 @@ def name_problem(name: object) -> str | None:
     if SAFE_NAME.fullmatch(name):
         return None
     return f"'{shorten(name)}' is not a safe name: use {SAFE_NAME_RULE}"
-
-
-def shorten(text: object, n: int = 60) -> str:
-    """A user value for an error message: long values cut, control characters made visible."""
-    s = str(text)
-    s = s if len(s) <= n else s[:n] + f"... ({len(s)} characters)"
-    return s.encode("unicode_escape").decode("ascii") if not s.isprintable() else s
 
 
 def inside(root: str | Path, *parts: str | Path) -> Path:

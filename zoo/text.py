@@ -30,3 +30,10 @@ def did_you_mean(word: str, choices) -> str:
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     hint = f"; did you mean '{close[0]}'?" if close else ""
     return f"{hint} Allowed: {', '.join(sorted(choices))}"
+
+
+def shorten(text: object, n: int = 60) -> str:
+    """A user value for an error message: long values cut, control characters made visible."""
+    s = str(text)
+    s = s if len(s) <= n else s[:n] + f"... ({len(s)} characters)"
+    return s.encode("unicode_escape").decode("ascii") if not s.isprintable() else s

@@ -10,9 +10,9 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from zoo.paths import name_problem, shorten
+from zoo.paths import name_problem
 from zoo.config import DataSpec, MAX_STEPS, ModelSpec, TrainSpec
-from zoo.text import did_you_mean
+from zoo.text import did_you_mean, shorten
 from zoo.spec.specfile import (MAX_EXTENDS, Doc, SECTIONS, SpecError, kind_of, unknown_key, deep_merge, read_yaml,
                           specs_dir, without_empty)
 

@@ -26,9 +26,9 @@ from pydantic import BaseModel, ValidationError
 
 from zoo.config import COMPONENT_FIELDS, ClaimSpec, Config, CrossFieldError, component_names, dotted
 from zoo.paper import TABLE2, TABLE3, TABLE4
-from zoo.paths import name_problem, shorten
+from zoo.paths import name_problem
 from zoo.spec.profiles import profile_text, apply_profile, check_heads, find_profile, profile_name, read_profile
-from zoo.text import did_you_mean
+from zoo.text import did_you_mean, shorten
 from zoo.spec.specfile import (SECTIONS, Doc, SpecError, unknown_key, read_variants, deep_merge, load_file,
                           load_yaml, spec_path, specs_dir)
 from zoo.spec.sweep_axes import count, read_asha, read_grid, split_scaled, sweep_size

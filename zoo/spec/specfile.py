@@ -13,8 +13,8 @@ from pathlib import Path
 
 from zoo.spec import yaml12
 from zoo.errors import UserError
-from zoo.paths import SAFE_NAME, name_problem, shorten
-from zoo.text import did_you_mean
+from zoo.paths import SAFE_NAME, name_problem
+from zoo.text import did_you_mean, shorten
 
 __all__ = ["Doc", "FILE_KEYS", "MAX_BYTES", "MAX_EXTENDS", "SECTIONS", "SpecError", "builtin_specs", "deep_merge",
            "load_file", "load_yaml", "read_yaml", "spec_path", "specs_dir", "variant_names"]

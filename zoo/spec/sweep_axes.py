@@ -16,7 +16,8 @@ from typing import Literal
 
 from pydantic import Field, ValidationError
 
-from zoo.paths import name_problem, shorten
+from zoo.paths import name_problem
+from zoo.text import shorten
 from zoo.config import MAX_STEPS, Strict
 from zoo.spec.specfile import Doc, SECTIONS, SpecError, load_file, spec_path
 from zoo.spec.profiles import WIDTHS

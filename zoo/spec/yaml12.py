@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from zoo.errors import UserError
-from zoo.paths import shorten
+from zoo.text import shorten
 
 __all__ = ["YamlError"]  # what it lends outside its package (the door serves these)
 
