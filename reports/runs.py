@@ -17,7 +17,7 @@ from pathlib import Path
 
 from zoo.errors import UserError
 from zoo.result import Point, Trial
-from zoo.runner.store import Store, open_store
+from zoo.runner.store import Store, locate, open_store
 from zoo.config import Config
 from zoo.spec import resolve, specs_dir
 
@@ -172,7 +172,7 @@ def load(path: str | Path, profile: str | None = None, addons: tuple[str, ...] =
     addons = tuple(dict.fromkeys(a for a in addons if a != profile))
     if addons and not profile:
         raise UserError("--addon needs --profile: the add-ons lengthen the budget of the main profile's rows")
-    if not path.exists():
+    if not locate(path).exists():  # path as given (pages name it), its compressed form read as it
         return Runs(path, profile=profile, note=f"no results store at {path}: nothing has run yet", addons=addons)
     if path.is_file() and path.stat().st_size == 0:
         return Runs(path, profile=profile, note=f"{path} is empty: nothing has run yet", addons=addons)

@@ -5,10 +5,13 @@ runs (`A1`) in a column of its own. Reads return zoo.result.Trial and Point reco
 a finished row with the same hash means "already done, skip". Training curves go to `points`
 (one row per logged step). Plain sqlite3, no ORM, no Ray: reports import this module too.
 A store opened read-only (zoo status, zoo report) is never written, nor is anything beside it.
+A compressed store (zoo.db.xz: how results/ commits its reference stores) reads as the store it holds.
 """
 from __future__ import annotations
 
+import atexit
 import json
+import lzma
 import os
 import shutil
 import sqlite3
@@ -86,6 +89,7 @@ LEGACY_COLUMNS = {"spec", "variant", "profile", "config_hash", "config", "status
 
 DEFAULT_STORAGE = Path("runs")  # `zoo run`'s --storage, relative to where it runs
 STORE_NAME = "zoo.db"
+COMPRESSED = ".xz"  # zoo.db.xz: xz -9 of a vacuumed store, so results/ travels small (issue 43)
 
 
 def default_path(storage: str | Path | None = None) -> Path:
@@ -103,10 +107,16 @@ class Store:
         self._decoded: dict[tuple, Trial] = {}  # read-only: (rowid, updated_at) -> Trial: a row decoded once
         self._keys: dict[str, str] = {}  # table -> its trial column (_key)
         self.damaged: list[str] = []  # read-only: the rows a read skipped, one line each (see _decode_row)
-        copy = _read_copy(self.path)  # a temp copy when a WAL is beside the store (see there)
+        if self.path.suffix == COMPRESSED and not readonly:  # its rows would go to a temp copy, then be lost
+            raise UserError(f"{self.path} is a compressed results store (xz): zoo reads it but cannot write into "
+                            f"it. To run or merge into it, decompress it first (xz -dk {self.path} writes "
+                            f"{self.path.with_suffix('')} beside it, which zoo then opens instead), or give "
+                            "another --storage or merge target")
+        plain = unpacked(self.path)
+        copy = _read_copy(plain)  # a temp copy when a WAL is beside the store (see there)
         if copy:  # removed when this Store goes
             drop = weakref.finalize(self, shutil.rmtree, copy, ignore_errors=True)
-        self._file = copy / STORE_NAME if copy else self.path  # what read-only connections open
+        self._file = copy / STORE_NAME if copy else plain  # what read-only connections open
         kind = identify(self._file)  # before any connection: a foreign file is never opened for writing
         if readonly:
             self.empty = kind == "new"  # an empty file: nothing has run yet
@@ -396,6 +406,47 @@ def _read_copy(path: Path) -> Path | None:
                     "run the same command again")
 
 
+def locate(path: str | Path) -> Path:
+    """The store a path names: the file itself, else its compressed form beside it (results/x/zoo.db finds
+    results/x/zoo.db.xz), so a command given the usual path reads a committed reference store."""
+    path = Path(path)
+    packed = path.with_name(path.name + COMPRESSED)
+    return packed if not path.exists() and path.suffix != COMPRESSED and packed.exists() else path
+
+
+_UNPACKED: dict[tuple, Path] = {}  # (compressed store, its stat) -> temp folder: decompressed once per process
+
+
+def unpacked(path: Path) -> Path:
+    """The SQLite file a compressed store holds, decompressed into a temp folder once per process (a report
+    opens its store many times) and removed at exit; any other path as it is."""
+    if path.suffix != COMPRESSED:
+        return path
+    st = path.stat()
+    key = path.resolve(), st.st_ino, st.st_size, st.st_mtime_ns
+    if key not in _UNPACKED:
+        tmp = Path(tempfile.mkdtemp(prefix="zoo-store-"))
+        try:
+            with lzma.open(path) as src, open(tmp / STORE_NAME, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        except (lzma.LZMAError, EOFError) as e:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise NotAStore(f"it cannot be decompressed as xz ({e})") from None
+        except OSError as e:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise UserError(f"cannot decompress {path} into a temporary folder to read it ({e.strerror or e}): "
+                            f"free space in {tempfile.gettempdir()} or point TMPDIR at a folder with room") from None
+        _UNPACKED[key] = tmp
+    return _UNPACKED[key] / STORE_NAME
+
+
+@atexit.register
+def drop_unpacked() -> None:
+    """Remove the decompressed copies (at exit; a test may call it sooner)."""
+    while _UNPACKED:
+        shutil.rmtree(_UNPACKED.popitem()[1], ignore_errors=True)
+
+
 def _header(wal: Path) -> bytes | None:
     """A WAL's 32-byte header (magic, page size, checkpoint count, salts), or None when the WAL is
     missing or shorter: without a whole header it holds no frames."""
@@ -510,7 +561,7 @@ def open_store(path: str | Path, write: bool = False) -> Store:
     """Open a store: for reading (nothing is written, the file must exist) or, with write, for a run
     (created when missing). A file that is not a store, or one a run cannot write, is a user error."""
     from zoo.errors import UserError
-    path = Path(path)
+    path = locate(path)
     if write and not _writable(path):  # opening an existing store writes nothing: the first result would fail
         raise UserError(f"{path} is read-only: `zoo run` records every trial there; make it (and its folder) "
                         "writable or give the run another --storage") from None

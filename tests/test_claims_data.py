@@ -76,7 +76,8 @@ def test_the_paper_files_claims_give_the_reference_verdicts(tmp_path):
     from zoo.reports import runs as runs_mod
     from zoo.reports.verdicts import claims_section
     db = tmp_path / "zoo.db"
-    shutil.copy(REPO / "results/ablation2-cpu2/zoo.db", db)
+    from zoo.runner.store import unpacked
+    shutil.copy(unpacked(REPO / "results/ablation2-cpu2/zoo.db.xz"), db)
     runs = runs_mod.load(db, "ablation", ("ablation_dropout", "ablation_big"))
     section = claims_section(runs, resamples=1000)  # the verdicts match the reference's 10,000 here
     assert {r.name: (r.verdict, round(r.delta, 2), r.paper_delta) for r in section.rows} == VERDICTS

@@ -13,6 +13,7 @@ from matplotlib.image import imread
 from test_report import HOSTILE, REPO, SVG, assert_no_injected_markup, hostile_store, synthetic_store
 from zoo.cli import main
 from zoo.paper import TABLE3
+from zoo.runner.store import unpacked
 
 
 def chromium(tmp_path, url: str, *args: str) -> subprocess.CompletedProcess:
@@ -100,8 +101,8 @@ def test_hostile_strings_build_no_element_in_the_browser(tmp_path):
 
 # Issue 33: every page of a report built from the committed reference stores fits a 1280px window, each
 # table inside its box (Table 3's provenance and Table 4's data / split columns once ran off the edge).
-STORES = {"ablation2": REPO / "results" / "ablation2-cpu2" / "zoo.db",
-          "table4": REPO / "results" / "table4-cpu2" / "zoo.db"}
+STORES = {"ablation2": REPO / "results" / "ablation2-cpu2" / "zoo.db.xz",
+          "table4": REPO / "results" / "table4-cpu2" / "zoo.db.xz"}
 BUILDS = [  # (store, extra options): every kind of page `zoo report` writes (index, Tables 2-4 and claims, a sweep)
     ("ablation2", ["--profile", "ablation", "--addon", "ablation_dropout", "--addon", "ablation_big"]),
     ("ablation2", ["--sweep", str(REPO / "specs" / "table3_C.yaml")]),
@@ -117,7 +118,7 @@ def reference_pages(tmp_path_factory):
     for i, (name, options) in enumerate(BUILDS):
         store = tmp / f"{name}.db"
         if not store.exists():  # a copy: the report only reads, but results/ is never written
-            shutil.copyfile(STORES[name], store)
+            shutil.copyfile(unpacked(STORES[name]), store)
         out = tmp / f"out{i}"
         assert main(["report", "--runs", str(store), "--out", str(out), "--format", "html", *options]) == 0
         pages += sorted(out.glob("*.html"))

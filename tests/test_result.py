@@ -34,7 +34,7 @@ def test_a_parsing_split_has_its_score():
     assert s.score == ("f1", 61.0)
 
 
-REFERENCE_STORES = sorted(REPO.glob("results/*/zoo.db"))  # the committed reference stores
+REFERENCE_STORES = sorted(REPO.glob("results/*/zoo.db.xz"))  # the committed reference stores, compressed
 
 
 @pytest.mark.parametrize("db", REFERENCE_STORES, ids=lambda p: p.parent.name)
@@ -59,9 +59,9 @@ def test_the_committed_reference_stores_load_as_typed_records_untouched(db):
 def test_a_schema_1_store_is_migrated_when_opened_for_writing(tmp_path):
     import shutil
     import sqlite3
-    from zoo.runner.store import SCHEMA_VERSION, Store
+    from zoo.runner.store import SCHEMA_VERSION, Store, unpacked
     src = next(p for p in REFERENCE_STORES if p.parent.name.startswith("ablation"))
-    shutil.copy(src, tmp_path / "zoo.db")
+    shutil.copy(unpacked(src), tmp_path / "zoo.db")
     before = {t.key: t for t in Store(src, readonly=True).trials()}
     st = Store(tmp_path / "zoo.db")
     c = sqlite3.connect(tmp_path / "zoo.db")

@@ -14,11 +14,11 @@ import pytest
 
 from zoo.cli import main
 from zoo.runner import store as store_mod
-from zoo.runner.store import Store
+from zoo.runner.store import Store, unpacked
 
 REPO = Path(__file__).resolve().parents[1]
-COMMITTED = sorted({*REPO.glob("results/*/zoo.db"), *REPO.glob("results/*/*/zoo.db")})
-SMALL = REPO / "results/table4-cpu2/zoo.db"  # 2 finished trials, schema 2: the quickest to copy and report
+COMMITTED = sorted({*REPO.glob("results/*/zoo.db.xz"), *REPO.glob("results/*/*/zoo.db.xz")})  # compressed
+SMALL = unpacked(REPO / "results/table4-cpu2/zoo.db.xz")  # 2 finished trials, schema 2: the quickest to copy
 
 
 def run(*argv, capsys):
@@ -105,7 +105,7 @@ def test_get_decodes_only_the_row_it_returns(tmp_path, monkeypatch):
 
 
 def test_get_finds_a_trial_of_a_schema_1_store_by_its_name(tmp_path):
-    legacy = REPO / "results/quick-cpu2/zoo.db"  # schema 1: the trial's name in `variant`
+    legacy = REPO / "results/quick-cpu2/zoo.db.xz"  # schema 1: the trial's name in `variant`
     st = Store(legacy, readonly=True)
     t = st.trials()[-1]
     assert st.get(*t.key) == t
@@ -137,7 +137,7 @@ def test_result_is_written_through_its_column(tmp_path):
 def test_status_and_report_change_nothing_beside_a_committed_store(db, tmp_path, capsys):
     folder = tmp_path / "store"
     folder.mkdir()
-    shutil.copy(db, folder / "zoo.db")
+    shutil.copy(db, folder / db.name)  # zoo.db.xz, read by the zoo.db path beside it
     before = state(folder)
     code, out, err = run("status", "--runs", folder / "zoo.db", "--json", capsys=capsys)
     assert code == 0, err

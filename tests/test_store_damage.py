@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from zoo.cli import main
+from zoo.runner.store import unpacked
 
 REPO = Path(__file__).resolve().parents[1]
-SMALL = REPO / "results/table4-cpu2/zoo.db"  # 2 finished trials (wsj_only, wsj_only_pointer), schema 2
-LEGACY = REPO / "results/quick-cpu2/zoo.db"  # 23 trials, a store from before the application_id
+SMALL = unpacked(REPO / "results/table4-cpu2/zoo.db.xz")  # 2 finished trials (wsj_only, wsj_only_pointer), schema 2
+LEGACY = unpacked(REPO / "results/quick-cpu2/zoo.db.xz")  # 23 trials, a store from before the application_id
 BAD, GOOD = "wsj_only", "wsj_only_pointer"  # the row damaged, the row left sound
 
 # each damage: the SQL that makes it, and a word the row's description must hold (the column)

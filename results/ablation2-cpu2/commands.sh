@@ -17,8 +17,6 @@ STORE=runs-ablation2
 OUT=results/ablation2-cpu2
 PORT=6392
 
-source scripts/loopback_ray_head.sh  # the head on $PORT, ended with this script
-
 run() { local store=$1 profile=$2; shift 2
   .venv/bin/zoo run "$@" --profile "$profile" --address 127.0.0.1:$PORT --storage "$store"; }
 chain() { local store=$1; shift; for s in "$@"; do run "$store" ablation "specs/$s.yaml"; done; }
@@ -35,6 +33,9 @@ overfit_pilot() {  # the whole corpus (about 26 epochs), then a quarter of it (a
     --set 'eval.extra_splits=[]' --set 'eval.ppl_splits=[]'; }
 want() { [ -z "$STAGES" ] || [[ " $STAGES " == *" $1 "* ]]; }
 STAGES="$*"  # any of: lr_pilot overfit_pilot main addons seeds report (default: all, in that order)
+if want lr_pilot || want overfit_pilot || want main || want addons; then
+  source scripts/loopback_ray_head.sh  # the head on $PORT, ended with this script
+fi
 want lr_pilot && lr_pilot > runs-pilot.log 2>&1
 if want main || want overfit_pilot; then  # the longest trials first, so the last ones to finish are short
   { want main && chain $STORE big table3_C table3_D; } > $STORE.chain1.log 2>&1 &
@@ -51,9 +52,12 @@ fi
 # the seed counts `zoo run --plan --power` printed from the 3-seed run (more_seeds.sh: its own Ray head)
 if want seeds; then bash results/ablation2-cpu2/more_seeds.sh; fi
 if want report; then
-  for s in $STORE-b $STORE-c $STORE-d; do [ -f $s/zoo.db ] && .venv/bin/zoo merge $STORE/zoo.db $s/zoo.db; done
-  .venv/bin/zoo status --runs $STORE/zoo.db
-  .venv/bin/zoo report --runs $STORE/zoo.db --out $OUT --force --profile ablation --addon ablation_dropout --addon ablation_big
-  cp $STORE/zoo.db $OUT/zoo.db
-  cp runs-pilot/zoo.db $OUT/pilot-lr.db; cp runs-pilot-overfit/zoo.db $OUT/pilot-overfit.db
+  if [ -f $STORE/zoo.db ]; then  # where the runs ran: merged, and committed compressed (README: results/)
+    for s in $STORE-b $STORE-c $STORE-d; do [ -f $s/zoo.db ] && .venv/bin/zoo merge $STORE/zoo.db $s/zoo.db; done
+    scripts/compact_store.sh $STORE/zoo.db $OUT/zoo.db.xz
+    [ -f runs-pilot/zoo.db ] && scripts/compact_store.sh runs-pilot/zoo.db $OUT/pilot-lr.db.xz
+    [ -f runs-pilot-overfit/zoo.db ] && scripts/compact_store.sh runs-pilot-overfit/zoo.db $OUT/pilot-overfit.db.xz
+  fi  # elsewhere (a fresh clone) the committed $OUT/zoo.db.xz, which $OUT/zoo.db finds
+  .venv/bin/zoo status --runs $OUT/zoo.db
+  .venv/bin/zoo report --runs $OUT/zoo.db --out $OUT --force --profile ablation --addon ablation_dropout --addon ablation_big
 fi

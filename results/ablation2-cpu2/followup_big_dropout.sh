@@ -13,5 +13,5 @@ export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0  # bind 127.0.0.1 only
 STORE=runs-ablation2-bigdrop
 OUT=results/ablation2-cpu2/big-dropout-followup
 .venv/bin/zoo run specs/big.yaml --profile ablation_big --seeds 1 --set model.dropout=0.1 --storage $STORE
-mkdir -p $OUT && cp $STORE/zoo.db $OUT/zoo.db
+scripts/compact_store.sh $STORE/zoo.db $OUT/zoo.db.xz  # committed compressed (README: results/)
 .venv/bin/zoo status --runs $OUT/zoo.db

@@ -16,5 +16,5 @@ STORE=runs-ablation2-depth
 OUT=results/ablation2-cpu2/depth-followup
 .venv/bin/zoo run specs/table3_C.yaml --variant C1 --variant C3 --profile ablation ${ADDRESS:+--address $ADDRESS} \
   --set train.schedule.lr_scale=1.0 --set train.schedule.warmup_steps=500 --storage $STORE
-.venv/bin/zoo report --table 3 --runs $STORE/zoo.db --out $OUT --force --profile ablation
-cp $STORE/zoo.db $OUT/zoo.db
+scripts/compact_store.sh $STORE/zoo.db $OUT/zoo.db.xz  # committed compressed (README: results/)
+.venv/bin/zoo report --table 3 --runs $OUT/zoo.db --out $OUT --force --profile ablation

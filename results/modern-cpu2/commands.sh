@@ -27,8 +27,9 @@ if want runs; then
 fi
 if want report; then
   if [ -f $STORE-1/zoo.db ] || [ -f $STORE-2/zoo.db ]; then  # the chains' stores, where they ran: merged afresh
-    rm -f $OUT/zoo.db; for s in $STORE-1 $STORE-2; do [ -f $s/zoo.db ] && .venv/bin/zoo merge $OUT/zoo.db $s/zoo.db; done
-  fi  # elsewhere (a fresh clone) the committed $OUT/zoo.db
+    rm -f $STORE.db; for s in $STORE-1 $STORE-2; do [ -f $s/zoo.db ] && .venv/bin/zoo merge $STORE.db $s/zoo.db; done
+    scripts/compact_store.sh $STORE.db $OUT/zoo.db.xz  # committed compressed (README: results/)
+  fi  # elsewhere (a fresh clone) the committed $OUT/zoo.db.xz, which $OUT/zoo.db finds
   .venv/bin/zoo report --runs $OUT/zoo.db --out $OUT --force --table 3 --profile ablation --analysis $PLAN
   .venv/bin/zoo report --runs $OUT/zoo.db --out $OUT --force --spec specs/modern.yaml --profile ablation
 fi

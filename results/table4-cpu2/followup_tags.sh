@@ -10,5 +10,5 @@ export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0  # bind 127.0.0.1 only
 STORE=runs-table4-tags
 OUT=results/table4-cpu2/tags-followup
 .venv/bin/zoo run specs/table4_wsj.yaml --variant wsj_only_pointer --profile cpu --set data.preterminals=tags --storage $STORE
-mkdir -p $OUT && cp $STORE/zoo.db $OUT/zoo.db
+scripts/compact_store.sh $STORE/zoo.db $OUT/zoo.db.xz  # committed compressed (README: results/)
 .venv/bin/zoo status --runs $OUT/zoo.db

@@ -10,7 +10,7 @@
 # each chain has its own --storage (a `zoo run` holds its store for itself) and `zoo merge` joins them.
 # The budget is steps, so a busier machine takes longer, not fewer steps. Interrupted, run the same
 # command again: finished trials are skipped and the others resume from their last checkpoint.
-# `snapshot` merges what has finished so far into $OUT/zoo.db (while the runs go on), for committing.
+# `snapshot` merges what has finished so far into $OUT/zoo.db.xz (while the runs go on), for committing.
 set -uo pipefail
 cd "$(git rev-parse --show-toplevel)"
 export ZOO_DATA_DIR="${ZOO_DATA_DIR:-../shared/data}"
@@ -35,8 +35,10 @@ chain2() { for p in $WIDTHS; do
     run $STORE-2 $p specs/table3_B.yaml --variant B1 && run $STORE-2 $p specs/table3_D.yaml --variant D3; fi &&
   run $STORE-2 $p specs/base.yaml
   done; }
-merged() {  # the two chains' stores, merged into a fresh $1
-  rm -f "$1"; for s in $STORE-1 $STORE-2; do [ -f $s/zoo.db ] && .venv/bin/zoo merge "$1" $s/zoo.db; done; }
+merged() {  # the two chains' stores, where they ran, merged afresh and committed compressed as $OUT/zoo.db.xz
+  [ -f $STORE-1/zoo.db ] || [ -f $STORE-2/zoo.db ] || return 0  # elsewhere (a fresh clone): the committed one
+  rm -f $STORE.db; for s in $STORE-1 $STORE-2; do [ -f $s/zoo.db ] && .venv/bin/zoo merge $STORE.db $s/zoo.db; done
+  scripts/compact_store.sh $STORE.db $OUT/zoo.db.xz; }
 want() { [ -z "$STAGES" ] || [[ " $STAGES " == *" $1 "* ]]; }
 STAGES="$*"  # any of: runs snapshot report (default: runs, then report)
 if want runs; then
@@ -45,9 +47,9 @@ if want runs; then
   chain2 >> $STORE-2.log 2>&1 &
   wait
 fi
-if [[ " $STAGES " == *" snapshot "* ]]; then merged $OUT/zoo.db; .venv/bin/zoo status --runs $OUT/zoo.db | tail -3; fi
+if [[ " $STAGES " == *" snapshot "* ]]; then merged; .venv/bin/zoo status --runs $OUT/zoo.db | tail -3; fi
 if want report; then
-  merged $OUT/zoo.db
+  merged
   .venv/bin/zoo status --runs $OUT/zoo.db
   .venv/bin/zoo report --runs $OUT/zoo.db --out $OUT --force --table 3 --analysis $PLAN
 fi
