@@ -20,7 +20,7 @@ from zoo import config
 
 from zoo.model import components
 from zoo.cli import main
-from zoo.config import COMPONENTS, Config, ModelSpec, param_matched_d_ff
+from zoo.config import Config, ModelSpec, param_matched_d_ff
 from zoo.model.costs import activation_floats_per_token, forward_flops, params_analytic
 from zoo.errors import UserError
 from zoo.model.transformer import alibi_slopes, build_model, count_params, encoder_attention
@@ -57,8 +57,8 @@ def test_defaults_are_the_papers_and_a_built_in_counts_only_when_chosen():
     m = ModelSpec()
     assert (m.norm_position, m.norm, m.ffn, m.positional_encoding, m.attention, m.h_kv, m.kv_heads) == \
         ("post", "layernorm", "relu", "sinusoidal", "multihead", None, 8)
-    assert {kind: names[0] for kind, names in COMPONENTS.items()} == {
-        kind: ModelSpec.model_fields[field].default for kind, field in config.COMPONENT_FIELDS.items()}
+    assert {kind: next(iter(names)) for kind, names in components.BUILT_IN.items()} == {
+        kind: ModelSpec.model_fields[field].default for kind, field in components.FIELDS.items()}
     plain = Config(variant="x").config_hash()
     written = Config(variant="x", model=ModelSpec(norm_position="post", norm="layernorm", ffn="relu",
                                                   attention="multihead", h_kv=None)).config_hash()
@@ -70,13 +70,13 @@ def test_defaults_are_the_papers_and_a_built_in_counts_only_when_chosen():
 
 
 def test_registry_builds_every_built_in_with_its_declared_signature():
-    for kind, names in COMPONENTS.items():
+    for kind, names in components.BUILT_IN.items():
         assert components.KINDS[kind]  # the constructor's declared parameters
         for name in names:
             c = components.lookup(kind, name)
             assert c.package == "" and isinstance(c.cost(*components.arguments(ModelSpec(), kind)), components.Cost)
             m = ModelSpec(N=1, d_model=32, d_ff=48, h=4, d_k=8, d_v=8, max_len=16,
-                          **{config.COMPONENT_FIELDS[kind]: name})
+                          **{components.FIELDS[kind]: name})
             module = components.build(m, kind)
             assert sum(p.numel() for p in module.parameters()) == components.cost(m, kind).params, (kind, name)
     with pytest.raises(UserError, match=r"no norm component 'rmsnrom'; did you mean 'rmsnorm'\? Allowed: layernorm, "):
@@ -199,16 +199,16 @@ def site(tmp_path_factory) -> Path:
 def installed(site, monkeypatch):
     """This process sees the package (as if pip had installed it into the venv), then forgets it again."""
     monkeypatch.syspath_prepend(str(site))
-    config.component_entry_points.cache_clear()
+    components.component_entry_points.cache_clear()
     yield
     monkeypatch.undo()
-    config.component_entry_points.cache_clear()
+    components.component_entry_points.cache_clear()
     components._REGISTRY.pop(("norm", "scalenorm"), None)
     sys.modules.pop("zoo_scalenorm", None)
 
 
 def test_an_installed_component_is_named_costed_and_hashed_with_its_version(installed, monkeypatch):
-    assert "scalenorm" in config.component_names("norm")
+    assert "scalenorm" in components.component_names("norm")
     m = ModelSpec(N=2, d_model=32, d_ff=48, h=4, d_k=8, d_v=8, max_len=300, norm="scalenorm", norm_position="pre")
     assert components.lookup("norm", "scalenorm").package == "zoo-scalenorm 0.1.0"
     assert components.third_party(m) == {"norm.scalenorm": "zoo-scalenorm 0.1.0"}  # for the trial's provenance
@@ -218,7 +218,7 @@ def test_an_installed_component_is_named_costed_and_hashed_with_its_version(inst
     from zoo.result import Hardware
     from zoo.runner.trial import provenance
     assert provenance(Hardware(), "", m).components == {"norm.scalenorm": "zoo-scalenorm 0.1.0"}  # the store's record
-    monkeypatch.setattr(config, "component_package", lambda kind, name: "zoo-scalenorm 0.2.0")
+    monkeypatch.setattr(components, "component_package", lambda kind, name: "zoo-scalenorm 0.2.0")
     assert cfg.config_hash() != now  # another version of the package, another hash
 
 

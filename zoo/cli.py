@@ -64,7 +64,8 @@ def cmd_validate(args) -> int:
 
 def cmd_show(args) -> int:
     import yaml
-    from zoo.config import GATED_FFN, param_matched_d_ff
+    from zoo.config import param_matched_d_ff
+    from zoo.model import GATED_FFN
     from zoo.spec import profile_description
     cfgs = _configs(args)
     if args.json:

@@ -47,40 +47,8 @@ def _safe(value: str) -> str:
 
 
 # ----------------------------------------------------------------------------------------------
-# Model components (zoo.components builds them and counts their costs): a spec names one of each kind, and
-# the first of each kind is the paper's. A third-party package adds one through the entry-point group
-# `zoo.components`, an entry point named KIND.NAME (`"norm.scalenorm" = "my_pkg:ScaleNorm"`); its names
-# are read here from the installed packages' metadata, nothing imported, so validating stays light.
-
-COMPONENTS = {"norm": ("layernorm", "rmsnorm"), "ffn": ("relu", "gelu", "swiglu", "geglu"),
-              "positional": ("sinusoidal", "learned", "rope", "alibi", "none"), "attention": ("multihead",)}
-COMPONENT_FIELDS = {"norm": "norm", "ffn": "ffn", "positional": "positional_encoding", "attention": "attention"}
-ENTRY_POINT_GROUP = "zoo.components"
-GATED_FFN = ("swiglu", "geglu")  # 3 matrices of d_model x d_ff, not 2
-
-
-@functools.cache
-def component_entry_points() -> dict[tuple[str, str], Any]:
-    """The installed third-party components: (kind, name) -> its importlib.metadata entry point."""
-    from importlib.metadata import entry_points
-    out = {}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        kind, _, name = ep.name.partition(".")
-        if kind in COMPONENTS and name and name not in COMPONENTS[kind]:  # a built-in's name stays zoo's
-            out[(kind, name)] = ep
-    return out
-
-
-def component_names(kind: str) -> list[str]:
-    """The names a spec may give a component of this kind: zoo's built-ins, then installed packages'."""
-    return [*COMPONENTS[kind], *sorted(n for k, n in component_entry_points() if k == kind)]
-
-
-def component_package(kind: str, name: str) -> str | None:
-    """'distribution version' of the package that supplies a third-party component (None: zoo's own)."""
-    ep = component_entry_points().get((kind, name))
-    return None if ep is None else f"{ep.dist.name} {ep.dist.version}" if ep.dist else ep.value
-
+# Model components: a spec names one of each kind; their names, costs and contract have one home,
+# zoo.model.components (no torch there, so validating stays light), imported where used.
 
 def param_matched_d_ff(d_ff: int) -> int:
     """A gated FFN's d_ff (3 matrices) that holds about the parameters of an ungated one (2) at d_ff."""
@@ -89,7 +57,10 @@ def param_matched_d_ff(d_ff: int) -> int:
 
 def _choices(kind: str):
     # the JSON Schema's enum: the names installed when `zoo schema` runs
-    return lambda schema: schema.update(enum=component_names(kind))
+    def enum(schema: dict) -> None:
+        from zoo.model import component_names  # when the schema is asked for, not when this module loads
+        schema.update(enum=component_names(kind))
+    return enum
 
 
 class ModelSpec(Strict):
@@ -482,7 +453,8 @@ class Config(Strict):
             if part.get(name) == ADDED_LATER[(*path, name)]:
                 del part[name]
         # a third-party component is its package's code: its version changes the result as a field does
-        packages = {kind: p for kind, field in COMPONENT_FIELDS.items()
+        from zoo.model import FIELDS, component_package
+        packages = {kind: p for kind, field in FIELDS.items()
                     if (p := component_package(kind, getattr(self.model, field)))}
         if packages:
             body["model"]["component_packages"] = packages

@@ -1,18 +1,13 @@
 """Model components as registries, one per kind: norm, ffn, positional, attention. A name maps to the class
-that builds the module and to its cost (parameters, forward FLOPs, activations per token), so zoo.costs stays
-exact for whatever component a spec names.
+that builds the module and to its cost (parameters, forward FLOPs, activations per token), so zoo.model.costs
+stays exact for whatever component a spec names.
 
-A kind declares its constructor's parameters (KINDS); the model passes them positionally, read from the spec:
-    norm        Norm(d_model)                                   (..., d_model) -> (..., d_model)
-    ffn         FFN(d_model, d_ff, dropout)                     (..., d_model) -> (..., d_model)
-    positional  Positions(d_model, max_len, h, d_k)             zoo.model.Positions' hooks: embed, rotate, bias
-    attention   Attention(d_model, h, d_k, d_v, dropout, h_kv)  zoo.model.MultiHeadAttention's forward, project_kv
-and its cost function takes the same arguments and returns a `Cost`.
-
-zoo's built-ins register below by class path, imported on their first build, so counting costs and
-validating a spec import no torch. A third-party package adds a component through the entry-point group
-`zoo.components`: one entry point named KIND.NAME pointing at the class, which carries its cost as a static
-method `cost` (see README, "Components beyond the paper"):
+This module is the one home of the components' names (BUILT_IN below; a spec is validated against them) and
+of their contract (KINDS: what a kind's constructor takes; the Protocols: what the encoder, the decoder and
+the report call on one). It imports neither torch nor the config, so the spec language reads it on the ground
+floor. zoo.model.transformer hands it zoo's classes (`provide`); a third-party package adds a component
+through the entry-point group `zoo.components`: one entry point named KIND.NAME pointing at the class, which
+carries its cost as a static method `cost` (see README, "Components beyond the paper"):
 
     [project.entry-points."zoo.components"]
     "norm.scalenorm" = "zoo_scalenorm:ScaleNorm"
@@ -21,22 +16,56 @@ It is imported on its first lookup, and a spec names it as it names a built-in (
 """
 from __future__ import annotations
 
-import importlib
+import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from zoo.config import (COMPONENT_FIELDS, COMPONENTS, ModelSpec, component_entry_points, component_names,
-                        component_package)
 from zoo.errors import UserError
 from zoo.text import did_you_mean
 
-__all__ = ["Cost", "KINDS", "third_party"]  # what it lends outside its package (the door serves these)
+if TYPE_CHECKING:
+    from torch import Tensor
 
+    from zoo.config import ModelSpec
+
+__all__ = ["AttentionModule", "BUILT_IN", "CONTRACTS", "Cost", "FIELDS", "GATED_FFN", "KINDS", "PositionsModule",
+           "component_entry_points", "component_names", "component_package", "provide", "third_party"]
+
+# A kind's constructor parameters, in order; the model passes them positionally, read from the spec, and a
+# cost function takes the same ones.
 KINDS = {"norm": ("d_model",), "ffn": ("d_model", "d_ff", "dropout"), "positional": ("d_model", "max_len", "h", "d_k"),
          "attention": ("d_model", "h", "d_k", "d_v", "dropout", "h_kv")}
-assert KINDS.keys() == COMPONENTS.keys()
+FIELDS = {"norm": "norm", "ffn": "ffn", "positional": "positional_encoding", "attention": "attention"}  # in ModelSpec
+ENTRY_POINT_GROUP = "zoo.components"
+
+
+class NormModule(Protocol):
+    def forward(self, x: Tensor) -> Tensor: ...  # (..., d_model) -> (..., d_model)
+
+
+class FFNModule(Protocol):
+    def forward(self, x: Tensor) -> Tensor: ...  # (..., d_model) -> (..., d_model)
+
+
+class PositionsModule(Protocol):
+    """Where positions act, as three hooks (zoo.model.transformer.Positions has none of them)."""
+    def embed(self, start: int, T: int) -> Tensor | None: ...  # (T, d_model) added to the scaled embeddings
+    def rotate(self, x: Tensor, start: int) -> Tensor: ...  # self-attention's queries or keys (B, heads, T, d_k)
+    def bias(self, start: int, T: int, S: int, causal: bool) -> Tensor | None: ...  # (h, T, S) on the scores
+
+
+class AttentionModule(Protocol):
+    """What the encoder, the decoder (incremental, with a cache) and the report's heat maps call."""
+    def forward(self, x_q: Tensor, x_kv: Tensor | None = None, mask: Tensor | None = None, causal: bool = False,
+                kv: tuple[Tensor, Tensor] | None = None, cache: dict | None = None, pos: PositionsModule | None = None,
+                start: int = 0) -> Tensor: ...
+    def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]: ...  # the cross-attention's K, V, once per source
+    def weights(self, x: Tensor, mask: Tensor, pos: PositionsModule) -> Tensor: ...  # self-attention's softmax (B, h, S, S)
+
+
+CONTRACTS = {"norm": NormModule, "ffn": FFNModule, "positional": PositionsModule, "attention": AttentionModule}
 
 
 @dataclass(frozen=True)
@@ -54,15 +83,25 @@ class Cost:
 class Component:
     kind: str
     name: str
-    factory: Any  # the class, or "module:attr", imported on first use
+    factory: Any  # the class, or for zoo's own the name of a class zoo.model.transformer provides
     cost: Callable[..., Cost]
     package: str = ""  # "distribution version" of the third-party package that supplied it; "" for zoo's own
 
     def cls(self) -> Any:
         if isinstance(self.factory, str):
-            module, _, attr = self.factory.partition(":")
-            return getattr(importlib.import_module(module), attr)
+            if self.factory not in _CLASSES:
+                raise RuntimeError(f"{self.kind} '{self.name}': import zoo.model.transformer first (it provides "
+                                   f"{self.factory})")
+            return _CLASSES[self.factory]
         return self.factory
+
+
+_CLASSES: dict[str, type] = {}
+
+
+def provide(*classes: type) -> None:
+    """zoo.model.transformer hands over zoo's component classes; BUILT_IN names each by its class name."""
+    _CLASSES.update({c.__name__: c for c in classes})
 
 
 _REGISTRY: dict[tuple[str, str], Component] = {}
@@ -92,7 +131,11 @@ def lookup(kind: str, name: str) -> Component:
         raise UserError(f"{kind} component '{name}' ({ep.value}) must be built as {want}") from None
     if not callable(getattr(cls, "cost", None)):
         raise UserError(f"{kind} component '{name}' ({ep.value}) declares no cost: give {want} a static method "
-                        f"cost({', '.join(KINDS[kind])}) -> zoo.components.Cost")
+                        f"cost({', '.join(KINDS[kind])}) -> zoo.model.Cost")
+    missing = [m for m in _methods(CONTRACTS[kind]) if not callable(getattr(cls, m, None))]
+    if missing:
+        raise UserError(f"{kind} component '{name}' ({ep.value}) lacks {', '.join(missing)}: a {kind} component "
+                        f"provides {', '.join(_methods(CONTRACTS[kind]))} (zoo.model.components.{CONTRACTS[kind].__name__})")
     return register(kind, name, cls, cls.cost, component_package(kind, name) or ep.value)
 
 
@@ -103,9 +146,13 @@ def arguments(m: ModelSpec, kind: str) -> tuple:
             "attention": (m.d_model, m.h, m.d_k, m.d_v, m.attention_dropout, m.kv_heads)}[kind]
 
 
+def _methods(contract: type) -> list[str]:
+    return [n for n, v in vars(contract).items() if callable(v) and not n.startswith("_")]
+
+
 def named(m: ModelSpec, kind: str) -> Component:
     """The component the spec names for this kind."""
-    return lookup(kind, getattr(m, COMPONENT_FIELDS[kind]))
+    return lookup(kind, getattr(m, FIELDS[kind]))
 
 
 def build(m: ModelSpec, kind: str) -> Any:
@@ -154,18 +201,43 @@ def _attention(d_model: int, h: int, d_k: int, d_v: int, dropout: float, h_kv: i
                 activations=h * d_k + h_kv * (d_k + d_v) + h * d_v + 2 * h + 2 * d_model)
 
 
-for _kind, _name, _factory, _cost in [
-        ("norm", "layernorm", "torch.nn:LayerNorm", _norm(2)),
-        ("norm", "rmsnorm", "torch.nn:RMSNorm", _norm(1)),
-        ("ffn", "relu", "zoo.model.transformer:FeedForward", _ffn),
-        ("ffn", "gelu", "zoo.model.transformer:GeluFeedForward", _ffn),
-        ("ffn", "swiglu", "zoo.model.transformer:SwiGLU", _gated_ffn),
-        ("ffn", "geglu", "zoo.model.transformer:GEGLU", _gated_ffn),
-        ("positional", "sinusoidal", "zoo.model.transformer:SinusoidalPositions", _positions(False)),
-        ("positional", "learned", "zoo.model.transformer:LearnedPositions", _positions(True)),
-        ("positional", "rope", "zoo.model.transformer:RotaryPositions", _positions(False)),
-        ("positional", "alibi", "zoo.model.transformer:ALiBi", _positions(False)),
-        ("positional", "none", "zoo.model.transformer:Positions", _positions(False)),
-        ("attention", "multihead", "zoo.model.transformer:MultiHeadAttention", _attention)]:
-    register(_kind, _name, _factory, _cost)
-assert {k: tuple(n for kk, n in _REGISTRY if kk == k) for k in KINDS} == COMPONENTS  # config's list is this one
+# The one list of zoo's component names: kind -> name -> (the class zoo.model.transformer provides, its cost).
+# The first of each kind is the paper's.
+BUILT_IN: dict[str, dict[str, tuple[str, Callable[..., Cost]]]] = {
+    "norm": {"layernorm": ("LayerNorm", _norm(2)), "rmsnorm": ("RMSNorm", _norm(1))},
+    "ffn": {"relu": ("FeedForward", _ffn), "gelu": ("GeluFeedForward", _ffn), "swiglu": ("SwiGLU", _gated_ffn),
+            "geglu": ("GEGLU", _gated_ffn)},
+    "positional": {"sinusoidal": ("SinusoidalPositions", _positions(False)),
+                   "learned": ("LearnedPositions", _positions(True)), "rope": ("RotaryPositions", _positions(False)),
+                   "alibi": ("ALiBi", _positions(False)), "none": ("Positions", _positions(False))},
+    "attention": {"multihead": ("MultiHeadAttention", _attention)},
+}
+GATED_FFN = tuple(n for n, (_, c) in BUILT_IN["ffn"].items() if c is _gated_ffn)  # 3 matrices of d_model x d_ff, not 2
+for _kind, _names in BUILT_IN.items():
+    for _name, (_class, _cost) in _names.items():
+        register(_kind, _name, _class, _cost)
+
+
+# -- installed packages' components: their names, read from metadata (nothing imported) ----------------
+
+@functools.cache
+def component_entry_points() -> dict[tuple[str, str], Any]:
+    """The installed third-party components: (kind, name) -> its importlib.metadata entry point."""
+    from importlib.metadata import entry_points
+    out = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        kind, _, name = ep.name.partition(".")
+        if kind in BUILT_IN and name and name not in BUILT_IN[kind]:  # a built-in's name stays zoo's
+            out[(kind, name)] = ep
+    return out
+
+
+def component_names(kind: str) -> list[str]:
+    """The names a spec may give a component of this kind: zoo's built-ins, then installed packages'."""
+    return [*BUILT_IN[kind], *sorted(n for k, n in component_entry_points() if k == kind)]
+
+
+def component_package(kind: str, name: str) -> str | None:
+    """'distribution version' of the package that supplies a third-party component (None: zoo's own)."""
+    ep = component_entry_points().get((kind, name))
+    return None if ep is None else f"{ep.dist.name} {ep.dist.version}" if ep.dist else ep.value

@@ -4,7 +4,7 @@ Counting rules (stated in every report):
 - Parameters: every weight of the compiled model once; the shared embedding / pre-softmax matrix
   counts once; attention projections have no bias, feed-forward layers do (gated ones do not),
   LayerNorms have gain and bias (RMSNorm a gain); sinusoidal positions are not parameters, learned
-  ones are. Each component's count is its registry's (zoo.components), a third-party one's too.
+  ones are. Each component's count is its registry's (zoo.model.components), a third-party one's too.
 - FLOPs: 2 per multiply-add of every matrix product (projections, Q K^T, attention x V, feed-forward,
   pre-softmax); element-wise work (softmax, LayerNorm, bias, residual) is left out, as
   `torch.utils.flop_counter` does. Attention is counted dense (the causal mask saves nothing in a
@@ -27,8 +27,8 @@ SEQ_LEN = 25
 
 
 def _costs(m: ModelSpec) -> tuple:
-    """zoo.components.Cost of one attention, feed-forward, norm and positions module, as the spec names them."""
-    from zoo import components  # here, not at the top: the reports' import chains stay short (no torch either way)
+    """zoo.model.Cost of one attention, feed-forward, norm and positions module, as the spec names them."""
+    from zoo.model import components  # here, not at the top: the reports' import chains stay short (no torch either way)
     return tuple(components.cost(m, kind) for kind in ("attention", "ffn", "norm", "positional"))
 
 

@@ -8,7 +8,7 @@ Section by section as the paper describes it:
   3.5  sinusoidal (or learned, Table 3 row E) positions; dropout on embedding + position sums
 Projections inside attention carry no bias (as in tensor2tensor, the paper's code); the
 feed-forward layers do. The decoder decodes incrementally with a key/value cache.
-Beyond the paper, each component is the one the spec names (zoo.components: norm, ffn, positional,
+Beyond the paper, each component is the one the spec names (zoo.model.components: norm, ffn, positional,
 attention; the paper's by default): RMSNorm, GELU and gated FFNs, rotary and ALiBi positions, grouped-query
 attention (h_kv), and pre-norm residuals (norm_position).
 This module imports nothing from training: it is only the network.
@@ -52,6 +52,16 @@ class MultiHeadAttention(nn.Module):
         k, v = F.linear(x, torch.cat([self.w_k.weight, self.w_v.weight])).split(
             [self.h_kv * self.d_k, self.h_kv * self.d_v], -1)
         return self.heads(k, self.h_kv, self.d_k), self.heads(v, self.h_kv, self.d_v)
+
+    def weights(self, x: torch.Tensor, mask: torch.Tensor, pos: Positions) -> torch.Tensor:
+        """softmax(Q K^T / sqrt(d_k)) of self-attention over x, per head: (B, h, S, S). For the report's heat
+        maps (the fused SDPA kernel does not return its weights)."""
+        q = pos.rotate(self.heads(self.w_q(x), self.h, self.d_k), 0)
+        k = pos.rotate(self.heads(self.w_k(x), self.h_kv, self.d_k), 0).repeat_interleave(self.h // self.h_kv, 1)
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.d_k)
+        bias = pos.bias(0, x.size(1), x.size(1), False)
+        scores = scores if bias is None else scores + bias
+        return scores.masked_fill(~mask, float("-inf")).softmax(-1)
 
     def forward(self, x_q, x_kv=None, mask=None, causal=False, kv=None, cache=None, pos=None, start=0):
         """x_kv: keys/values input (None = self-attention); kv: precomputed (K, V) for x_kv;
@@ -413,21 +423,19 @@ class Transformer(nn.Module):
 
 @torch.no_grad()
 def encoder_attention(model: Transformer, src: torch.Tensor, layer: int = -1) -> torch.Tensor:
-    """softmax(Q K^T / sqrt(d_k)) of one encoder layer's self-attention heads: (B, h, S, S).
-    For the report's heat maps (the fused SDPA kernel does not return its weights)."""
+    """softmax(Q K^T / sqrt(d_k)) of one encoder layer's self-attention heads: (B, h, S, S), for the heat maps."""
     layer = layer % len(model.encoder)
     x = model._embed(model.src_embed, src)
     mask, pos = model.src_mask(src), model.pos_embed
     for lyr in model.encoder[:layer]:
         x = lyr(x, mask, pos)
-    x = model.encoder[layer].res1.inner(x)
-    att = model.encoder[layer].self_attn
-    q = pos.rotate(att.heads(att.w_q(x), att.h, att.d_k), 0)
-    k = pos.rotate(att.heads(att.w_k(x), att.h_kv, att.d_k), 0).repeat_interleave(att.h // att.h_kv, 1)
-    scores = (q @ k.transpose(-2, -1)) / math.sqrt(att.d_k)
-    bias = pos.bias(0, src.size(1), src.size(1), False)
-    scores = scores if bias is None else scores + bias
-    return scores.masked_fill(~mask, float("-inf")).softmax(-1)
+    return model.encoder[layer].self_attn.weights(model.encoder[layer].res1.inner(x), mask, pos)
+
+
+
+# zoo's own components, each built by the name zoo.model.components.BUILT_IN gives it
+components.provide(nn.LayerNorm, nn.RMSNorm, FeedForward, GeluFeedForward, SwiGLU, GEGLU, SinusoidalPositions,
+                   LearnedPositions, RotaryPositions, ALiBi, Positions, MultiHeadAttention)
 
 
 def build_model(m: ModelSpec, vocab_size: int, tgt_vocab_size: int | None = None,

@@ -24,7 +24,7 @@ from typing import get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from zoo.config import COMPONENT_FIELDS, ClaimSpec, Config, CrossFieldError, component_names, dotted
+from zoo.config import ClaimSpec, Config, CrossFieldError, dotted
 from zoo.paper import TABLE2, TABLE3, TABLE4
 from zoo.paths import name_problem
 from zoo.spec.profiles import profile_text, apply_profile, check_heads, find_profile, profile_name, read_profile
@@ -405,7 +405,8 @@ def _check_corpus(doc: Doc, cfg: Config) -> None:
 def _check_components(doc: Doc, cfg: Config) -> None:
     """Each model component the config names is zoo's or an installed package's (zoo.config reads the
     packages' metadata: nothing is imported), so a misspelt one fails here with the names there are."""
-    for kind, field in COMPONENT_FIELDS.items():
+    from zoo.model import FIELDS, component_names  # the components' names (no torch)
+    for kind, field in FIELDS.items():
         name, names = getattr(cfg.model, field), component_names(kind)
         if name not in names:
             alike = "" if name.isascii() else " (it holds non-ASCII characters: a look-alike letter?)"
