@@ -86,6 +86,10 @@ def cmd_show(args) -> int:
                   f"the parameters of relu at d_ff {m.d_ff}" if m.ffn in GATED_FFN else
                   f"# ffn {m.ffn}: 2 matrices; a gated FFN (swiglu, geglu) matches its parameters at d_ff {matched}")
         print(f"# budget: {budget(c)}")
+        sch = c.train.schedule
+        peak = max(sch.lr(s, m.d_model, c.train.steps) for s in {min(sch.warmup_steps, c.train.steps), 1})
+        print(f"# schedule: peak learning rate {peak:.2g} at step {min(sch.warmup_steps, c.train.steps):,}; at most "
+              f"{sch.times_paper(m.d_model, c.train.steps):.2g}x the paper's rate at the same step")
     return 0
 
 

@@ -1,9 +1,10 @@
 """Profiles: overlays that scale a paper spec to a budget (`--profile smoke|cpu|gpu|paper|auto|FILE`).
 
 A profile may `extends:` another (a name beside it, or a file), changing only what it says (an add-on
-budget of the same proxy keeps one home for the proxy), `scale:` widths, depth and steps together (h x d_k = d_model keeps holding), `set:`
-fields outright, map the spec's corpus to the one this budget uses (`datasets:`, with `prefer:` when a
-larger corpus is present) and give a `seeds:` axis. `paper` runs the spec exactly as written.
+budget of the same proxy keeps one home for the proxy), `scale:` widths, depth and steps together (h x d_k =
+d_model keeps holding), `set:` fields outright, map the spec's corpus to the one this budget uses (`datasets:`,
+with `prefer:` when a larger corpus is present, and a `scale:` of the corpus's own where it supports only a
+smaller model) and give a `seeds:` axis. `paper` runs the spec exactly as written.
 """
 from __future__ import annotations
 
@@ -105,14 +106,49 @@ def apply_profile(doc: Doc, profile_path: Path | None, data_dir: str | Path | No
     for k in prof.data:
         if k not in PROFILE_KEYS:
             raise SpecError(prof.where((str(k),)), shorten(k), unknown_key("profile key", k, PROFILE_KEYS))
-    scale = prof.data.get("scale") or {}
+    sets = prof.data.get("set") or {}
+    if not isinstance(sets, dict):
+        raise SpecError(prof.where(("set",)), "set", "must be a mapping of sections")
+    sets = without_empty(sets, SECTIONS)  # `model:` with only comments under it sets nothing
+    # The corpus first: its `datasets:` entry may carry a `scale:` of its own (a model the corpus supports),
+    # which replaces the profile's for that corpus.
+    maps = prof.data.get("datasets") or {}
+    if not isinstance(maps, dict) or not all(isinstance(v, dict) for v in maps.values()):
+        raise SpecError(prof.where(("datasets",)), "datasets",
+                        "must map a corpus name to data settings, e.g. {wmt14_en_de: {dataset: multi30k}}")
+    data_sec = doc.data.get("data")
+    # a spec without `data:` trains on the default corpus, which the profile maps like any other
+    name = data_sec.get("dataset", DataSpec().dataset) if isinstance(data_sec, dict) else \
+        DataSpec().dataset if data_sec is None else None
+    if isinstance(sets.get("data"), dict) and "dataset" in sets["data"]:
+        name = sets["data"]["dataset"]  # the profile's own corpus
+    entry = dict(maps[name]) if isinstance(name, str) and name in maps else None
+    scale_at = ("scale",)
+    if entry is not None:
+        m_locs = {("data",) + p[2:]: loc for p, loc in prof.locs.items()
+                  if p[:2] == ("datasets", name) and len(p) > 2 and p[2] not in ("set", "scale")}
+        set_at = ("datasets", name, "set")
+        if "prefer" in entry:
+            preferred = isinstance(entry["prefer"], dict) and "set" in entry["prefer"]
+            entry = _prefer(prof, name, entry, m_locs, data_dir, notes)
+            if preferred and entry.get("dataset") == maps[name]["prefer"].get("dataset"):
+                set_at = ("datasets", name, "prefer", "set")
+            for p in [p for p in m_locs if len(p) > 1 and p[1] == "set"]:
+                del m_locs[p]
+        if "scale" in entry:
+            scale_at = ("datasets", name, "scale")
+    scale = (entry or {}).pop("scale", None) if scale_at != ("scale",) else prof.data.get("scale")
+    scale = scale or {}
+    where_scale = ".".join(scale_at)
     if not isinstance(scale, dict):
-        raise SpecError(prof.where(("scale",)), "scale", "must be a mapping like {width: 0.5, depth: 0.5, steps: 0.01}")
+        raise SpecError(prof.where(scale_at), where_scale, "must be a mapping like {width: 0.5, depth: 0.5, steps: 0.01}")
     for k, v in scale.items():
         if k not in SCALE_KEYS:
-            raise SpecError(prof.where(("scale", str(k))), f"scale.{shorten(k)}", unknown_key("scale", k, SCALE_KEYS))
+            raise SpecError(prof.where((*scale_at, str(k))), f"{where_scale}.{shorten(k)}",
+                            unknown_key("scale", k, SCALE_KEYS))
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 < v <= 1000:  # NaN fails too
-            raise SpecError(prof.where(("scale", k)), f"scale.{k}", f"must be a number in (0, 1000] (got {shorten(repr(v))})")
+            raise SpecError(prof.where((*scale_at, k)), f"{where_scale}.{k}",
+                            f"must be a number in (0, 1000] (got {shorten(repr(v))})")
     data = copy.deepcopy(doc.data)
     m, t = data.setdefault("model", {}), data.setdefault("train", {})
     m, t = (x if isinstance(x, dict) else {} for x in (m, t))  # not a mapping: validation says so
@@ -131,7 +167,7 @@ def apply_profile(doc: Doc, profile_path: Path | None, data_dir: str | Path | No
     # is the paper's divided by one factor and a comparison of rows A compares head counts, not head sizes.
     # A scaled value is the profile's doing: an error in it points at the `scale:` entry that made it.
     locs = dict(doc.locs)
-    at = lambda key, *field: locs.update({field: prof.where(("scale", key))})
+    at = lambda key, *field: locs.update({field: prof.where((*scale_at, key))})
     hr, per_head = scale.get("heads", 1), 1.0
     if hr != 1:
         h = m.get("h", base_m.h)
@@ -155,10 +191,6 @@ def apply_profile(doc: Doc, profile_path: Path | None, data_dir: str | Path | No
         at("steps", "train", "steps")
         at("steps", "train", "checkpoint_every")
     out = Doc(data, locs, doc.origin)
-    sets = prof.data.get("set") or {}
-    if not isinstance(sets, dict):
-        raise SpecError(prof.where(("set",)), "set", "must be a mapping of sections")
-    sets = without_empty(sets, SECTIONS)  # `model:` with only comments under it sets nothing
     set_locs = {p[1:]: loc for p, loc in prof.locs.items() if p[0] == "set" and len(p) > 1}
     for k in sets:
         if k not in SECTIONS:
@@ -168,28 +200,9 @@ def apply_profile(doc: Doc, profile_path: Path | None, data_dir: str | Path | No
     out = deep_merge(out, sets, set_locs)
     # `datasets:` maps the spec's corpus to the one this budget uses, with its data settings
     # (e.g. wmt14_en_de -> multi30k), so a translation profile never rewrites a parsing spec.
-    maps = prof.data.get("datasets") or {}
-    if not isinstance(maps, dict) or not all(isinstance(v, dict) for v in maps.values()):
-        raise SpecError(prof.where(("datasets",)), "datasets",
-                        "must map a corpus name to data settings, e.g. {wmt14_en_de: {dataset: multi30k}}")
-    data_sec = out.data.get("data")
-    # a spec without `data:` trains on the default corpus, which the profile maps like any other
-    name = data_sec.get("dataset", DataSpec().dataset) if isinstance(data_sec, dict) else \
-        DataSpec().dataset if data_sec is None else None
-    if isinstance(name, str) and name in maps:
+    if entry is not None:
         # an entry's optional `set:` overrides other sections for that corpus only (a parsing recipe, a
         # budget in epochs); with `prefer:`, the preferred corpus may carry its own `set:` instead
-        entry = dict(maps[name])
-        m_locs = {("data",) + p[2:]: loc for p, loc in prof.locs.items()
-                  if p[:2] == ("datasets", name) and len(p) > 2 and p[2] != "set"}
-        set_at = ("datasets", name, "set")
-        if "prefer" in entry:
-            preferred = isinstance(entry["prefer"], dict) and "set" in entry["prefer"]
-            entry = _prefer(prof, name, entry, m_locs, data_dir, notes)
-            if preferred and entry.get("dataset") == maps[name]["prefer"].get("dataset"):
-                set_at = ("datasets", name, "prefer", "set")
-            for p in [p for p in m_locs if len(p) > 1 and p[1] == "set"]:
-                del m_locs[p]
         extra = entry.pop("set", None) or {}
         extra = without_empty(extra, SECTIONS) if isinstance(extra, dict) else extra
         if not isinstance(extra, dict) or not set(extra) <= set(SECTIONS):
@@ -257,7 +270,9 @@ def _prefer(prof: Doc, name: str, entry: dict, m_locs: dict, data_dir, notes: li
     if split_present(pref["dataset"], "train", root):
         pref = dict(pref)
         own_set = pref.pop("set", None)  # the preferred corpus's own recipe replaces the fallback's `set:`
-        chosen, why = {**{k: v for k, v in entry.items() if k != "set"}, **pref}, f"its training data is present in {root}"
+        # the fallback's own recipe (`set:`, `scale:`) is the fallback's only
+        chosen = {**{k: v for k, v in entry.items() if k not in ("set", "scale")}, **pref}
+        why = f"its training data is present in {root}"
         if own_set is not None:
             chosen["set"] = own_set
         m_locs.update({("data",) + p[3:]: loc for p, loc in prof.locs.items()
@@ -266,6 +281,9 @@ def _prefer(prof: Doc, name: str, entry: dict, m_locs: dict, data_dir, notes: li
         chosen = entry
         why = (f"{pref['dataset']}'s training data is not in {root}; `zoo data fetch {pref['dataset']}` "
                f"builds it there")
+        if isinstance(entry.get("scale"), dict):  # a model the fallback supports: say so before anything trains
+            why += ("; on it the model is the profile's proxy, scaled by "
+                    + ", ".join(f"{k} x {v:g}" for k, v in entry["scale"].items() if isinstance(v, (int, float))))
     if notes is not None:
         notes.append(f"Training data: {chosen.get('dataset', name)} ({why}).")
     return chosen
