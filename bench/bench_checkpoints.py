@@ -24,9 +24,7 @@ from pathlib import Path
 import torch
 
 from zoo.spec import resolve
-from zoo.train import train
-from zoo.train.checkpointing import atomic_save
-from zoo.train.writer import Writer
+from zoo.train import Writer, atomic_save, train
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -68,7 +66,7 @@ def beside(save) -> tuple[float, float, float]:
 def stalls(tmp: Path) -> None:
     """The cpu profile's base and its Adam state (three copies of 8.6M weights in 200 tensors)."""
     from zoo.model import build_model
-    from zoo.train.recipe import make_optimizer
+    from zoo.train import make_optimizer
     cfg = resolve(REPO / "specs/base.yaml", None, "cpu")[0]
     model = build_model(cfg.model, 8000)
     opt = make_optimizer(model, 1e-4, (0.9, 0.98), 1e-9)

@@ -52,9 +52,7 @@ from zoo import spec as zspec
 from zoo.model import forward_flops
 from zoo.model import build_model
 from zoo.config import Config, ModelSpec
-from zoo.train import cpu_has_bf16, keep_freed_memory, make_optimizer, smoothed_loss
-from zoo.train.device import train_device
-from zoo.train.step import step_setup, train_step
+from zoo.train import cpu_has_bf16, keep_freed_memory, make_optimizer, smoothed_loss, step_setup, train_device, train_step
 
 
 class TorchReference(nn.Module):

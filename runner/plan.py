@@ -74,9 +74,7 @@ def measured_flops_per_s(c: Config, steps: int = 2) -> float:
     import torch
     from zoo.data import collate
     from zoo.model import build_model
-    from zoo.train.device import keep_freed_memory
-    from zoo.train.recipe import make_optimizer
-    from zoo.train.step import step_setup, train_step
+    from zoo.train import keep_freed_memory, make_optimizer, step_setup, train_step
     threads = torch.get_num_threads()
     torch.set_num_threads(max(1, int(c.resources.cpus)))  # what a trial gets
     try:
@@ -89,7 +87,7 @@ def measured_flops_per_s(c: Config, steps: int = 2) -> float:
         ids = lambda: torch.randint(4, V, (L,), generator=g).tolist()
         batch = collate([(ids(), ids()) for _ in range(B)], list(range(B)))
         device = torch.device("cuda" if c.resources.gpus > 0 and torch.cuda.is_available() else "cpu")
-        if device.type == "cpu":  # as a trial's process does (zoo.train.loop.train); `--plan` ends after this
+        if device.type == "cpu":  # as a trial's process does (zoo.train.train); `--plan` ends after this
             keep_freed_memory()
         model = build_model(c.model, V).to(device)
         fwd, amp = step_setup(c, model, device)

@@ -84,7 +84,7 @@ class Live:
         self._say(f"{v}: started")
 
     def result(self, trial, m: dict) -> None:
-        """One event from the trial (see runner.trial), parsed into its zoo.result model."""
+        """One event from the trial, as runner.trial sent it (zoo.result.wire), read back into its type: once, here."""
         v, row, e = trial_name(trial), self.rows[trial_name(trial)], event(m)
         if isinstance(e, Started):
             p = e.placement
@@ -124,7 +124,8 @@ class Live:
         row.state, row.step, row.dev_ppl = "finished", r.steps_done, r.dev_ppl
         best = self.best.setdefault(v, Best())
         best.update("dev_ppl", r.dev_ppl, r.steps_done)
-        ckpt = f"{self.run_dirs[v]}/checkpoints/step_{r.steps_done:08d}.pt"  # zoo.train saves the last step
+        from zoo.train import checkpoint_name  # (its module imports torch: not at the driver's start)
+        ckpt = f"{self.run_dirs[v]}/{checkpoint_name(r.steps_done)}"  # zoo.train saves the last step
         self._save(v, status="finished", metrics=r.stored(), attention=r.attention, best=best,
                    step=r.steps_done, tokens_seen=r.tokens_seen, train_seconds=r.train_seconds,
                    checkpoint=ckpt, finished_at=time.time(), error=None)

@@ -1,13 +1,10 @@
 """The Tune trainable: one trial trains, decodes and scores one variant by calling `zoo.train.train`.
 
 A trial's working directory (`out_dir`) is a stable path under the storage, so zoo.train's own
-checkpoints resume it after a retry, a Ctrl-C or a killed driver. Everything it reports goes to Tune
-under the single key "zoo" (the driver's callback writes the results store from it):
-  {"event": "start", "placement": {...}}   where it runs (node, host, pid, GPU ids, threads)
-  {"step": ..., "loss": ..., ...}          zoo.train's log points, every 10 steps and at evaluations
-  {"event": "resumed", "step": N}          picked up from a checkpoint
-  {"event": "done", **result}              the final zoo.result.RunResult, as JSON, with its provenance
-Each is a zoo.result event (`event()` reads them back; `wire()` writes them).
+checkpoints resume it after a retry, a Ctrl-C or a killed driver. What it reports are zoo.result's typed
+events (Started: where it runs; zoo.train's LogPoints, Resumed, BadCheckpoint, ...; Done: the RunResult with
+its provenance), sent to Tune in one place (`_to_ray`) as their wire form under the single key "zoo": one
+`wire()` here, one `event()` in the driver's callback (runner.progress), which writes the results store.
 Several workers (or several GPUs) per trial run data-parallel as a Ray Train TorchTrainer started
 from inside the trial; its rank-0 reports reach Tune through TuneReportCallback.
 """
@@ -16,6 +13,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from fnmatch import fnmatch
 from pathlib import Path
 
 import ray
@@ -23,7 +21,7 @@ from ray import tune
 
 from pydantic import AliasChoices, BaseModel, Field
 
-from zoo.result import Done, Hardware, LogPoint, Provenance, Started, event, wire
+from zoo.result import Done, Event, Hardware, LogPoint, Provenance, Started, wire
 from zoo.config import Config
 from zoo.model import third_party
 
@@ -60,17 +58,23 @@ def trainable(config: dict) -> None:
     _threads(cfg.resources.cpus)
     mirror = Mirror(setup.mirror, _out(setup))
     mirror.pull()
-    tune.report({"zoo": wire(Started(placement=placement() | {"workers": 1}))})
-    _train(cfg, setup, lambda m: (tune.report(_for_tune(m)), mirror.push()), done=lambda: mirror.push(final=True))
+    send = _to_ray(tune.report, mirror.push)
+    send(Started(placement=placement() | {"workers": 1}))
+    _train(cfg, setup, send, done=lambda: mirror.push(final=True))
 
 
-def _for_tune(m: dict) -> dict:
-    """Everything under "zoo" for the driver; the step and dev perplexity also at the top, where a
-    Tune scheduler (ASHA) looks for its time attribute and metric."""
-    e = event(m)
-    if not isinstance(e, LogPoint) or e.step >= (e.steps or 0):
-        return {"zoo": m}  # the last step is not a rung: a trial that got there is scored, not stopped
-    return {"zoo": m, "step": e.step, **({"dev_ppl": e.dev_ppl} if e.dev_ppl is not None else {})}
+def _to_ray(report, push):
+    """The one place a trial's events go to Ray (`report`: Tune's, or Ray Train's for a data-parallel trial):
+    each as its wire form under "zoo" for the driver; a log point's step and dev perplexity also at the top,
+    where a Tune scheduler (ASHA) looks for its time attribute and metric. Then the mirror's `push`."""
+    def send(e: Event) -> None:
+        m = {"zoo": wire(e)}
+        # the last step is not a rung: a trial that got there is scored, not stopped
+        if isinstance(e, LogPoint) and e.step < (e.steps or 0):
+            m |= {"step": e.step, **({"dev_ppl": e.dev_ppl} if e.dev_ppl is not None else {})}
+        report(m)
+        push()
+    return send
 
 
 def data_parallel_workers(cfg) -> int:
@@ -87,22 +91,21 @@ def resources(config: dict):
     return tune.PlacementGroupFactory([{"CPU": cfg.resources.cpus, "GPU": cfg.resources.gpus}])
 
 
-def _train(cfg, setup: Setup, report, rank: int = 0, done=lambda: None) -> None:
-    """zoo.train with the trial's report function. Its "done" event is held back until `done()` has
-    run (the mirror's final push), then sent with the run's provenance; a train() that returns early
-    (a finished run found on disk) sends none, so its returned result goes instead."""
+def _train(cfg, setup: Setup, send, rank: int = 0, done=lambda: None) -> None:
+    """zoo.train, its events to `send` (`_to_ray`'s). Its Done is held back until `done()` has run (the
+    mirror's final push), then sent with the run's provenance; a train() that returns early (a finished
+    run found on disk) sends none, so its returned result goes instead."""
     from zoo.train import train
     tb = TensorBoard(_out(setup) if rank == 0 else None)  # one writer per trial, not per worker
     held: list[Done] = []
 
-    def rep(m: dict) -> None:
-        e = event(_plain(m))
+    def rep(e: Event) -> None:
         if isinstance(e, Done):
             held.append(e)
             return
         if isinstance(e, LogPoint):
             tb.point(e)
-        report(_plain(m))
+        send(e)
 
     try:
         result = train(cfg, _out(setup), setup.data_dir, report=rep)
@@ -110,10 +113,11 @@ def _train(cfg, setup: Setup, report, rank: int = 0, done=lambda: None) -> None:
     finally:
         tb.close()
     done()
+    # Done(result=...) keeps the RunResult as it is: pydantic does not validate a model instance again
     final = held[-1] if held and held[-1].result else Done(result=result if rank == 0 else None)
     if final.result is not None and final.result.provenance is None:
         final.result.provenance = provenance(final.result.hardware, setup.spec_file or "", cfg.model)
-    report(wire(final))
+    send(final)
 
 
 class TensorBoard:
@@ -141,12 +145,6 @@ class TensorBoard:
     def close(self) -> None:
         if self.w is not None:
             self.w.close()
-
-
-def _plain(m: dict) -> dict:
-    """JSON-safe values only (Ray refuses tensors; numpy floats would be fine but keep it plain)."""
-    import json
-    return json.loads(json.dumps(m, default=str))
 
 
 def _threads(cpus: float) -> None:
@@ -251,8 +249,9 @@ def _worker_loop(plain: dict) -> None:
     push = mirror.push if rank == 0 else lambda final=False: None  # one rank writes the storage
     where = [None] * dist.get_world_size()
     dist.all_gather_object(where, placement())
-    rt.report({"zoo": wire(Started(placement=where[0] | {"workers": len(where), "ranks": where}))})
-    _train(cfg, setup, lambda m: (rt.report(_for_tune(m)), push()), rank, done=lambda: push(final=True))
+    send = _to_ray(rt.report, push)
+    send(Started(placement=where[0] | {"workers": len(where), "ranks": where}))
+    _train(cfg, setup, send, rank, done=lambda: push(final=True))
 
 
 # -- storage that is not a filesystem (s3://, gs://, ...) ----------------------------------------
@@ -272,10 +271,10 @@ class Mirror:
         if not self.fs:
             return
         import pyarrow.fs as pafs
-        from zoo.train.checkpointing import optim_file
+        from zoo.train import CHECKPOINTS, optim_file
         infos = self.fs.get_file_info(pafs.FileSelector(self.root, recursive=True, allow_not_found=True))
         names = {Path(i.path).relative_to(self.root).as_posix() for i in infos if i.type == pafs.FileType.File}
-        ckpts = sorted(n for n in names if n.startswith("checkpoints/step_") and n.endswith(".pt"))
+        ckpts = sorted(n for n in names if fnmatch(n, CHECKPOINTS))
         optim = [o for n in ckpts[-1:] if (o := optim_file(Path(n)).as_posix()) in names]  # sent before it
         for rel in [*optim, *ckpts[-1:], *(n for n in ("config.json", "summary.json") if n in names)]:
             dest = self.out / rel
@@ -314,7 +313,7 @@ class Mirror:
 
     def _upload(self, final: bool = False) -> None:
         import pyarrow.fs as pafs
-        from zoo.train.checkpointing import checkpoints, optim_file
+        from zoo.train import checkpoints, optim_file
         newest = checkpoints(self.out)[-1:]
         files = [*map(optim_file, newest), *newest, self.out / "config.json"]  # the optimizer's state first
         if final:

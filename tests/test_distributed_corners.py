@@ -65,7 +65,7 @@ def _fast_clock_job(rank: int, cfg: str, out: str, data_root: str) -> dict:
         time.time = lambda: t0 + (real() - t0) * 600
     seen = []
     r = train(Config.model_validate_json(cfg), Path(out), Path(data_root), report=seen.append)
-    return {"steps_done": r.steps_done, "logged": [m["step"] for m in seen if "loss" in m]}
+    return {"steps_done": r.steps_done, "logged": [m.step for m in seen if getattr(m, "loss", None) is not None]}
 
 
 def test_a_time_limit_stops_every_rank_at_the_same_step(repo, data_root, tmp_path):
@@ -81,12 +81,13 @@ def test_a_time_limit_stops_every_rank_at_the_same_step(repo, data_root, tmp_pat
 
 def _resume_job(rank: int, cfg: str, out: str, data_root: str) -> dict:
     from zoo.model.transformer import build_model
+    from zoo.result import Done, LogPoint, wire
     from zoo.train import data_parallel
     c = Config.model_validate_json(cfg)
     events = []
     r = train(c, Path(out), Path(data_root), report=events.append)
     ddp = data_parallel(build_model(c.model, 64), torch.device("cpu"))
-    return {"steps_done": r.steps_done, "events": [e for e in events if e.get("event") not in (None, "done")],
+    return {"steps_done": r.steps_done, "events": [wire(e) for e in events if not isinstance(e, (LogPoint, Done))],
             "broadcast_buffers": ddp.broadcast_buffers}
 
 

@@ -170,6 +170,7 @@ def test_activation_estimate_bounds_what_autograd_keeps(variant, h, L, B, V):
 # -- 6. checkpoint fallback ---------------------------------------------------------------------------
 
 def test_a_truncated_newest_checkpoint_falls_back_to_the_one_before(trained, tmp_path, data_root):
+    from zoo.result import BadCheckpoint, NoOptimizerState, Resumed
     from zoo.train import train
     run = copy_run(trained, tmp_path / "run")
     (run / "summary.json").unlink()  # unfinished, as after a kill
@@ -177,11 +178,11 @@ def test_a_truncated_newest_checkpoint_falls_back_to_the_one_before(trained, tmp
     newest.write_bytes(newest.read_bytes()[:1000])  # a copy cut short
     events = []
     summary = train(smoke_cfg(), run, data_root, report=events.append)
-    bad = [e for e in events if e.get("event") == "bad_checkpoint"]
-    assert len(bad) == 1 and bad[0]["path"] == str(newest) and bad[0]["error"], events
-    assert {"event": "resumed", "step": 3} in events
+    bad = [e for e in events if isinstance(e, BadCheckpoint)]
+    assert len(bad) == 1 and bad[0].path == str(newest) and bad[0].error, events
+    assert Resumed(step=3) in events
     # the one before keeps weights only (issue 12): training goes on, with Adam's moments afresh, and says so
-    assert any(e.get("event") == "no_optimizer_state" and e["step"] == 3 for e in events), events
+    assert any(isinstance(e, NoOptimizerState) and e.step == 3 for e in events), events
     assert (run / "checkpoints" / "step_00000006.pt.bad").exists()  # set aside: no later run trips on it
     assert (run / "checkpoints" / "optim_00000006.pt.bad").exists()  # with its optimizer state
     assert (run / "checkpoints" / "step_00000006.pt").exists() and (run / "summary.json").exists()

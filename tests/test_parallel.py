@@ -12,7 +12,7 @@ import torch.multiprocessing as mp
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from zoo import data as zdata
-from zoo.train import loop as ztrain, recipe
+from zoo.train import loop as ztrain, recipe, step as zstep
 from zoo.model.transformer import build_model
 from zoo.config import Config, ModelSpec
 
@@ -39,9 +39,9 @@ def _train_steps(rank: int, world: int, strict: bool = False) -> tuple[dict, lis
     """STEPS through zoo.train's _step and read_stats on this rank; (weights, [(loss, nll) per step])."""
     torch.manual_seed(0)
     model = build_model(TINY, V)
-    opt = ztrain.make_optimizer(model, 1e-3)
+    opt = recipe.make_optimizer(model, 1e-3)
     cfg, cpu = _cfg(), torch.device("cpu")
-    fwd = ztrain.data_parallel(model, cpu)
+    fwd = zstep.data_parallel(model, cpu)
     stats = torch.zeros(2, dtype=torch.float64)
     pairs = _pairs()
     lengths = zdata.pair_lengths(pairs)
@@ -55,7 +55,7 @@ def _train_steps(rank: int, world: int, strict: bool = False) -> tuple[dict, lis
         with torch.device("meta") if strict else torch.device("cpu"):
             ztrain._step(cfg, fwd, opt, cpu, work, stats)
             opt.step()
-            read.append(ztrain.read_stats(stats))
+            read.append(zstep.read_stats(stats))
     return {k: v.clone() for k, v in model.state_dict().items()}, read
 
 
@@ -164,7 +164,7 @@ def test_a_training_step_never_waits_for_the_device(monkeypatch):
     each) sync the host 0 times; the statistics are read once, at the log point."""
     torch.manual_seed(0)
     model = build_model(TINY.model_copy(update={"dropout": 0.1}), V)
-    opt = ztrain.make_optimizer(model, 1e-3)
+    opt = recipe.make_optimizer(model, 1e-3)
     cfg, cpu = _cfg(), torch.device("cpu")
     pairs = _pairs()
     lengths = zdata.pair_lengths(pairs)
@@ -181,7 +181,7 @@ def test_a_training_step_never_waits_for_the_device(monkeypatch):
             ztrain._step(cfg, model, opt, cpu, work, stats)
             opt.step()
     assert syncs.n == 0 and not listed, (syncs.n, len(listed))
-    loss, nll = ztrain.read_stats(stats)
+    loss, nll = zstep.read_stats(stats)
     assert len(listed) == 1 and loss > 0 and nll > 0 and not stats.any()
 
 
@@ -203,16 +203,16 @@ def test_compile_recompiles_per_bucket_at_most_and_the_model_has_no_graph_break(
     buckets = {(int(s[1]).bit_length(), int(t[1]).bit_length()) for s, t in shapes}
     torch.manual_seed(0)
     model = build_model(TINY.model_copy(update={"dropout": 0.1}), V).train()
-    fwd = ztrain.compiled(model, _cfg(compile="on"), backend="aot_eager")  # dynamo's graphs, no C++ build
+    fwd = zstep.compiled(model, _cfg(compile="on"), backend="aot_eager")  # dynamo's graphs, no C++ build
     for b in batches:
         b = zdata.collate(pairs, b)
-        loss, _ = ztrain.smoothed_loss(fwd(b.src, b.tgt_in), b.tgt_out, 0.1)
+        loss, _ = recipe.smoothed_loss(fwd(b.src, b.tgt_in), b.tgt_out, 0.1)
         loss.backward()
     graphs = counters["stats"]["unique_graphs"]
     assert len(shapes) > 30, len(shapes)  # most batches a new shape
     assert 1 <= graphs <= len(buckets), (graphs, len(buckets))
     assert sum(counters["graph_break"].values()) == 0, dict(counters["graph_break"])
-    assert ztrain.compiled(model, _cfg()) is model  # off: the model itself
+    assert zstep.compiled(model, _cfg()) is model  # off: the model itself
 
 
 def _old_smoothed_loss(logits, target, eps):
@@ -239,7 +239,7 @@ def test_chunked_loss_equals_the_whole_one(monkeypatch, dtype):
     g_ref, = torch.autograd.grad(ref, logits)
     monkeypatch.setattr(recipe, "LOSS_CHUNK", 50 * 4)  # 4 rows a chunk: 21 rows in 6 chunks
     assert len(recipe._chunks(21, 50)) == 6
-    loss, nll = ztrain.smoothed_loss(logits, target, 0.1)
+    loss, nll = recipe.smoothed_loss(logits, target, 0.1)
     assert loss.item() == pytest.approx(ref.item(), rel=1e-6) and nll.item() == pytest.approx(ref_nll.item(), rel=1e-6)
     g, = torch.autograd.grad(loss, logits)
     assert g.dtype == dtype

@@ -16,6 +16,7 @@ from zoo.spec.specfile import SpecError
 from zoo.config import noam_lr
 from zoo.train import average_checkpoints, checkpoints, load_checkpoint, smoothed_loss, train
 from zoo.train.checkpointing import optim_file
+from zoo.result import Resumed
 
 
 def test_noam_schedule_at_known_steps():
@@ -107,7 +108,7 @@ def test_smoke_run_trains_and_scores(repo, data_root, tmp_path):
     s = train(cfg, tmp_path / "run", data_root, report=seen.append)
     assert s.steps_done == 12 and s.dev_ppl > 1 and 0 <= s.primary.bleu <= 100
     assert "nrefs:1|case:mixed" in s.primary.bleu_signature and s.eval_split == "dev"
-    losses = [m["loss"] for m in seen if "loss" in m]
+    losses = [m.loss for m in seen if getattr(m, "loss", None) is not None]
     assert losses[-1] < losses[0]  # it learns something
     kept = checkpoints(tmp_path / "run")
     assert len(kept) == cfg.train.keep_checkpoints  # last k kept
@@ -130,7 +131,7 @@ def test_logged_loss_does_not_depend_on_the_checkpoint_cadence(repo, data_root, 
         cfg = _smoke(repo, sets=["train.steps=12", "train.log_every=4", f"train.checkpoint_every={every}",
                                  "train.checkpoint_minutes=0", "train.eval_every=12", "eval.max_sentences=2"])
         train(cfg, tmp_path / f"every{every}", data_root, report=seen.append)
-        logged.append([(m["step"], round(m["loss"], 4), round(m["nll"], 4)) for m in seen if "loss" in m])
+        logged.append([(m.step, round(m.loss, 4), round(m.nll, 4)) for m in seen if getattr(m, "loss", None) is not None])
     assert logged[0] == logged[1] and [s for s, *_ in logged[0]] == [1, 4, 8, 12]
 
 
@@ -171,7 +172,7 @@ def test_resume_continues_exactly(repo, data_root, tmp_path):
     (tmp_path / "b" / "summary.json").unlink()
     events = []
     train(straight, tmp_path / "b", data_root, report=events.append)
-    assert {"event": "resumed", "step": 10} in events
+    assert Resumed(step=10) in events
     a = torch.load(checkpoints(tmp_path / "a")[-1], weights_only=True)["model"]
     b = torch.load(checkpoints(tmp_path / "b")[-1], weights_only=True)["model"]
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
@@ -185,7 +186,7 @@ def test_resumed_at_the_final_checkpoint_keeps_dev_perplexity(repo, data_root, t
     (tmp_path / "run" / "summary.json").unlink()
     events = []
     again = train(cfg, tmp_path / "run", data_root, report=events.append)
-    assert {"event": "resumed", "step": 6} in events
+    assert Resumed(step=6) in events
     assert again.dev_ppl == pytest.approx(first.dev_ppl, rel=1e-5)
     assert np.allclose(again.dev_nll_stats, first.dev_nll_stats, rtol=1e-5)
 
@@ -247,7 +248,7 @@ def test_smoke_trains_every_kind_of_row(repo, data_root, tmp_path, spec, variant
 def test_gpu_out_of_memory_fails_the_run_with_its_figures(repo, data_root, tmp_path, monkeypatch):
     """torch.cuda.OutOfMemoryError (raised here on the CPU: no test needs a GPU) becomes a clear
     error naming the step, the batch per device and what to change; Tune records it as the trial's."""
-    from zoo.train import loop as ztrain
+    from zoo.train import GPUOutOfMemoryError, loop as ztrain
     cfg = _smoke(repo, sets=["train.steps=6"])
     calls = []
 
@@ -258,7 +259,7 @@ def test_gpu_out_of_memory_fails_the_run_with_its_figures(repo, data_root, tmp_p
         return real(*a, **k)
     real = ztrain._step
     monkeypatch.setattr(ztrain, "_step", oom)
-    with pytest.raises(ztrain.GPUOutOfMemoryError, match=r"out of GPU memory at step 3 .*tokens per device.*max_tokens_per_device") as e:
+    with pytest.raises(GPUOutOfMemoryError, match=r"out of GPU memory at step 3 .*tokens per device.*max_tokens_per_device") as e:
         train(cfg, tmp_path / "run", data_root)
     from runner.progress import short_error
     assert short_error(f"Traceback ...\nzoo.train.GPUOutOfMemoryError: {e.value}").startswith("zoo.train.GPUOutOfMemoryError: variant")
@@ -276,7 +277,7 @@ def test_bf16_precision_on_cpu(repo, data_root, tmp_path):
     s = train(_smoke(repo, sets=["train.steps=10", "train.precision=bf16"]), tmp_path / "run", data_root,
               report=seen.append)
     assert s.hardware.compute_dtype == ("bf16" if cpu_has_bf16() else "fp32")
-    losses = [m["loss"] for m in seen if "loss" in m]
+    losses = [m.loss for m in seen if getattr(m, "loss", None) is not None]
     assert math.isfinite(losses[-1]) and losses[-1] < losses[0]
     weights = load_checkpoint(checkpoints(tmp_path / "run")[-1])["model"]
     assert {v.dtype for v in weights.values() if v.is_floating_point()} == {torch.float32}

@@ -87,9 +87,9 @@ class Progress:
         self.stream, self.tty, self.t0, self.s0 = stream, stream.isatty(), None, None
         self.done = None  # the RunResult of train()'s "done" event
 
-    def __call__(self, m: dict) -> None:
-        from zoo.result import BadCheckpoint, ConfigChanged, Done, LogPoint, NoOptimizerState, Resumed, event
-        e = event(m)
+    def __call__(self, e) -> None:
+        """One of train()'s events (zoo.result.Event), as typed as train() sent it."""
+        from zoo.result import BadCheckpoint, ConfigChanged, Done, LogPoint, NoOptimizerState, Resumed
         if isinstance(e, ConfigChanged):
             print(f"the checkpoints in this folder were trained under another config ({'; '.join(e.changes)}): "
                   "training goes on under this one (--out elsewhere to start afresh)", file=self.stream)

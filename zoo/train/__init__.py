@@ -1,15 +1,18 @@
-"""One trial's training, the paper's way (section 5), then its decoding and scores.
+"""One trial's training, the paper's way (section 5), then its decoding and scores: a typed pipeline.
 
 The parts:
-1. zoo.train.recipe: Adam, the learning rate of equation (3), label-smoothed cross-entropy;
-2. zoo.train.compiled_loss: the same loss as compiled per-chunk kernels (train.compile on);
-3. zoo.train.checkpointing: checkpoints written atomically, listed, loaded and averaged;
-   zoo.train.writer: the process that writes them beside training;
+1. zoo.train.prepared: the trial's corpus encoded with its vocabularies (`prepare` -> `Prepared`), its model (`build`);
+2. zoo.train.recipe: Adam, label-smoothed cross-entropy; zoo.train.compiled_loss: the loss as compiled
+   per-chunk kernels (train.compile on); zoo.train.step: one optimizer step, as the loop, the bench and the plan take it;
+3. zoo.train.checkpointing: the checkpoint's one home: the loop's `State`, a `Checkpoint`'s contents, file
+   names, written atomically, listed, loaded, resumed and averaged; zoo.train.writer: the process that writes them;
 4. zoo.train.device: rank, device, GPU share, compute dtype and the memory check of a trial;
-5. zoo.train.loop: one trial: data preparation, the loop (resume, accumulation, data parallel), evaluation.
+5. zoo.train.loop: one trial, `train`: prepare, resume, the step loop (accumulation, data parallel), typed events;
+6. zoo.train.evaluation: dev perplexity, decoding, scores and the attention map of the trained model.
 This door serves their public names to outsiders (`from zoo.train import train`; `zoo.fit` is `train`).
 """
 from zoo._door import door
 
-__getattr__, __dir__ = door(__name__, __file__, ["recipe", "checkpointing", "device", "loop", "step", "writer", "compiled_loss"],
+__getattr__, __dir__ = door(__name__, __file__, ["prepared", "recipe", "compiled_loss", "step", "checkpointing", "writer",
+                                                "device", "loop", "evaluation"],
                             moved={"zoo.config": "noam_lr"})

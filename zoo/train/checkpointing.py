@@ -1,9 +1,10 @@
-"""Checkpoints on disk: written atomically (a crash leaves the old one or the new one, never half of
-one), listed in step order, loaded, and averaged (the paper averages the last 5 or 20, section 6.1).
-A checkpoint is checkpoints/step_N.pt (the weights, the loop's position, its generators' states), and for
-the newest only, optim_N.pt beside it (Adam's state). The training loop hands its state to a
-zoo.train.writer.Writer, which writes it in a process of its own (`write_checkpoint`); a run resumes
-(`resume`) from the newest checkpoint that loads, the same one on every rank.
+"""A run's checkpoints, the one home of what they hold and where: the loop's position (`State`) and a
+checkpoint's contents (`Checkpoint`), typed; their file names; written atomically (a crash leaves the old
+one or the new one, never half of one), listed in step order, loaded, and averaged (the paper averages the
+last 5 or 20, section 6.1). A checkpoint is checkpoints/step_N.pt (the weights, the loop's position, its
+generators' states), and for the newest only, optim_N.pt beside it (Adam's state). The training loop
+`save`s through a zoo.train.writer.Writer, which writes in a process of its own (`write_checkpoint`); a run
+resumes (`resume`) from the newest checkpoint that loads, the same one on every rank.
 """
 from __future__ import annotations
 
@@ -12,15 +13,92 @@ import os
 import signal
 import threading
 from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 
+from zoo.config import Config, dotted
 from zoo.errors import UserError, disk_full, on_sigterm
+from zoo.result import BadCheckpoint, ConfigChanged, Event, NoOptimizerState
 from zoo.train.device import rank_and_world
 
-__all__ = ["average_checkpoints", "checkpoints", "load_checkpoint"]
+__all__ = ["CHECKPOINTS", "atomic_save", "average_checkpoints", "checkpoint_name", "checkpoints", "load_checkpoint",
+           "optim_file"]  # what it lends outside its package (the door serves these)
+
+FOLDER = "checkpoints"  # in the run's folder
+CHECKPOINTS = f"{FOLDER}/step_*.pt"  # a run's checkpoints, relative to its folder; step_N.pt sorts by step
+
+
+def checkpoint_name(step: int) -> str:
+    """The checkpoint of `step`, relative to the run's folder (a path or a storage URI)."""
+    return f"{FOLDER}/step_{step:08d}.pt"
+
+
+# -- what a checkpoint holds --------------------------------------------------------------------
+
+@dataclass
+class State:
+    """Where the loop stands: a checkpoint keeps these fields (by name), so a resumed run continues exactly."""
+    step: int = 0
+    epoch: int = 0
+    cursor: int = 0  # the next batch of the epoch's order
+    elapsed: float = 0.0  # training seconds, earlier attempts included
+    tokens_seen: int = 0
+    save_seconds: float = 0.0  # of those, the seconds the loop waited on checkpoints
+
+
+@dataclass
+class Checkpoint:
+    """One checkpoint's contents. On disk (`as_dict`) a dict of plain values and tensors, which loads with
+    weights_only; `optim` goes to a file of its own (optim_N.pt)."""
+    state: State
+    model: dict  # the weights (state_dict)
+    rng: torch.Tensor  # rank 0's CPU generator
+    config: dict  # the run's Config, as JSON
+    cuda_rng: torch.Tensor | None = None  # a GPU's dropout masks come from its own generator
+    optim: dict | None = None  # Adam's state
+
+    def as_dict(self) -> dict:
+        extra = {k: v for k, v in (("cuda_rng", self.cuda_rng), ("optim", self.optim)) if v is not None}
+        return {"model": self.model, **asdict(self.state), "rng": self.rng, "config": self.config, **extra}
+
+    @classmethod
+    def of(cls, ck: dict) -> "Checkpoint":
+        """From its dict; elapsed, tokens_seen and save_seconds are 0 in checkpoints from before they were kept."""
+        int(ck["step"]), int(ck["epoch"]), int(ck["cursor"])  # a foreign file fails here, not later
+        state = State(**{f.name: ck[f.name] for f in fields(State) if f.name in ck})
+        return cls(state, ck["model"], ck["rng"], ck.get("config", {}), ck.get("cuda_rng"), ck.get("optim"))
+
+    def restore_generators(self, seed: int, device) -> None:
+        """The generators as they were at the save: rank 0's own; the other ranks draw their masks afresh."""
+        torch.set_rng_state(self.rng.cpu())  # loaded onto the device with the rest: the generator wants host bytes
+        if device.type == "cuda" and self.cuda_rng is not None:
+            torch.cuda.set_rng_state(self.cuda_rng.cpu(), device)
+        rank = rank_and_world()[0]
+        if rank:  # the checkpoint holds rank 0's generator: the others draw their own masks again
+            torch.manual_seed(seed * 1000 + rank + 1_000_003 * self.state.step)
+            if device.type == "cuda":
+                torch.cuda.manual_seed(seed * 1000 + rank + 1_000_003 * self.state.step)
+
+
+def averaged_from(cfg: Config) -> int:
+    """The step after which every checkpoint_every-th step is saved, whatever the clock: the last
+    eval.average_checkpoints of them are averaged, so they keep the spec's spacing. A time-limited run
+    cannot know where it ends (all of it); a run that does not average, never."""
+    k = cfg.eval.average_checkpoints
+    if not k:
+        return cfg.train.steps
+    return 0 if cfg.train.time_limit_minutes is not None else cfg.train.steps - k * cfg.train.checkpoint_every
+
+
+def save(writer, out: Path, cfg: Config, model, opt, st: State, device) -> None:
+    """Checkpoint `st`: the state now, copied to the writer (a zoo.train.writer.Writer: the loop goes on
+    changing it in place), written in the writer's process (write_checkpoint), the last k kept."""
+    ck = Checkpoint(st, model.state_dict(), torch.get_rng_state(), cfg.model_dump(mode="json"),
+                    torch.cuda.get_rng_state(device) if device.type == "cuda" else None, opt.state_dict())
+    writer.save(ck.as_dict(), out, cfg.train.keep_checkpoints)
 
 
 # -- checkpoints --------------------------------------------------------------------------------
@@ -61,11 +139,11 @@ def write_checkpoint(ck: dict, out: Path, keep: int) -> None:
     one before is the newest, its optim file still there. Then the older optim files go (only the newest
     checkpoint keeps Adam's two moments, twice the weights: big keeps 20, 51 GB with them, 19 GB without),
     and every checkpoint but the last `keep`. Nothing is written twice."""
-    path = out / "checkpoints" / f"step_{ck['step']:08d}.pt"
+    path = out / checkpoint_name(ck["step"])
     if "optim" in ck:
         atomic_save(ck["optim"], optim_file(path))
     atomic_save({k: v for k, v in ck.items() if k != "optim"}, path)
-    for old in (out / "checkpoints").glob("optim_*.pt"):
+    for old in (out / FOLDER).glob("optim_*.pt"):
         if old != optim_file(path):
             old.unlink(missing_ok=True)
     for old in checkpoints(out)[:-keep]:
@@ -114,28 +192,27 @@ def load_checkpoint(path: Path, map_location="cpu") -> dict:
 
 
 def checkpoints(out: Path) -> list[Path]:
-    return sorted((out / "checkpoints").glob("step_*.pt"))
+    return sorted(out.glob(CHECKPOINTS))
 
 
 def clear_unfinished(out: Path) -> None:
     """Temporary files of writes a killed process left (never loaded, but as large as a checkpoint)."""
-    for tmp in (out / "checkpoints").glob("*_*.pt.tmp*"):
+    for tmp in (out / FOLDER).glob("*_*.pt.tmp*"):
         tmp.unlink(missing_ok=True)
 
 
 # -- resuming ----------------------------------------------------------------------------------
 
-def _load_into(path: Path, model, opt, device, report) -> dict:
+def _load_into(path: Path, model, opt, device, report) -> Checkpoint:
     """The checkpoint at `path` loaded into model and opt; its contents. Raises when it does not load."""
-    ck = load_checkpoint(path, device)
-    model.load_state_dict(ck["model"])
-    int(ck["step"]), int(ck["epoch"]), int(ck["cursor"]), ck["rng"]
+    ck = Checkpoint.of(load_checkpoint(path, device))
+    model.load_state_dict(ck.model)
     if optim_file(path).exists():
         opt.load_state_dict(load_checkpoint(optim_file(path), device))
-    elif "optim" in ck:  # written before optim files (one file held both)
-        opt.load_state_dict(ck["optim"])
+    elif ck.optim is not None:  # written before optim files (one file held both)
+        opt.load_state_dict(ck.optim)
     else:  # an older, weights-only checkpoint (the newest could not be loaded): Adam starts afresh
-        report({"event": "no_optimizer_state", "path": str(path), "step": int(ck["step"])})
+        report(NoOptimizerState(path=str(path), step=int(ck.state.step)))
     return ck
 
 
@@ -143,7 +220,7 @@ def _first_line(e: Exception) -> str:
     return next((l.strip() for l in str(e).splitlines() if l.strip()), type(e).__name__)[:300]
 
 
-def _resume(out: Path, model, opt, device, report) -> tuple[Path, dict] | None:
+def _resume(out: Path, model, opt, device, report) -> tuple[Path, Checkpoint] | None:
     """Load the newest checkpoint that loads, into model and opt; (its path, its contents), or None.
 
     A truncated or otherwise unloadable newest checkpoint (a full disk, a copy cut short, a file
@@ -159,30 +236,29 @@ def _resume(out: Path, model, opt, device, report) -> tuple[Path, dict] | None:
                     os.replace(f, f.with_name(f.name + ".bad"))
                 except OSError:
                     pass
-            report({"event": "bad_checkpoint", "path": str(path), "moved_to": str(bad),
-                    "error": f"{type(e).__name__}: {_first_line(e)}"})
+            report(BadCheckpoint(path=str(path), moved_to=str(bad), error=f"{type(e).__name__}: {_first_line(e)}"))
     return None
 
 
-def resume(out: Path, model, opt, device, report, changes: list[str] = ()) -> tuple[Path, dict] | None:
-    """The checkpoint a run resumes from, loaded into model and opt: (its path, its contents), or None.
+def resume(out: Path, model, opt, device, report, changes: list[str] = ()) -> Checkpoint | None:
+    """The checkpoint a run resumes from, loaded into model and opt, or None.
 
     _resume on rank 0; every other rank loads the checkpoint rank 0 chose from its own copy of the run
     folder (with a storage URI, each node's scratch, which every rank pulls first), so all ranks start at
     one step, and every rank reports rank 0's events alike (Ray Train's report is collective: each rank
     must send as many). A rank that cannot load it stops every rank with one error, none left waiting."""
     rank, world = rank_and_world()
-    events: list[dict] = []
+    events: list[Event] = []
     got = _resume(out, model, opt, device, events.append) if rank == 0 else None
     if got and changes:  # rank 0's reading of the config before this one (zoo.result.ConfigChanged)
-        events.append({"event": "config_changed", "changes": list(changes)})
+        events.append(ConfigChanged(changes=list(changes)))
     if world > 1:
         msg = [got[0].name if got else None, events]
         dist.broadcast_object_list(msg, src=0, device=device if device.type == "cuda" else None)
         name, events = msg
         error = None
         if rank and name:
-            path = out / "checkpoints" / name
+            path = out / FOLDER / name
             try:
                 got = path, _load_into(path, model, opt, device, lambda m: None)
             except Exception as e:
@@ -192,9 +268,22 @@ def resume(out: Path, model, opt, device, report, changes: list[str] = ()) -> tu
         if any(errors):
             raise UserError(f"{'; '.join(filter(None, errors))}: rank 0 resumes from {name}, and every rank must "
                             "load the same checkpoint (a --storage folder every node mounts, or a storage URI)")
-    for m in events:
-        report(m)
-    return got
+    for e in events:
+        report(e)
+    return got and got[1]
+
+
+def config_changes(out: Path, cfg: Config) -> list[str]:
+    """How the config of the run in `out` (its config.json) differs from `cfg` in what identifies a run,
+    as "field: old -> new"; [] when it is the same run, or there is none (or none that reads)."""
+    try:
+        before = Config.model_validate_json((out / "config.json").read_text())
+    except (OSError, ValueError):
+        return []
+    if before.config_hash() == cfg.config_hash():
+        return []
+    old, new = (dotted(c.model_dump(mode="json")) for c in (before, cfg))
+    return [f"{k}: {old.get(k)} -> {new.get(k)}" for k in sorted(old.keys() | new.keys()) if old.get(k) != new.get(k)]
 
 
 def average_checkpoints(paths: list[Path]) -> dict:

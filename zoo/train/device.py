@@ -17,14 +17,25 @@ import torch.distributed as dist
 from zoo.errors import UserError
 from zoo.config import Config
 
-__all__ = ["NoGPU", "autocast", "autocast_dtype", "available_memory", "check_memory", "cpu_has_bf16", "cuda_seen",
-           "gpu_share", "keep_freed_memory"]  # what it lends outside its package (the door serves these)
+__all__ = ["GPUOutOfMemoryError", "NoGPU", "autocast", "autocast_dtype", "available_memory", "check_memory",
+           "cpu_has_bf16", "cuda_seen", "gpu_share", "keep_freed_memory",
+           "train_device"]  # what it lends outside its package (the door serves these)
 
 
 def rank_and_world() -> tuple[int, int]:
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
     return 0, 1
+
+
+def agreed(elapsed: float, device) -> float:
+    """The longest of the ranks' training times (an all-reduce MAX on the model's device), so that the
+    time limit and the checkpoint clock stop or save every rank at the same step."""
+    if rank_and_world()[1] == 1:
+        return elapsed
+    t = torch.tensor([elapsed], dtype=torch.float64, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.item()
 
 
 class NoGPU(UserError):
@@ -139,6 +150,28 @@ def check_memory(cfg: Config, world: int, device) -> None:
                         f"{gib(have)}; lower model.d_model, model.d_ff or model.N, set "
                         "train.max_tokens_per_device (gradient accumulation keeps the step's batch) or "
                         "lower data.max_len, or use a machine with more memory")
+
+
+class GPUOutOfMemoryError(UserError):
+    """The GPU ran out of memory: the trial fails with the figures that set its size."""
+
+
+def out_of_memory(cfg: Config, model, device, step: int, world: int, e: Exception) -> GPUOutOfMemoryError:
+    """The GPUOutOfMemoryError of `model` training at `step`: the figures that set its size, and what to change."""
+    from zoo.model import count_params, gib, memory_text, train_memory
+    peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else 0
+    have, what = gpu_share(cfg, device) if device.type == "cuda" else (0, f"{device} holds")
+    per_device = cfg.train.max_tokens_per_device or cfg.train.batch_tokens // world
+    g = cfg.resources.gpus
+    shared = (f"This trial holds a {g:g} share of the GPU, shared with up to {math.floor(1 / g) - 1} other trials: "
+              f"give it resources.gpus 1 (or a larger share), or " if 0 < g < 1 else "")
+    return GPUOutOfMemoryError(
+        f"variant {cfg.variant}: out of GPU memory at step {step} ({device}: peak {gib(peak)} allocated; {what} "
+        f"{gib(have)}; {count_params(model):,} parameters, {per_device} tokens per "
+        f"device per pass, estimated need {memory_text(train_memory(cfg, world))}). {shared}Set "
+        f"train.max_tokens_per_device (gradient accumulation keeps the step's batch), lower data.max_len or "
+        f"the model's size{'' if shared else ', or give the trial a whole GPU (resources.gpus)'}. "
+        f"{str(e).splitlines()[0][:200] if str(e) else ''}".strip())
 
 
 def available_memory() -> int | None:

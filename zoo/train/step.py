@@ -12,18 +12,36 @@ from __future__ import annotations
 from contextlib import nullcontext
 
 import torch
+import torch.distributed as dist
 
 from zoo.config import Config
 from zoo.train import compiled_loss, recipe
 from zoo.train.device import autocast, autocast_dtype, rank_and_world
 
-__all__ = []  # nothing outside its package: the package's parts import it by module
+__all__ = ["compiled", "data_parallel", "read_stats", "step_setup",
+           "train_step"]  # what it lends outside its package (the door serves these)
 
 
 def compiled(module: torch.nn.Module, cfg: Config, backend: str = "inductor") -> torch.nn.Module:
     """train.compile on: torch.compile with dynamic shapes, so the token-budget batches' ever-changing
     (batch, length) shapes share one graph instead of compiling one each."""
     return torch.compile(module, dynamic=True, backend=backend) if cfg.train.compile == "on" else module
+
+
+def data_parallel(model: torch.nn.Module, device) -> torch.nn.Module:
+    """The module the training forward runs through: torch's DistributedDataParallel when this process
+    is one of several ranks (bucketed gradient all-reduces, overlapped with the backward pass, on the
+    model's device), else the model itself. No buffer broadcast before each forward: the model's buffers
+    (position tables such as `pe`, ALiBi's slopes, the parser's word tables) are computed alike on every
+    rank, non-persistent and never trained."""
+    if rank_and_world()[1] == 1:
+        return model
+    import inspect
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    # torch 2.13 renamed broadcast_buffers (now deprecated, with a warning) to forward_sync_buffers
+    no_sync = "forward_sync_buffers" if "forward_sync_buffers" in inspect.signature(DDP).parameters else "broadcast_buffers"
+    return DDP(model, device_ids=[device.index] if device.type == "cuda" else None, gradient_as_bucket_view=True,
+               **{no_sync: False})
 
 
 def step_setup(cfg: Config, model: torch.nn.Module, device: torch.device) -> tuple[torch.nn.Module, torch.dtype | None]:
@@ -68,3 +86,13 @@ def gradients(cfg: Config, fwd: torch.nn.Module, opt: torch.optim.Optimizer, dev
             (loss * (weight * scale)).backward()
         stats += torch.stack([loss.detach(), nll]).double() * weight
     return b.padding_fraction
+
+
+def read_stats(stats: torch.Tensor) -> tuple[float, float]:
+    """The summed (loss, NLL) of every rank since the last read, then zeroed: all-reduced where the
+    statistics live, on the model's device (NCCL serves only CUDA tensors), every rank at the same step."""
+    if rank_and_world()[1] > 1:
+        dist.all_reduce(stats)
+    loss_sum, nll_sum = stats.tolist()
+    stats.zero_()
+    return loss_sum, nll_sum

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-__all__ = []  # nothing outside its package: the package's parts import it by module
+__all__ = ["Writer"]  # what it lends outside its package (the door serves these)
 
 ALIGN = 64  # bytes: every tensor's offset in the buffer, so any dtype's view is aligned
 
