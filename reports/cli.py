@@ -8,6 +8,7 @@ import os
 import time
 from pathlib import Path
 
+from zoo.reports import pages
 from zoo.runner.store import default_path, warn_damaged
 
 DEFAULT_OUT = Path("reports") / "out"
@@ -17,27 +18,19 @@ DEFAULT_RUNS = default_path()
 def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], profile: str | None = None,
           bootstrap_seed: int | None = None, addons: tuple[str, ...] = (), plan=None) -> list[Path]:
     """Write the chosen tables (and, for all of them, the index); return the files written."""
-    from zoo.reports import plots, render, runs as runs_mod, tables as tables_mod
+    from zoo.reports import plots, render, runs as runs_mod
     from zoo.paths import atomic_write_text
     runs = runs_mod.load(runs_path, profile, addons)
     warn_damaged(runs.store)  # stderr; the report shows the sound rows
     img = out / "img"
     meta = render.meta(runs_path, profile, len(runs.trials), runs.note)
-    built = [tables_mod.table3(runs, bootstrap_seed=bootstrap_seed, plan=plan) if n == 3 else tables_mod.BUILDERS[n](runs)
-             for n in tables]
-    if plan is not None and plan.trend is not None and 3 in tables:  # its page reads every width's profile
-        from zoo.reports.trend import trend_table
-        built.append(trend_table(runs_mod.load(runs_path), plan, bootstrap_seed))
-    if len(tables) == len(tables_mod.BUILDERS):  # the whole report: a page per user spec too, listed in the index
-        from zoo.reports import sweep
-        from zoo.reports.verdicts import user_specs
-        built += [sweep.sweep_table(runs, spec) for spec in user_specs(runs)]
-    nav = [name for name in render.PAGES if name in {t.name for t in built} or (out / f"{name}.html").exists()]
+    request = pages.Request(runs, runs_path, tuple(tables), plan, bootstrap_seed)
+    built = pages.build(request)
+    nav = pages.nav(built, out)
     written, index_figures = [], []
     for t in built:
-        figures = plots.table3_scatters(t, img) + plots.claims(t, img) if t.name == "table3" else \
-            plots.trend(t, img) if t.name == "trend" else plots.sweep(t, img) if t.sweep else []
-        if t.name == "table3":
+        figures = pages.page_of(t.name).draw(t, img)
+        if t.name == "table3":  # the index shows its first figure
             index_figures = figures[:1]
         cards = []
         for label, trial in t.trials:
@@ -48,7 +41,7 @@ def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], pro
             written += [img / f for f in files.values() if f]
         written += [img / f for _, f in figures]
         written += render.write_table(t, out, formats, meta, figures, cards, nav)
-    if len(tables) == len(tables_mod.BUILDERS):
+    if request.whole:
         written += render.write_index(built, out, formats, meta, index_figures, nav)
         if runs.trials:  # every trial one CSV row; the measured rows as a model index, to share
             written.append(atomic_write_text(out / "results.csv", runs.csv()))
@@ -65,7 +58,7 @@ def build_sweep(runs_path: Path, out: Path, spec: str, formats: list[str], profi
     warn_damaged(runs.store)
     table = sweep.sweep_table(runs, spec)
     img = out / "img"
-    figures = plots.sweep(table, img)
+    figures = pages.page_of(table.name).draw(table, img)
     meta = render.meta(runs_path, profile, len(runs.trials), runs.note)
     cards, written = [], [img / f for _, f in figures]
     for label, trial in table.trials:
@@ -75,18 +68,12 @@ def build_sweep(runs_path: Path, out: Path, spec: str, formats: list[str], profi
     return written + render.write_table(table, out, formats, meta, figures, cards, [])
 
 
-# what a report writes into --out (git pathspecs, relative to it): its pages, its figures, its data files
-REPORT_FILES = ("index.md", "index.html", "table[234].md", "table[234].html", "trend.md", "trend.html",
-                "sweep-*.md", "sweep-*.html",
-                "results.csv", "model-index.yml", "img/*.png")
-
-
 def _committed(out: Path) -> list[str]:
     """The report files in --out that git tracks (a committed reference report), [] outside a checkout."""
     import subprocess
     try:
-        r = subprocess.run(["git", "-C", str(out), "ls-files", "-z", "--", *REPORT_FILES], capture_output=True,
-                           text=True, timeout=60)
+        r = subprocess.run(["git", "-C", str(out), "ls-files", "-z", "--", *pages.report_files()],
+                           capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):  # no git here: nothing can be committed
         return []
     # the pages first, then the figures
@@ -118,8 +105,8 @@ def _check_out(out: Path, force: bool = False) -> None:
 
 def cmd_report(args) -> int:
     t0 = time.time()
-    tables = [args.table] if args.table else [2, 3, 4]
-    formats = ["md", "html"] if args.format == "all" else [args.format]
+    tables = [args.table] if args.table else list(pages.paper_tables())
+    formats = list(pages.FORMATS) if args.format == "all" else [args.format]
     out = Path(args.out)
     if args.bootstrap_seed is not None and not 0 <= args.bootstrap_seed < 2**32:  # numpy's seed range
         from zoo.errors import UserError
@@ -141,10 +128,10 @@ def cmd_report(args) -> int:
     _check_out(out, args.force)
     written = build_sweep(runs, out, args.sweep, formats, args.profile) if args.sweep else \
         build(runs, out, tables, formats, args.profile, args.bootstrap_seed, tuple(args.addon or ()), plan)
-    pages = [p for p in written if p.suffix != ".png"]
-    print(f"report written to {out} ({len(pages)} pages, {len(written) - len(pages)} figures in "
+    docs = [p for p in written if p.suffix != ".png"]
+    print(f"report written to {out} ({len(docs)} pages, {len(written) - len(docs)} figures in "
           f"{out / 'img'}, {time.time() - t0:.1f} s)")
-    for p in pages:
+    for p in docs:
         print(f"  {p}")
     return 0
 
@@ -153,8 +140,9 @@ def register(sub) -> None:
     s = sub.add_parser("report", help="rebuild Tables 2-4 (markdown, HTML, plots) from the results store",
                        description="Rebuild the paper's Tables 2, 3 and 4 beside the measured runs, as markdown "
                                    "and a static HTML site with plots. Reads the results store; never trains.")
-    s.add_argument("--table", type=int, choices=[2, 3, 4], help="only this table (default: all three and the index)")
-    s.add_argument("--format", choices=["md", "html", "all"], default="all", help="output format (default all)")
+    s.add_argument("--table", type=int, choices=list(pages.paper_tables()),
+                   help="only this table (default: all three and the index)")
+    s.add_argument("--format", choices=[*pages.FORMATS, "all"], default="all", help="output format (default all)")
     s.add_argument("--out", default=str(DEFAULT_OUT), help=f"output folder (default {DEFAULT_OUT})")
     s.add_argument("--runs", help=f"results store, or the --storage folder holding it (default {DEFAULT_RUNS})")
     s.add_argument("--spec", "--sweep", dest="sweep", metavar="SPEC", help="instead of the paper's tables: one page "

@@ -13,13 +13,13 @@ from pathlib import Path
 import jinja2
 import markupsafe
 
+from zoo.reports import pages
 from zoo.reports.cells import Section, State, Table, state
 from zoo.paths import atomic_write_text
 from zoo.result import Trial
 from zoo.text import duration
 
 TEMPLATES = Path(__file__).parent / "templates"
-PAGES = {"table2": "Table 2", "table3": "Table 3", "table4": "Table 4", "trend": "Scale trend"}
 
 # Everything on a page can come from someone else's spec, store or machine (a spec file named
 # `<svg onload=...>.yaml`, an error text, a host name): HTML pages escape every value (the templates
@@ -101,7 +101,7 @@ def trial_view(label: str, t: Trial, files: dict) -> dict:
 
 
 def _context(table: Table | None, meta: dict, nav: list) -> dict:
-    return {"meta": meta, "nav": nav, "pages": PAGES, "table": table}
+    return {"meta": meta, "nav": nav, "pages": pages.titles(), "table": table}
 
 
 def write_table(table: Table, out: Path, formats: list[str], meta: dict, figures: list, trials: list,
@@ -109,13 +109,13 @@ def write_table(table: Table, out: Path, formats: list[str], meta: dict, figures
     ctx = _context(table, meta, nav) | {
         "sections": [{"heading": s.heading, "grid": grid(s), "notes": s.notes} for s in table.sections],
         "figures": figures, "trials": trials, "page": table.name}
-    return _write(out, table.name, formats, ctx, "table")
+    return _write(out, table.name, formats, ctx, pages.page_of(table.name).template)
 
 
 def write_index(tables: list[Table], out: Path, formats: list[str], meta: dict, figures: list,
                 nav: list) -> list[Path]:
-    ctx = _context(None, meta, nav) | {"tables": tables, "figures": figures, "page": "index"}
-    return _write(out, "index", formats, ctx, "index")
+    ctx = _context(None, meta, nav) | {"tables": tables, "figures": figures, "page": pages.INDEX}
+    return _write(out, pages.INDEX, formats, ctx, "index")
 
 
 def _write(out: Path, name: str, formats: list[str], ctx: dict, template: str) -> list[Path]:

@@ -25,6 +25,7 @@ SPECS = specs_dir()
 BUILTIN = frozenset(p.stem for p in SPECS.glob("*.yaml"))
 
 
+@functools.cache
 def table_specs(table: int) -> tuple[str, ...]:
     """The built-in specs of one paper table: each spec says so itself (`paper: {table: N}`, maybe
     inherited through extends), so a new spec file joins its table without a code change."""
@@ -33,7 +34,6 @@ def table_specs(table: int) -> tuple[str, ...]:
                  if ((load_file(p).data.get("paper") or {}).get("table")) == table)
 
 
-TABLE2_SPECS, TABLE3_SPECS, TABLE4_SPECS = (table_specs(n) for n in (2, 3, 4))
 CSV_SCORES = ("bleu", "bleu_tokenized", "f1", "f1_len40", "eval_sentences")  # per scored split
 
 

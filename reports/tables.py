@@ -12,7 +12,7 @@ from zoo.config import Config
 from zoo.reports import peaks
 from zoo.reports.cells import (CITED, COUNTING, PAPER_METRIC_NOTE, Run, Section, State, Table, col, columns, count,
                                decoding_note, paper_metric, pct, profile_notes, provenance_flags, sci, text_col)
-from zoo.reports.runs import TABLE2_SPECS, TABLE3_SPECS, TABLE4_SPECS, Runs, paper_configs, whose
+from zoo.reports.runs import Runs, paper_configs, table_specs, whose
 from zoo.reports.verdicts import claims_section, in_units, rank_section, reference, shared_resampler, versus
 from zoo.text import duration
 
@@ -80,7 +80,7 @@ def table3_rows(runs: Runs, resampler=None) -> list[T3Row]:
     """Every Table 3 row, in the paper's order, each group followed by the user's rows that name it (from
     specs that are not the paper's): what the page, the figures and model-index.yml show. `resampler`:
     the report's shared one, for the user's rows' differences (default: zoo.stats's)."""
-    specs = {row: c for (_, row), c in paper_configs(TABLE3_SPECS).items()}
+    specs = {row: c for (_, row), c in paper_configs(table_specs(3)).items()}
     resampler = resampler or shared_resampler()
     yours: dict[str, list] = {}
     for t in runs.user_rows(3):
@@ -241,7 +241,7 @@ class PaperCostRow:
 
 def table2_rows(runs: Runs) -> list[T2Row]:
     """Our base and big rows per language pair: what the page and model-index.yml show."""
-    specs = paper_configs(TABLE2_SPECS)
+    specs = paper_configs(table_specs(2))
     printed = {(ours, "EN-DE"): de for _, de, _, _, _, ours in paper.TABLE2 if ours} | \
               {(ours, "EN-FR"): fr for _, _, fr, _, _, ours in paper.TABLE2 if ours}
     rows = []
@@ -274,7 +274,7 @@ def table2_rows(runs: Runs) -> list[T2Row]:
 
 
 def table2(runs: Runs) -> Table:
-    specs = paper_configs(TABLE2_SPECS)
+    specs = paper_configs(table_specs(2))
     rows = table2_rows(runs)
     shown = [(f"{r.group} {r.name}", r.run.trial) for r in rows if r.run.trial]
     published = [PublishedRow(model, de=de, fr=fr, cost_de=cost_de, cost_fr=cost_fr,
@@ -384,7 +384,7 @@ class T4Row:
 
 
 def table4(runs: Runs) -> Table:
-    specs = {row: c for (_, row), c in paper_configs(TABLE4_SPECS).items()}
+    specs = {row: c for (_, row), c in paper_configs(table_specs(4)).items()}
     rows, floor_notes = [], []
     for parser, training, f1, ours in _table4_rows():
         if not ours:
@@ -433,6 +433,3 @@ def table4(runs: Runs) -> Table:
                  "The paper's parsing results and our 4-layer Transformer rows.",
                  [Section("", columns(T4Row), rows, index="parser")], notes, shown,
                  count([r.state for r in rows if r.run]))
-
-
-BUILDERS = {2: table2, 3: table3, 4: table4}
