@@ -184,12 +184,12 @@ def test_sigkill_driver_then_rerun_keeps_finished_and_resumes_unfinished(tmp_pat
     assert before["A1"].status == "finished" and before["A2"].status != "finished"
     leftovers = {int(p): t for p, t in local.read_pidfile(storage)["pids"].items()}
     time.sleep(1)
-    assert any(local._alive(p, t) for p, t in leftovers.items()), "expected Ray processes outliving the driver"
+    assert any(local.alive(p, t) for p, t in leftovers.items()), "expected Ray processes outliving the driver"
 
     again = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=RUN)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "leftover Ray processes" in again.stdout
-    assert not [p for p, t in leftovers.items() if local._alive(p, t)], "leftovers of the killed run survived"
+    assert not [p for p, t in leftovers.items() if local.alive(p, t)], "leftovers of the killed run survived"
     after = rows(storage)
     assert after["A1"].finished_at == before["A1"].finished_at, "a finished trial ran again"
     assert "A1: started" not in again.stdout
