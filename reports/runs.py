@@ -19,7 +19,7 @@ from zoo.errors import UserError
 from zoo.result import Point, Trial
 from zoo.runner.store import Store, locate, open_store
 from zoo.config import Config
-from zoo.spec import resolve, specs_dir
+from zoo.spec import specs_dir
 
 SPECS = specs_dir()
 BUILTIN = frozenset(p.stem for p in SPECS.glob("*.yaml"))
@@ -185,6 +185,7 @@ def load(path: str | Path, profile: str | None = None, addons: tuple[str, ...] =
 def paper_configs(stems: tuple[str, ...]) -> dict[tuple, Config]:
     """The paper specs resolved as written, keyed by (group, row): what a row means before it runs."""
     out = {}
+    from zoo.spec import resolve  # here: at the top it would take the whole spec language into the chain
     for stem in stems:
         path = SPECS / f"{stem}.yaml"
         if path.exists():
