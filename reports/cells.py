@@ -318,7 +318,8 @@ def provenance_flags(trials: list[Trial | None]) -> tuple[list[str | None], str]
     known = [p.compared() for p in provs if p]
     if not differs(provs):
         return [None] * len(trials), ""
-    usual = {k: max({c[k] for c in known}, key=[c[k] for c in known].count) for k in known[0]}
+    # the most common; a tie goes to the first in sorted order (a set's order moves with the hash seed)
+    usual = {k: max(sorted({c[k] for c in known}), key=[c[k] for c in known].count) for k in known[0]}
     flags = [", ".join(f"{k} {v}" for k, v in p.compared().items() if v != usual[k]) or None if p else None
              for p in provs]
     return flags, ("Provenance: the rows compared here did not all run alike (" + "; ".join(differs(provs))
