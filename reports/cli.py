@@ -114,7 +114,8 @@ def cmd_report(args) -> int:
     runs = Path(args.runs or DEFAULT_RUNS)
     if runs.is_dir():
         runs = runs / "zoo.db"
-    from zoo.runner.store import locate, open_store
+    from zoo.runner.store import open_store
+    from zoo.runner.storefile import locate
     if args.runs and not locate(runs).exists():  # a store named but absent is a mistake, as for `zoo status`
         from zoo.errors import UserError
         raise UserError(f"--runs {args.runs}: no results store at {runs}: run `zoo run SPEC` first, or point "

@@ -128,7 +128,7 @@ def text(r: Result) -> str:
 def cmd_compare(args) -> int:
     from zoo.reports import runs as runs_mod
     from zoo.reports.cli import DEFAULT_RUNS
-    from zoo.runner.store import locate
+    from zoo.runner.storefile import locate
     path = Path(args.runs or DEFAULT_RUNS)
     if path.is_dir():
         path = path / "zoo.db"

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from zoo.errors import UserError
 from zoo.result import Point, Trial
-from zoo.runner.store import Store, locate, open_store
+from zoo.runner.store import Store, open_store
+from zoo.runner.storefile import locate
 from zoo.config import Config
 from zoo.spec import specs_dir
 

@@ -28,7 +28,7 @@ def cmd_run(args) -> int:
         raise UserError("--pilot goes with --plan --power (the pilot store whose noise sizes the seeds)")
     pilot = Path(args.pilot or ".")
     pilot = pilot / "zoo.db" if pilot.is_dir() else pilot
-    from zoo.runner.store import locate
+    from zoo.runner.storefile import locate
     if args.pilot and not locate(pilot).exists():  # was: planned from the stated prior, as if no pilot had been named
         raise UserError(f"--pilot {args.pilot}: no results store at {pilot}; give the pilot run's zoo.db, or the "
                         "--storage folder holding it (without --pilot: the --storage store, or a stated prior)")
@@ -173,7 +173,8 @@ def _until_resolved(args, seeds) -> int:
 
 
 def cmd_merge(args) -> int:
-    from zoo.runner.store import default_path, locate, open_store, warn_damaged
+    from zoo.runner.store import default_path, open_store, warn_damaged
+    from zoo.runner.storefile import locate
     path = lambda x: locate(default_path(x) if Path(x).is_dir() else Path(x))
     sources = []
     for src in args.sources:  # every source checked before INTO is created or written
@@ -196,7 +197,8 @@ def cmd_merge(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from zoo.runner.store import default_path, locate, open_store, warn_damaged
+    from zoo.runner.store import default_path, open_store, warn_damaged
+    from zoo.runner.storefile import locate
     path = Path(args.runs) if args.runs else default_path()
     path = locate(default_path(path) if path.is_dir() else path)
     if not path.exists() and not args.runs:  # nothing has run here yet: an empty list, not an error

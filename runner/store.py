@@ -9,14 +9,11 @@ A compressed store (zoo.db.xz: how results/ commits its reference stores) reads 
 """
 from __future__ import annotations
 
-import atexit
 import json
-import lzma
 import os
 import shutil
 import sqlite3
 import sys
-import tempfile
 import time
 import weakref
 from contextlib import contextmanager
@@ -27,6 +24,8 @@ from pydantic import BaseModel, ValidationError
 from zoo.config import Config
 from zoo.errors import UserError
 from zoo.result import Point, Trial, TrialStatus
+from zoo.runner.storefile import (COMPRESSED, STORE_NAME, NotAStore, locate, read_copy, unpacked,
+                                 wal_header)
 
 STATES = tuple(s.value for s in TrialStatus)
 
@@ -88,8 +87,6 @@ LEGACY_COLUMNS = {"spec", "variant", "profile", "config_hash", "config", "status
 
 
 DEFAULT_STORAGE = Path("runs")  # `zoo run`'s --storage, relative to where it runs
-STORE_NAME = "zoo.db"
-COMPRESSED = ".xz"  # zoo.db.xz: xz -9 of a vacuumed store, so results/ travels small (issue 43)
 
 
 def default_path(storage: str | Path | None = None) -> Path:
@@ -113,7 +110,7 @@ class Store:
                             f"{self.path.with_suffix('')} beside it, which zoo then opens instead), or give "
                             "another --storage or merge target")
         plain = unpacked(self.path)
-        copy = _read_copy(plain)  # a temp copy when a WAL is beside the store (see there)
+        copy = read_copy(plain)  # a temp copy when a WAL is beside the store (see there)
         if copy:  # removed when this Store goes
             drop = weakref.finalize(self, shutil.rmtree, copy, ignore_errors=True)
         self._file = copy / STORE_NAME if copy else plain  # what read-only connections open
@@ -325,7 +322,7 @@ def _stamp(path: Path) -> tuple:
     """What a write changes: the file's inode, size and modification time; last, whether a WAL with frames
     is beside it (a writer is at work, and may be checkpointing them into the file)."""
     st = os.stat(path)
-    return st.st_ino, st.st_size, st.st_mtime_ns, _header(path.with_name(path.name + "-wal")) is not None
+    return st.st_ino, st.st_size, st.st_mtime_ns, wal_header(path.with_name(path.name + "-wal")) is not None
 
 
 def _current(row: dict) -> dict:
@@ -353,113 +350,6 @@ def _migrate_trial_column(c) -> None:
     for row in rows:
         _insert(c, "trials", row)
     c.execute("ALTER TABLE points RENAME COLUMN variant TO trial")
-
-
-def _read_copy(path: Path) -> Path | None:
-    """A temp folder holding a copy of the store with its WAL's rows checkpointed in, or None when no WAL
-    with frames is beside the store (the file alone is then the whole store, read as immutable).
-
-    Why a copy: on a WAL database SQLite's read-only mode (mode=ro) still creates and writes a -shm
-    beside it, a read-write connection checkpoints the WAL into the store on close (its bytes change),
-    and immutable=1 ignores the WAL, hiding the trials written since the last checkpoint. A copy read
-    elsewhere changes no byte beside the store and sees every committed row. A writer may be running:
-    the pair is kept only when the WAL's header (its salts: which generation of frames) is the same
-    before the database is copied and after the WAL is, so the database holds no page the copied WAL
-    does not account for; frames half-copied at its end fail their checksums and are ignored."""
-    wal = path.with_name(path.name + "-wal")
-    for _ in range(10):
-        try:
-            head = _header(wal)
-        except OSError as e:
-            raise UserError(f"{path}: the trials written since its last checkpoint are in {wal.name} beside it, "
-                            f"which this user cannot read ({e.strerror or e}); without it zoo would show fewer "
-                            f"trials than the store holds. Make {wal.name} readable, or run this command as the "
-                            "user who wrote the store (or on a copy of its folder that user made)") from None
-        if head is None:
-            return None  # no rows beside the store
-        with open(path, "rb") as f:
-            if f.read(16) not in (b"", b"SQLite format 3\x00"):  # b"": a new store, all of it in its WAL
-                return None  # not a database: identify() refuses it
-        tmp = Path(tempfile.mkdtemp(prefix="zoo-store-"))
-        copy = tmp / STORE_NAME
-        try:
-            shutil.copyfile(path, copy)
-            shutil.copyfile(wal, copy.with_name(copy.name + "-wal"))
-            if _header(copy.with_name(copy.name + "-wal")) == head:
-                c = sqlite3.connect(copy)  # the copy's WAL folded into it, so it reads as immutable too
-                try:
-                    c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                finally:
-                    c.close()
-                return tmp
-        except FileNotFoundError:
-            pass  # the writer closed and folded its WAL in meanwhile: look again
-        except BaseException as e:
-            shutil.rmtree(tmp, ignore_errors=True)
-            if isinstance(e, OSError):
-                raise UserError(f"cannot copy {path} and its WAL ({wal.name}) to a temporary folder, to read them "
-                                f"without writing beside the store ({e.strerror or e}): free space in "
-                                f"{tempfile.gettempdir()} or point TMPDIR at a folder with room") from None
-            raise
-        shutil.rmtree(tmp, ignore_errors=True)  # a checkpoint restarted the WAL meanwhile: copy again
-    raise UserError(f"{path} kept changing while zoo copied it to read it (a run is writing it fast): "
-                    "run the same command again")
-
-
-def locate(path: str | Path) -> Path:
-    """The store a path names: the file itself, else its compressed form beside it (results/x/zoo.db finds
-    results/x/zoo.db.xz), so a command given the usual path reads a committed reference store."""
-    path = Path(path)
-    packed = path.with_name(path.name + COMPRESSED)
-    return packed if not path.exists() and path.suffix != COMPRESSED and packed.exists() else path
-
-
-_UNPACKED: dict[tuple, Path] = {}  # (compressed store, its stat) -> temp folder: decompressed once per process
-
-
-def unpacked(path: Path) -> Path:
-    """The SQLite file a compressed store holds, decompressed into a temp folder once per process (a report
-    opens its store many times) and removed at exit; any other path as it is."""
-    if path.suffix != COMPRESSED:
-        return path
-    st = path.stat()
-    key = path.resolve(), st.st_ino, st.st_size, st.st_mtime_ns
-    if key not in _UNPACKED:
-        tmp = Path(tempfile.mkdtemp(prefix="zoo-store-"))
-        try:
-            with lzma.open(path) as src, open(tmp / STORE_NAME, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-        except (lzma.LZMAError, EOFError) as e:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise NotAStore(f"it cannot be decompressed as xz ({e})") from None
-        except OSError as e:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise UserError(f"cannot decompress {path} into a temporary folder to read it ({e.strerror or e}): "
-                            f"free space in {tempfile.gettempdir()} or point TMPDIR at a folder with room") from None
-        _UNPACKED[key] = tmp
-    return _UNPACKED[key] / STORE_NAME
-
-
-@atexit.register
-def drop_unpacked() -> None:
-    """Remove the decompressed copies (at exit; a test may call it sooner)."""
-    while _UNPACKED:
-        shutil.rmtree(_UNPACKED.popitem()[1], ignore_errors=True)
-
-
-def _header(wal: Path) -> bytes | None:
-    """A WAL's 32-byte header (magic, page size, checkpoint count, salts), or None when the WAL is
-    missing or shorter: without a whole header it holds no frames."""
-    try:
-        with open(wal, "rb") as f:
-            head = f.read(32)
-    except FileNotFoundError:
-        return None
-    return head if len(head) == 32 else None
-
-
-class NotAStore(Exception):
-    """The file is not a zoo results store (open_store turns this into the user's error)."""
 
 
 class DamagedMeta(NotAStore):

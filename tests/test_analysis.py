@@ -75,7 +75,7 @@ def test_report_under_a_plan_marks_claims_whose_trials_ran_under_another(tmp_pat
     import sqlite3
     from pathlib import Path
     store = tmp_path / "zoo.db"
-    from zoo.runner.store import unpacked
+    from zoo.runner.storefile import unpacked
     shutil.copy(unpacked(Path(__file__).resolve().parents[1] / "results/ablation2-cpu2/zoo.db.xz"), store)
     f = tmp_path / "plan.yaml"
     f.write_text("name: v2-as-if\nresamples: 1000\n")

@@ -76,7 +76,7 @@ def test_the_paper_files_claims_give_the_reference_verdicts(tmp_path):
     from zoo.reports import runs as runs_mod
     from zoo.reports.verdicts import claims_section
     db = tmp_path / "zoo.db"
-    from zoo.runner.store import unpacked
+    from zoo.runner.storefile import unpacked
     shutil.copy(unpacked(REPO / "results/ablation2-cpu2/zoo.db.xz"), db)
     runs = runs_mod.load(db, "ablation", ("ablation_dropout", "ablation_big"))
     section = claims_section(runs, resamples=1000)  # the verdicts match the reference's 10,000 here

@@ -150,7 +150,7 @@ def test_stores_say_they_are_zoos_and_older_ones_still_load(tmp_path, capsys):
     Store(tmp_path / "new.db")
     assert int.from_bytes((tmp_path / "new.db").read_bytes()[68:72], "big") == APPLICATION_ID
     legacy = tmp_path / "legacy.db"
-    from zoo.runner.store import unpacked
+    from zoo.runner.storefile import unpacked
     legacy.write_bytes(unpacked(REFERENCE.with_name("zoo.db.xz")).read_bytes())  # from before the application_id
     digest = hashlib.sha256(legacy.read_bytes()).hexdigest()
     code, out, _ = run("status", "--runs", legacy, capsys=capsys)

@@ -58,7 +58,7 @@ def test_the_planner_on_the_v2_reference_finds_no_nan():
     from zoo.reports import runs as runs_mod
     with tempfile.TemporaryDirectory() as d:
         db = Path(d) / "zoo.db"
-        from zoo.runner.store import unpacked
+        from zoo.runner.storefile import unpacked
         shutil.copy(unpacked(REFERENCE.parents[1] / "ablation2-cpu2/zoo.db.xz"), db)
         p = power.plan(runs_mod.load(db, "ablation"))
     assert p.needs and all(math.isfinite(x) for n in p.needs for x in (n.effect, n.seed_sd, n.sentence_se))

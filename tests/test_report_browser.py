@@ -13,7 +13,7 @@ from matplotlib.image import imread
 from test_report import HOSTILE, REPO, SVG, assert_no_injected_markup, hostile_store, synthetic_store
 from zoo.cli import main
 from zoo.paper import TABLE3
-from zoo.runner.store import unpacked
+from zoo.runner.storefile import unpacked
 
 
 def chromium(tmp_path, url: str, *args: str) -> subprocess.CompletedProcess:

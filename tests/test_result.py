@@ -59,7 +59,8 @@ def test_the_committed_reference_stores_load_as_typed_records_untouched(db):
 def test_a_schema_1_store_is_migrated_when_opened_for_writing(tmp_path):
     import shutil
     import sqlite3
-    from zoo.runner.store import SCHEMA_VERSION, Store, unpacked
+    from zoo.runner.store import SCHEMA_VERSION, Store
+    from zoo.runner.storefile import unpacked
     src = next(p for p in REFERENCE_STORES if p.parent.name.startswith("ablation"))
     shutil.copy(unpacked(src), tmp_path / "zoo.db")
     before = {t.key: t for t in Store(src, readonly=True).trials()}

@@ -14,7 +14,8 @@ import pytest
 
 from zoo.cli import main
 from zoo.runner import store as store_mod
-from zoo.runner.store import Store, unpacked
+from zoo.runner.store import Store
+from zoo.runner.storefile import unpacked
 
 REPO = Path(__file__).resolve().parents[1]
 COMMITTED = sorted({*REPO.glob("results/*/zoo.db.xz"), *REPO.glob("results/*/*/zoo.db.xz")})  # compressed

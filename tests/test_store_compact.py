@@ -14,7 +14,7 @@ import pytest
 
 from zoo.cli import main
 from zoo.errors import UserError
-from zoo.runner import store as store_mod
+from zoo.runner import storefile as store_mod
 from zoo.runner.store import Store, open_store
 
 REPO = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from zoo.cli import main
-from zoo.runner.store import unpacked
+from zoo.runner.storefile import unpacked
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = unpacked(REPO / "results/table4-cpu2/zoo.db.xz")  # 2 finished trials (wsj_only, wsj_only_pointer), schema 2
