@@ -315,3 +315,62 @@ def node_resources() -> list[dict]:
     """Total resources of each live node."""
     import ray
     return [n["Resources"] for n in ray.nodes() if n.get("Alive")]
+
+
+def check_shared(local: Path, uri: str | None, shown: str, address: str) -> None:
+    """With a cluster, every node must see the storage: a URI, or a path every node reads the same files
+    at. A filesystem's type cannot tell (a local disk may be bind-mounted into containers, an NFS
+    mount may exist on this machine only), so a file written here must be readable on every node."""
+    if uri:
+        return
+    import ray
+    here = ray.util.get_node_ip_address()
+    others = {h for h in node_hosts() if h not in (here, "127.0.0.1")}
+    if not address.startswith("ray://") and not others:
+        return  # every node runs on this machine: any local path is shared
+    blind = blind_nodes(local)
+    if not blind:
+        return
+    raise UserError(f"--storage {shown} ({local}, filesystem {_fs_type(local)}) is not shared "
+                    f"with every node of the cluster at {address}: a file written there on this machine cannot "
+                    f"be read on {', '.join(sorted(blind))}, so their checkpoints and results would be lost. "
+                    "Pass --storage a path that every node mounts at the same place (NFS, Lustre, ...) or a "
+                    "cloud URI such as s3://bucket/zoo-runs.")
+
+
+def blind_nodes(folder: Path) -> set[str]:
+    """Addresses of the live nodes that do not read back a file just written in `folder`."""
+    import secrets
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+    folder.mkdir(parents=True, exist_ok=True)
+    probe, word = folder / f".zoo-probe-{secrets.token_hex(8)}", secrets.token_hex(16)
+    probe.write_text(word)
+    try:
+        read = ray.remote(num_cpus=0, max_retries=0)(_read_text)
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        refs = [read.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))
+                .remote(str(probe)) for n in nodes]
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=120)  # a node that never answers is blind
+        return {n["NodeManagerAddress"] for n, ref in zip(nodes, refs) if ref not in ready or ray.get(ref) != word}
+    finally:
+        probe.unlink(missing_ok=True)
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return None
+
+
+def _fs_type(path: Path) -> str:
+    best, kind = "", "unknown"
+    try:
+        for line in Path("/proc/mounts").read_text().splitlines():
+            _, mnt, fstype, *_ = line.split()
+            if (str(path) + "/").startswith(mnt.rstrip("/") + "/") and len(mnt) > len(best):
+                best, kind = mnt, fstype
+    except OSError:
+        pass
+    return kind

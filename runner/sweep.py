@@ -25,7 +25,9 @@ from pathlib import Path
 from zoo.errors import SIGTERMS, UserError
 from zoo.paths import inside, inside_uri
 from zoo.result import Trial, TrialStatus
+from zoo.runner.local import check_shared
 from zoo.runner.store import DEFAULT_STORAGE, Store, default_path
+from zoo.runner.trackers import logger_callbacks
 from zoo.spec import auto_profile
 
 
@@ -133,83 +135,6 @@ class Sweep:
         return cfgs, _todo(self.store, self.spec_key, cfgs, self.rerun)
 
 
-LOGGERS = {  # --logger NAME: (the package it needs, Ray Tune's callback for it)
-    "wandb": ("wandb", "ray.air.integrations.wandb", "WandbLoggerCallback"),
-    "mlflow": ("mlflow", "ray.air.integrations.mlflow", "MLflowLoggerCallback"),
-}
-
-
-def logger_callbacks(names: list[str] | None) -> list:
-    """Ray Tune's W&B or MLflow callback for each name (TensorBoard files are always written, per
-    trial); a name whose package is not installed is a clear error before anything runs."""
-    import importlib
-    import importlib.util
-    out = []
-    for n in names or []:
-        if n not in LOGGERS:
-            raise UserError(f"--logger {n}: unknown; choose from {', '.join(LOGGERS)} (TensorBoard files are "
-                            "always written to each trial's folder)")
-        package, module, cls = LOGGERS[n]
-        if importlib.util.find_spec(package) is None:
-            raise UserError(f"--logger {n} needs the `{package}` package: pip install {package} (and log in as "
-                            f"{package} asks), or leave --logger {n} out")
-        base = tracked(getattr(importlib.import_module(module), cls))
-        out.append(base(project="zoo") if n == "wandb" else base(experiment_name="zoo"))
-    return out
-
-
-def tracked(base: type) -> type:
-    """Ray Tune's logger callback `base`, fed zoo's view of a trial, not Tune's: as parameters its resolved
-    config by `--set` names (model.d_model, ...), not the param space's paths and Tune's copy as metrics; as
-    metrics its curve and final scores at the training step (`tracker_metrics`), not Tune's report counter.
-    W&B's logging actor also calls wandb.teardown() after wandb.finish(): Ray kills the actor once run()
-    returns, before the atexit hook that tears W&B down, while its service (wandb-core) may still hold the
-    run's records (an offline run's file then kept its header only)."""
-    from zoo.config import dotted
-
-    class Tracked(base):
-        def log_trial_start(self, trial):  # both callbacks read trial.config
-            space, trial.config = trial.config, dotted((trial.config.get("trial") or {}).get("config") or {})
-            try:
-                super().log_trial_start(trial)
-            finally:
-                trial.config = space
-
-        def log_trial_result(self, iteration, trial, result):
-            if m := tracker_metrics(result):
-                super().log_trial_result(iteration, trial, m)
-
-    if (actor := getattr(base, "_logger_actor_cls", None)) is not None:  # W&B's: one Ray actor per trial
-        class TornDown(actor):
-            def run(self):
-                try:
-                    super().run()
-                finally:
-                    self._wandb.teardown()
-        Tracked._logger_actor_cls = TornDown
-    Tracked.__name__ = Tracked.__qualname__ = f"Zoo{base.__name__}"
-    return Tracked
-
-
-def tracker_metrics(result: dict) -> dict:
-    """A Tune result as tracker metrics, by TensorBoard's names (runner.trial.TensorBoard): a log point's
-    train/loss, nll, lr, tokens_per_s, dev_ppl; the finished run's eval/dev_ppl, eval/SPLIT_bleu (_bleu_paper,
-    _f1, _ppl), train/seconds, train/tokens_seen; at the training step, as `training_iteration` (where both
-    callbacks take their step from). Other events: {}."""
-    from zoo.result import Done, LogPoint, event
-    e = event(result.get("zoo") or {})
-    if isinstance(e, LogPoint):
-        step, m = e.step, {f"train/{k}": getattr(e, k) for k in ("loss", "nll", "lr", "tokens_per_s", "dev_ppl")}
-    elif isinstance(e, Done) and e.result is not None:
-        r = e.result
-        step = r.steps_done
-        m = {f"eval/{name}_{k}": getattr(s, k) for name, s in r.splits.items() for k in ("bleu", "bleu_paper", "f1", "ppl")}
-        m |= {"eval/dev_ppl": r.dev_ppl, "train/seconds": r.train_seconds, "train/tokens_seen": r.tokens_seen}
-    else:
-        return {}
-    return {k: v for k, v in m.items() if v is not None} | {"training_iteration": step}
-
-
 def _run(sw: Sweep, profile: str, variants, sets, seeds, address: str | None) -> int:
     if address is None:
         profile = auto_profile(profile)
@@ -228,7 +153,7 @@ def _run(sw: Sweep, profile: str, variants, sets, seeds, address: str | None) ->
             local_ray.start()
         else:
             local.connect(address)
-            _check_shared(sw.st, address)
+            check_shared(sw.st.local, sw.st.uri, sw.st.given or "runs", address)
         if profile == "auto":  # a cluster's: gpu when its nodes have GPUs
             profile = auto_profile(profile, gpus=local.cluster_gpus())
             cfgs, todo = sw.plan(profile, variants, sets, seeds)
@@ -497,70 +422,6 @@ def _check_train(name, data_dir) -> None:
         zdata.corpus(name)  # raises: unknown corpus
     elif row["status"] == "missing":
         zdata.load_pairs(name, "train", data_dir)  # raises the data module's message: what, where, how
-
-
-def _check_shared(st: Storage, address: str) -> None:
-    """With a cluster, every node must see the storage: a URI, or a path every node reads the same files
-    at. A filesystem's type cannot tell (a local disk may be bind-mounted into containers, an NFS
-    mount may exist on this machine only), so a file written here must be readable on every node."""
-    if st.uri:
-        return
-    import ray
-    here = ray.util.get_node_ip_address()
-    others = {h for h in _hosts() if h not in (here, "127.0.0.1")}
-    if not address.startswith("ray://") and not others:
-        return  # every node runs on this machine: any local path is shared
-    blind = _blind_nodes(st.local)
-    if not blind:
-        return
-    raise UserError(f"--storage {st.given or 'runs'} ({st.local}, filesystem {_fs_type(st.local)}) is not shared "
-                    f"with every node of the cluster at {address}: a file written there on this machine cannot "
-                    f"be read on {', '.join(sorted(blind))}, so their checkpoints and results would be lost. "
-                    "Pass --storage a path that every node mounts at the same place (NFS, Lustre, ...) or a "
-                    "cloud URI such as s3://bucket/zoo-runs.")
-
-
-def _hosts() -> set[str]:
-    from zoo.runner.local import node_hosts
-    return node_hosts()
-
-
-def _blind_nodes(folder: Path) -> set[str]:
-    """Addresses of the live nodes that do not read back a file just written in `folder`."""
-    import secrets
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-    folder.mkdir(parents=True, exist_ok=True)
-    probe, word = folder / f".zoo-probe-{secrets.token_hex(8)}", secrets.token_hex(16)
-    probe.write_text(word)
-    try:
-        read = ray.remote(num_cpus=0, max_retries=0)(_read_text)
-        nodes = [n for n in ray.nodes() if n.get("Alive")]
-        refs = [read.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))
-                .remote(str(probe)) for n in nodes]
-        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=120)  # a node that never answers is blind
-        return {n["NodeManagerAddress"] for n, ref in zip(nodes, refs) if ref not in ready or ray.get(ref) != word}
-    finally:
-        probe.unlink(missing_ok=True)
-
-
-def _read_text(path: str) -> str | None:
-    try:
-        return Path(path).read_text()
-    except OSError:
-        return None
-
-
-def _fs_type(path: Path) -> str:
-    best, kind = "", "unknown"
-    try:
-        for line in Path("/proc/mounts").read_text().splitlines():
-            _, mnt, fstype, *_ = line.split()
-            if (str(path) + "/").startswith(mnt.rstrip("/") + "/") and len(mnt) > len(best):
-                best, kind = mnt, fstype
-    except OSError:
-        pass
-    return kind
 
 
 FRESH = ("warning", "step", "metrics", "best", "attention", "placement", "hardware", "checkpoint", "tokens_seen",

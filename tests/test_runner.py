@@ -415,14 +415,15 @@ def test_short_error_picks_the_trial_exception():
 def test_a_local_folder_is_refused_for_a_cluster_on_other_hosts(tmp_path, monkeypatch):
     import ray.util
     from zoo.errors import UserError
-    monkeypatch.setattr(sweep, "_hosts", lambda: {"127.0.0.1", "10.1.2.3"})
+    from zoo.runner import local
+    monkeypatch.setattr(local, "node_hosts", lambda: {"127.0.0.1", "10.1.2.3"})
     monkeypatch.setattr(ray.util, "get_node_ip_address", lambda: "127.0.0.1")
-    monkeypatch.setattr(sweep, "_blind_nodes", lambda folder: {"10.1.2.3"})  # the probe file was not there
+    monkeypatch.setattr(local, "blind_nodes", lambda folder: {"10.1.2.3"})  # the probe file was not there
     with pytest.raises(UserError, match="cannot be read on 10.1.2.3"):
-        sweep._check_shared(sweep.Storage(str(tmp_path)), "auto")
-    monkeypatch.setattr(sweep, "_blind_nodes", lambda folder: set())  # every node read it: shared
-    sweep._check_shared(sweep.Storage(str(tmp_path)), "auto")
-    sweep._check_shared(sweep.Storage("s3://bucket/zoo-runs"), "auto")  # a cloud URI is shared
+        local.check_shared(tmp_path, None, str(tmp_path), "auto")
+    monkeypatch.setattr(local, "blind_nodes", lambda folder: set())  # every node read it: shared
+    local.check_shared(tmp_path, None, str(tmp_path), "auto")
+    local.check_shared(tmp_path, "s3://bucket/zoo-runs", "s3://bucket/zoo-runs", "auto")  # a cloud URI is shared
 
 
 def test_seeds_axis_runs_each_variant_once_per_seed_and_skips_finished(cluster, tmp_path, data_root):

@@ -1,7 +1,7 @@
 """`zoo run --logger mlflow|wandb` for real: one smoke trial each (A1 of Table 3, shrunk as in test_runner),
 then the run read back by the tracker's own reader: MLflow's client on a SQLite store, W&B's protobuf
 records of an offline run. Both must hold the trial's resolved config by its `--set` names and the
-curve and final scores that zoo's own store holds (runner.sweep.tracked: tracker_params, tracker_metrics).
+curve and final scores that zoo's own store holds (runner.trackers.tracked: tracker_params, tracker_metrics).
 TensorBoard's files are checked in test_runner. No network: MLflow writes a file, W&B runs offline.
 """
 import json
@@ -39,9 +39,9 @@ def run_with(logger: str, tmp_path: Path, **env) -> tuple:
 
 
 def test_the_callbacks_get_zoo_params_and_metrics_at_the_training_step():
-    """Without Ray: what runner.sweep.tracked hands its base callback."""
+    """Without Ray: what runner.trackers.tracked hands its base callback."""
     from zoo.result import Done, LogPoint, RunResult, SplitScore, Started, wire
-    from zoo.runner.sweep import tracked, tracker_metrics
+    from zoo.runner.trackers import tracked, tracker_metrics
 
     class Base:  # the two methods zoo wraps, as Ray's LoggerCallback calls them
         def __init__(self):
