@@ -58,7 +58,7 @@ def test_documented_names_that_moved_still_import_with_a_warning():
     (zoo.spec.Config, zoo.data.PAD, zoo.train.noam_lr) still resolves, warning where it lives now."""
     import zoo.config
     import zoo.tokens
-    from zoo import data, spec, train
+    from zoo import data, evidence, model, spec, train
     with pytest.warns(DeprecationWarning, match="zoo.config"):
         assert spec.Config is zoo.config.Config
     with pytest.warns(DeprecationWarning, match="zoo.tokens"):
@@ -74,7 +74,7 @@ def test_no_door_serves_a_name_that_is_also_one_of_its_parts():
     """`zoo.data.fetch` once meant both a function and, after its module was imported, that module: a door's
     names and its parts' module names must differ, or the meaning of a name depends on import order."""
     from pathlib import Path
-    from zoo import data, spec, train
+    from zoo import data, evidence, model, spec, train
     for door in (data, spec, train, model, evidence):
         parts = {p.stem for p in Path(door.__file__).parent.glob("*.py")}
         assert not parts & set(dir(door)) - {"__init__"}, (door.__name__, parts & set(dir(door)))

@@ -102,5 +102,6 @@ def test_no_summary_field_is_read_by_string_outside_the_result_module():
     pat = re.compile(r"""(\[|\.get\(|\.pop\()\s*["'](%s)["']""" % "|".join(sorted(names)))
     hits = [f"{f.relative_to(REPO)}:{i}: {line.strip()}"
             for d in ("zoo", "runner", "reports") for f in sorted((REPO / d).rglob("*.py")) if f.name != "result.py"
-            for i, line in enumerate(f.read_text().splitlines(), 1) if pat.search(line)]
+            for i, line in enumerate(f.read_text().splitlines(), 1)
+            if pat.search(line) and not line.startswith("__all__")]  # a part's list of what it lends is not a read
     assert not hits, "\n".join(hits)
