@@ -233,6 +233,10 @@ class TrainSpec(Strict):
     compile: Literal["off", "on"] = Field(
         "off", description="torch.compile the model (dynamic shapes: one graph for every batch shape); "
         "the same arithmetic, so it is not part of the config hash")
+    stop_if_not_learning: bool = Field(
+        True, description="after warm-up (2 x warmup_steps), stop with exit 2 when the training NLL is not clearly "
+        "below the target pieces' unigram level or is above the uniform one (zoo.train.learning); false: go on "
+        "anyway. A run it lets finish is the same run, so it is not part of the config hash")
 
 
 class EvalSpec(Strict):
@@ -458,7 +462,7 @@ class Config(Strict):
                                # how it runs, like resources: compiled or eager, the same arithmetic; a
                                # save reads the state and changes nothing (the averaged checkpoints'
                                # steps follow checkpoint_every, which stays in)
-                               exclude={"train": {"compile", "checkpoint_minutes"}})
+                               exclude={"train": {"compile", "checkpoint_minutes", "stop_if_not_learning"}})
         # fields added later leave the hash of a config that does not use them as it was, so finished
         # trials of a store stay finished (the field off changes no result)
         for *path, name in ADDED_LATER:

@@ -8,11 +8,12 @@ The parts:
    names, written atomically, listed, loaded, resumed and averaged; zoo.train.writer: the process that writes them;
 4. zoo.train.device: rank, device, GPU share, compute dtype and the memory check of a trial;
 5. zoo.train.loop: one trial, `train`: prepare, resume, the step loop (accumulation, data parallel), typed events;
-6. zoo.train.evaluation: dev perplexity, decoding, scores and the attention map of the trained model.
+6. zoo.train.evaluation: dev perplexity, decoding, scores and the attention map of the trained model;
+7. zoo.train.learning: whether a run is learning: its training NLL against the unigram and uniform levels.
 This door serves their public names to outsiders (`from zoo.train import train`; `zoo.fit` is `train`).
 """
 from zoo._door import door
 
 __getattr__, __dir__ = door(__name__, __file__, ["prepared", "recipe", "compiled_loss", "step", "checkpointing", "writer",
-                                                "device", "loop", "evaluation"],
+                                                "device", "loop", "evaluation", "learning"],
                             moved={"zoo.config": "noam_lr"})

@@ -34,6 +34,7 @@ from zoo.train.checkpointing import (FOLDER, Interrupt, State, averaged_from, cl
 from zoo.train.device import (agreed, autocast_dtype, check_memory, keep_freed_memory, out_of_memory, rank_and_world,
                               train_device)
 from zoo.train.evaluation import dev_perplexity, score
+from zoo.train.learning import check_from, levels, stop
 from zoo.train.prepared import Prepared, build, prepare
 from zoo.train.recipe import make_optimizer
 from zoo.train.step import compiled, data_parallel, gradients, read_stats, train_step
@@ -190,6 +191,8 @@ def _loop(cfg: Config, out: Path, model: torch.nn.Module, opt, p: Prepared, devi
     elapsed0 = saved_at = st.elapsed  # training seconds before this process, and at the last checkpoint
     dev_ppl = None
     window = averaged_from(cfg)
+    judge_from = check_from(cfg)  # after warm-up, a run at the unigram level stops (zoo.train.learning)
+    lv = levels(p.train, p.tgt_vocab_size or p.vocab_size) if judge_from else None
     writer = Writer() if rank == 0 else None  # rank 0 saves; the other ranks never wait for a write
     model.train()
     with Interrupt(active=world == 1) as signal_, _closing(loader, writer, st):
@@ -232,6 +235,8 @@ def _loop(cfg: Config, out: Path, model: torch.nn.Module, opt, p: Prepared, devi
                                      tokens_per_s=log_tokens / max(now - last_log, 1e-9), epoch=st.epoch,
                                      padding_fraction=pad_frac, tokens_seen=st.tokens_seen)
                     last_log, log_tokens, since_log = now, 0, [0.0, 0.0]
+                    if lv is not None and st.step >= judge_from and lv.problem(point.nll, st.step):
+                        raise stop(cfg, st.step, point.nll, lv, lr)  # every rank read the same all-reduced NLL
             if evaluate_now:
                 dev_ppl = dev_perplexity(model, p.dev, cfg.train.batch_tokens)
                 if not math.isfinite(dev_ppl):  # finite training loss, but the dev loss is past exp()'s range
