@@ -105,26 +105,27 @@ def profile_schema() -> dict:
     """Schema of a profile file (specs/profiles/*.yaml): an overlay that scales a spec to a budget."""
     sections = {"type": "object", "additionalProperties": False, "properties": _sections()}
     factor = {"type": "number", "exclusiveMinimum": 0, "maximum": 1000}
+    scale = {"type": "object", "additionalProperties": False, "properties": {k: factor for k in sorted(SCALE_KEYS)}}
     return {
         "$schema": DRAFT, "title": "zoo profile file", "type": "object", "additionalProperties": False,
         "properties": {
             "description": {"type": "string"},
             "extends": {"type": "string", "description": "a profile beside this one (or a .yaml file) that this "
                         "one changes: mappings merge key by key, this file wins"},
-            "scale": {"type": "object", "additionalProperties": False,
-                      "properties": {k: factor for k in sorted(SCALE_KEYS)}},
+            "scale": scale,
             "set": {**sections, "description": "fields set on every spec run under this profile"},
             "seeds": SEEDS,
-            "datasets": {"type": "object", "propertyNames": NAME, "additionalProperties": _dataset_entry(sections),
+            "datasets": {"type": "object", "propertyNames": NAME, "additionalProperties": _dataset_entry(sections, scale),
                          "description": "corpus named by a spec -> data settings used instead"},
         },
         "$defs": _defs(),
     }
 
 
-def _dataset_entry(sections: dict) -> dict:
+def _dataset_entry(sections: dict, scale: dict) -> dict:
     """DataSpec's fields, plus `prefer`: settings used instead when their corpus's training data is present,
-    and `set`: other sections' fields set for this corpus only (parsing's own recipe)."""
+    `set`: other sections' fields set for this corpus only (parsing's own recipe), and `scale`: the profile's
+    scale replaced for this corpus (a model it supports)."""
     data = _defs()["DataSpec"]
     only = {**sections, "description": "fields set on every spec whose corpus this is (e.g. a parsing recipe, a "
             "budget in epochs); with `prefer:`, for the fallback corpus only"}
@@ -133,4 +134,6 @@ def _dataset_entry(sections: dict) -> dict:
               "required": ["dataset"],
               "description": "used instead of the other settings when this corpus's training split is in the "
                              "data directory (e.g. after `zoo data fetch wmt14_en_de`)"}
-    return {**data, "properties": {**data["properties"], "prefer": prefer, "set": only}}
+    own = {**scale, "description": "replaces the profile's `scale:` for this corpus (with `prefer:`, the fallback's "
+           "only): a smaller model where the corpus cannot support the paper's"}
+    return {**data, "properties": {**data["properties"], "prefer": prefer, "set": only, "scale": own}}
