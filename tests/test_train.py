@@ -272,6 +272,10 @@ def test_bf16_precision_on_cpu(repo, data_root, tmp_path):
     cpu = torch.device("cpu")
     assert autocast_dtype("auto", cpu) is None and autocast_dtype("fp32", torch.device("cuda")) is None
     assert autocast_dtype("auto", torch.device("cuda")) is torch.bfloat16
+    # auto on a GPU: TF32 below the width where bf16 autocast pays (an H100: 1.6x at d_model 256), bf16 from it
+    assert autocast_dtype("auto", torch.device("cuda"), 256) is None
+    assert autocast_dtype("auto", torch.device("cuda"), 512) is torch.bfloat16
+    assert autocast_dtype("bf16", torch.device("cuda"), 256) is torch.bfloat16  # asked for: given
     assert autocast_dtype("bf16", cpu) is (torch.bfloat16 if cpu_has_bf16() else None)
     seen = []
     s = train(_smoke(repo, sets=["train.steps=10", "train.precision=bf16"]), tmp_path / "run", data_root,

@@ -94,14 +94,24 @@ def cpu_has_bf16() -> bool:
         return False
 
 
-def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
-    """The dtype training's matmuls autocast to on `device`; None: fp32 throughout.
+# `precision: auto` on a GPU: bf16 autocast from this width on, TF32 below it. On an H100 (b2e5323) the cpu
+# profile's base (d_model 256) trained at 178-203k target tokens/s in TF32 and 100-128k under bf16 autocast:
+# at that width the casts cost more than the bf16 matmuls save. That bf16 wins at the paper's widths (512,
+# 1024) is a hypothesis the GPU check measures (scripts/gpu-check.sh, the small-trial step).
+AUTO_BF16_FROM = 512
+
+
+def autocast_dtype(precision: str, device: torch.device, d_model: int | None = None) -> torch.dtype | None:
+    """The dtype training's matmuls autocast to on `device`; None: fp32 throughout (TF32 on a GPU).
 
     bf16 autocast keeps the weights, their gradients, Adam's moments and the loss in fp32 (mixed
     precision, as on a GPU). On this project's 2-core CPU (AVX512-BF16) a bf16 matmul runs at ~4x
     the fp32 one and a cpu-profile step takes ~0.4x the time (attention stays fp32 there, see
-    zoo.model.MultiHeadAttention)."""
+    zoo.model.MultiHeadAttention). `auto` picks what is faster for a model of width `d_model`: fp32 on a
+    CPU, and on a GPU bf16 from AUTO_BF16_FROM on (None: any width)."""
     if precision == "fp32" or (precision == "auto" and device.type != "cuda"):
+        return None
+    if precision == "auto" and d_model is not None and d_model < AUTO_BF16_FROM:
         return None
     if device.type == "cuda" or cpu_has_bf16():
         return torch.bfloat16

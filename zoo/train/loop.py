@@ -68,7 +68,7 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
         atomic_write_text(out / "config.json", json.dumps(cfg.model_dump(mode="json"), indent=2))
         clear_unfinished(out)
 
-    amp = autocast_dtype(cfg.train.precision, device)
+    amp = autocast_dtype(cfg.train.precision, device, cfg.model.d_model)
     check_memory(cfg, world, device)  # before the data or the model take any
     if device.type == "cpu":
         keep_freed_memory()
@@ -194,6 +194,8 @@ def _loop(cfg: Config, out: Path, model: torch.nn.Module, opt, p: Prepared, devi
     judge_from = check_from(cfg)  # after warm-up, a run at the unigram level stops (zoo.train.learning)
     lv = levels(p.train, p.tgt_vocab_size or p.vocab_size) if judge_from else None
     writer = Writer() if rank == 0 else None  # rank 0 saves; the other ranks never wait for a write
+    if writer is not None:
+        writer.start()
     model.train()
     with Interrupt(active=world == 1) as signal_, _closing(loader, writer, st):
         while st.step < cfg.train.steps:

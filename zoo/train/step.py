@@ -47,7 +47,7 @@ def data_parallel(model: torch.nn.Module, device) -> torch.nn.Module:
 def step_setup(cfg: Config, model: torch.nn.Module, device: torch.device) -> tuple[torch.nn.Module, torch.dtype | None]:
     """(the module the forward runs through, the autocast dtype) of a one-process run of `cfg` on `device`
     (the loop wraps the model in DDP first when it has several ranks)."""
-    return compiled(model, cfg), autocast_dtype(cfg.train.precision, device)
+    return compiled(model, cfg), autocast_dtype(cfg.train.precision, device, cfg.model.d_model)
 
 
 def train_step(cfg: Config, fwd: torch.nn.Module, opt: torch.optim.Optimizer, device: torch.device, parts: list,

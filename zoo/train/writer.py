@@ -165,6 +165,12 @@ class Writer:
         self._process: _Process | None = None
         self._pending = False
 
+    def start(self) -> None:
+        """The writer process started now, from the training thread it dies with, so its imports overlap the
+        first steps instead of delaying the first save's reply (a short run waited seconds for it)."""
+        if self._process is None or not self._process.alive():
+            self._process = _take()
+
     def save(self, ck: dict, out: Path, keep: int) -> None:
         """Checkpoint `ck` (zoo.train.checkpointing.write_checkpoint's contents) under `out`, the last `keep`
         kept. Waits for the write before it; copies the tensors (from any device) into the shared buffer."""
