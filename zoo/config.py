@@ -228,7 +228,7 @@ class TrainSpec(Strict):
     seed: int = Field(1, ge=0, le=2**32 - 1)
     precision: Literal["auto", "fp32", "bf16"] = Field(
         "auto", description="training's matmuls: bf16 autocast (weights, Adam and the loss stay fp32) or fp32; "
-        "auto: bf16 on a GPU, fp32 on a CPU; bf16 on a CPU needs its bf16 instructions (AVX512-BF16 or AMX), "
+        "auto: on a GPU bf16 from d_model 512 on, TF32 below it (faster there), fp32 on a CPU; bf16 on a CPU needs its bf16 instructions (AVX512-BF16 or AMX), "
         "else training runs in fp32 and says so")
     compile: Literal["off", "on"] = Field(
         "off", description="torch.compile the model (dynamic shapes: one graph for every batch shape); "
