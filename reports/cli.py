@@ -106,7 +106,7 @@ def _check_out(out: Path, force: bool = False) -> None:
 def cmd_report(args) -> int:
     t0 = time.time()
     tables = [args.table] if args.table else list(pages.paper_tables())
-    formats = list(pages.FORMATS) if args.format == "all" else [args.format]
+    formats = list(pages.FORMATS) if args.format == "all" else [pages.LATEX if args.format == "latex" else args.format]
     out = Path(args.out)
     if args.bootstrap_seed is not None and not 0 <= args.bootstrap_seed < 2**32:  # numpy's seed range
         from zoo.errors import UserError
@@ -143,7 +143,9 @@ def register(sub) -> None:
                                    "and a static HTML site with plots. Reads the results store; never trains.")
     s.add_argument("--table", type=int, choices=list(pages.paper_tables()),
                    help="only this table (default: all three and the index)")
-    s.add_argument("--format", choices=[*pages.FORMATS, "all"], default="all", help="output format (default all)")
+    s.add_argument("--format", choices=[*pages.FORMATS, "latex", "all"], default="all",
+                   help="output format: md, html (all: both, the default), or latex (each table as booktabs "
+                        "tables in NAME.tex, for a paper)")
     s.add_argument("--out", default=str(DEFAULT_OUT), help=f"output folder (default {DEFAULT_OUT})")
     s.add_argument("--runs", help=f"results store, or the --storage folder holding it (default {DEFAULT_RUNS})")
     s.add_argument("--spec", "--sweep", dest="sweep", metavar="SPEC", help="instead of the paper's tables: one page "

@@ -16,7 +16,8 @@ if TYPE_CHECKING:  # types only: importing them here would lengthen every reader
     from zoo.reports.cells import Table
     from zoo.reports.runs import Runs
 
-FORMATS = ("md", "html")
+FORMATS = ("md", "html")  # what a report writes (`--format all`)
+LATEX = "tex"  # `--format latex`: each table as booktabs tables to paste into a paper (name.tex), on request only
 INDEX = "index"  # the whole report's front page (templates index.*.j2): links every page it built
 DATA_FILES = ("results.csv", "model-index.yml", "img/*.png")  # the whole report's data files, and the figures
 

@@ -37,6 +37,21 @@ def md(s) -> str:
 
 
 _env.filters["md"] = md
+
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+        "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}",
+        "\u0394": r"\ensuremath{\Delta}", "\u00b1": r"\ensuremath{\pm}", "\u00d7": r"\ensuremath{\times}",
+        "\u2212": r"\ensuremath{-}", "\u2264": r"\ensuremath{\leq}", "\u2265": r"\ensuremath{\geq}",
+        "\u2248": r"\ensuremath{\approx}", "\u03b5": r"\ensuremath{\varepsilon}"}
+
+
+def tex(s) -> str:
+    """A value as LaTeX text: its special characters escaped, the symbols a report prints (Delta, +-, x, ...)
+    in math mode, so a page compiles with plain pdflatex and booktabs; one line."""
+    return "".join(_TEX.get(ch, ch) for ch in str(s).replace("\r", " ").replace("\n", " "))
+
+
+_env.filters["tex"] = tex
 _env.filters["slug"] = lambda s: re.sub(r"[^a-z0-9]+", "-", str(s).lower()).strip("-")
 
 
@@ -115,7 +130,7 @@ def write_table(table: Table, out: Path, formats: list[str], meta: dict, figures
 def write_index(tables: list[Table], out: Path, formats: list[str], meta: dict, figures: list,
                 nav: list) -> list[Path]:
     ctx = _context(None, meta, nav) | {"tables": tables, "figures": figures, "page": pages.INDEX}
-    return _write(out, pages.INDEX, formats, ctx, "index")
+    return _write(out, pages.INDEX, [f for f in formats if f != pages.LATEX], ctx, "index")  # LaTeX: tables only
 
 
 def _write(out: Path, name: str, formats: list[str], ctx: dict, template: str) -> list[Path]:
