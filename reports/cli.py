@@ -126,6 +126,9 @@ def cmd_report(args) -> int:
     if args.analysis:  # validated before --out is touched
         from zoo import evidence as E
         plan = E.load_plan(args.analysis)
+    if args.sweep is not None and not args.sweep.strip():  # `--spec ''` is a mistake, not the whole report
+        from zoo.errors import UserError
+        raise UserError("--spec needs a spec: a file (specs/mine.yaml) or the name of a spec in the store")
     _check_out(out, args.force)
     written = build_sweep(runs, out, args.sweep, formats, args.profile) if args.sweep else \
         build(runs, out, tables, formats, args.profile, args.bootstrap_seed, tuple(args.addon or ()), plan)

@@ -51,6 +51,13 @@ def which_spec(runs: Runs, spec: str) -> tuple[str, str]:
         raise UserError(f"--spec {spec}: {len(alike)} specs in {runs.path} have that name ({', '.join(alike)}); "
                         "name one by its path as shown")
     if chosen is None:
+        from zoo.spec import builtin_specs
+        from zoo.text import did_you_mean
+        stems = sorted({Path(s).stem for s in recorded})
+        if not Path(spec).is_file() and Path(spec).stem not in builtin_specs():  # a name that is no spec at all
+            hint = did_you_mean(stem, stems) if stems else " The store holds no trials yet."
+            raise UserError(f"--spec {spec}: no such spec file, and no spec of that name in {runs.path}"
+                            + (hint if hint.startswith(";") else "." + hint.replace("Allowed:", "Its specs:")))
         raise UserError(f"--spec {spec}: no trials of that spec in {runs.path} (run `zoo run {spec}` first)")
     if len(alike) > 1:
         stem += "-" + hashlib.sha256(chosen.encode()).hexdigest()[:6]

@@ -16,8 +16,13 @@ def _table(rows: list[dict], cols: list[str]) -> str:
     def fmt(v):
         if v is None:
             return "-"
-        if isinstance(v, float):
-            return f"{v:.2g}" if abs(v) >= 1e5 or (v and abs(v) < 1e-2) else f"{v:.2f}"
+        if isinstance(v, float):  # as many decimals as it carries (63.0, 0.604), at most 4; huge or tiny: 2 figures
+            if abs(v) >= 1e5 or (v and abs(v) < 1e-2):
+                return f"{v:.2g}"
+            text = f"{v:.4f}".rstrip("0")
+            return text + "0" if text.endswith(".") else text
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 10_000:
+            return f"{v:,}"  # 63,045,632
         return str(v)
     from zoo.text import text_table
     cells = [[fmt(r.get(c)) for c in cols] for r in rows]
@@ -50,7 +55,7 @@ def cmd_validate(args) -> int:
     bad = 0
     for f in files:
         try:
-            cfgs = resolve(f, profile=args.profile)
+            cfgs = resolve(f, profile=args.profile, sets=args.set)  # a --set mistake shows here, not at `zoo run`
             names = ", ".join(c.trial for c in cfgs)  # a grid's or seeds' trials by their own names
             nv = len({c.variant for c in cfgs})
             what = f"{nv} variant{'s' * (nv != 1)}" if nv == len(cfgs) else f"{len(cfgs)} trials of {nv} variant{'s' * (nv != 1)}"
@@ -116,7 +121,8 @@ def budget(c) -> str:
     window = (f"averages the last {k} checkpoints, every {t.checkpoint_every} steps: the last {100 * min(1, span / t.steps):.0f}% "
               "of the run" if k else f"no averaging; the {t.keep_checkpoints} kept checkpoints span the last "
               f"{100 * min(1, span / t.steps):.0f}%")
-    return f"{t.steps:,} steps x {t.batch_tokens:,} tokens = {tokens / 1e6:.1f}M tokens, {epochs}; {window}"
+    total = f"{tokens / 1e6:.1f}M" if tokens >= 1e6 else f"{tokens:,}"  # a smoke budget is 18,000, not 0.0M
+    return f"{t.steps:,} steps x {t.batch_tokens:,} tokens = {total} tokens, {epochs}; {window}"
 
 
 def cmd_params(args) -> int:
@@ -181,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Validate spec files or folders; one line per file.")
     s.add_argument("paths", nargs="+")
     s.add_argument("--profile", default="paper", help="also check the specs under this profile")
+    s.add_argument("--set", action="append", metavar="FIELD=VALUE", help="check with this override, as `zoo run --set`")
     s.set_defaults(fn=cmd_validate)
     spec_cmd("show", "print the fully resolved config of each variant", cmd_show)
     spec_cmd("params", "compiled and analytic parameter counts beside the paper's", cmd_params)

@@ -206,7 +206,11 @@ def load_file(path: Path, _stack: tuple = ()) -> Doc:
             raise SpecError(where, "extends", f"'{shorten(parent)}' is a directory ({ppath}); name a .yaml spec file in it")
         if not ppath.exists():
             why = "is a broken symlink or a symlink loop" if ppath.is_symlink() else "not found"
-            raise SpecError(where, "extends", f"file '{shorten(parent)}' {why} (looked for {ppath})")
+            beside = sorted(f.name for f in key.parent.glob("*.y*ml") if f != key)  # a spec next to this one
+            hint = did_you_mean(Path(parent).stem, builtin_specs()).split(" Allowed")[0] if "/" not in parent else ""
+            hint = hint or (did_you_mean(parent, beside).split(" Allowed")[0] if beside else "")
+            raise SpecError(where, "extends", f"file '{shorten(parent)}' {why} (looked for {ppath}){hint} A spec "
+                            f"extends a file relative to it, or a built-in spec by name: {', '.join(builtin_specs())}")
         if ppath.suffix not in (".yaml", ".yml") or not ppath.is_file():
             raise SpecError(where, "extends", f"'{shorten(parent)}' is not a .yaml or .yml spec file")
         base = load_file(ppath, _stack + (key,))
