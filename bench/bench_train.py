@@ -29,7 +29,8 @@ Tokens/s counts non-pad target tokens.
 `--device cuda` trains the paper's base and big instead (specs as written, `--batch-tokens` per step) and
 prints `MFU paper base (cuda bf16): 0.NN of the measured peak, 0.NN of the spec peak (...)` and the same for big.
 `--predict` prints the roofline's (bench/roofline.py) step time and MFU of the paper's base and big on an
-H100, H200 and A100, eager and under train.compile on, each with its best and worst case, on the batches
+H100, H200 and A100 from their datasheets and on an H100 calibrated on a measured one (H100_MEASURED), eager and
+under train.compile on, each with its best and worst case, on the batches
 `--device cuda` trains; first it checks the roofline against this CPU: two shapes' steps measured and
 predicted (the CPU's peak, bandwidth, matmul and attention speed at the steps' own shapes and per-op cost
 measured in the same run), and prints the error. `--tiny` swaps the paper's models for the smoke
@@ -64,7 +65,9 @@ class TorchReference(nn.Module):
         self.embed = nn.Embedding(vocab, m.d_model)  # N(0, 1): logits of std ~sqrt(d_model)
         if zoo_init:  # zoo's N(0, d_model^-1/2): logits of unit scale
             nn.init.normal_(self.embed.weight, 0.0, m.d_model ** -0.5)
-        self.register_buffer("pe", build_model(m, 8).pe.clone(), persistent=False)
+        pe = build_model(m, 8).pos_embed.embed(0, m.max_len)  # zoo's positions (a component: model.pos_embed)
+        self.register_buffer("pe", torch.zeros(m.max_len, m.d_model) if pe is None else pe.detach().clone(),
+                             persistent=False)
         self.drop = nn.Dropout(m.dropout)
         self.core = nn.Transformer(m.d_model, m.h, m.N, m.N, m.d_ff, m.dropout, batch_first=True)
 
@@ -176,6 +179,12 @@ def load_batches(dataset: str, vocab: int, batch_tokens: int, count: int, device
     return [b.pinned() for b in batches] if torch.device(device).type == "cuda" else batches
 
 
+def gpu_profile_batch_tokens() -> int:
+    """The batch the gpu profile trains the paper's models on (specs/profiles/gpu.yaml `set:`; its news-pool
+    proxies take a batch of their own): what `--device cuda` and `--predict` time by default."""
+    return int(zspec.read_profile(zspec.find_profile("gpu")).data["set"]["train"]["batch_tokens"])
+
+
 def resolve(name: str, profile: str, sets=()) -> Config:
     return zspec.resolve(name, profile=profile, sets=list(sets))[0]
 
@@ -199,7 +208,8 @@ def main():
     ap.add_argument("--device", default="cpu", help="cuda: the paper's base and big on this GPU, as a trial "
                     "trains them (bf16 autocast, TF32, cuDNN attention off)")
     ap.add_argument("--batch-tokens", type=int, default=None,
-                    help="source and target tokens per batch of the paper's models (default 12500; --tiny: 600)")
+                    help="source and target tokens per batch of the paper's models (default: the gpu profile's "
+                    "train.batch_tokens, 25000; --tiny: 600)")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                     help="a spec field for the paper's models (train.compile=on)")
     ap.add_argument("--predict", action="store_true", help="the roofline prediction (GPUs and this CPU); no full bench")
@@ -207,10 +217,13 @@ def main():
     ap.add_argument("--tiny", action="store_true", help="the smoke profile's base and big, small batches: "
                     "every code path in seconds, on any device (figures that mean nothing)")
     ap.add_argument("--compile", action="store_true", help="eager vs train.compile on for the cpu-profile base")
+    ap.add_argument("--profile", default="cpu", help="the profile whose base the CPU run compares with "
+                    "nn.Transformer (and --compile times); smoke: tiny shapes, with its big as the second model "
+                    "(tests/test_bench.py: every code path, figures that mean nothing)")
     ap.add_argument("--json", metavar="PATH", help="also write the figures to PATH")
     args = ap.parse_args()
     args.base_steps = args.base_steps or (2 if args.tiny else 8)
-    args.batch_tokens = args.batch_tokens or (600 if args.tiny else 12500)
+    args.batch_tokens = args.batch_tokens or (600 if args.tiny else gpu_profile_batch_tokens())
     args.peak_seconds = args.peak_seconds or (0.1 if args.tiny else 1.0)
     if args.predict:
         figures = predict(args)
@@ -228,7 +241,7 @@ def main():
 def cpu_bench(args) -> dict:
     kept = False if args.malloc_default else keep_freed_memory()
     peak0 = matmul_peak(args.peak_seconds)
-    cpu = resolve("base", "cpu", ["train.precision=fp32"])
+    cpu = resolve("base", args.profile, ["train.precision=fp32"])
     m, V = cpu.model, cpu.data.vocab_size
     batches = load_batches(cpu.data.dataset, V, cpu.train.batch_tokens, args.rounds * args.steps)
     torch.manual_seed(0)
@@ -238,7 +251,7 @@ def cpu_bench(args) -> dict:
     bf16 = not args.no_bf16 and cpu_has_bf16()
     if bf16:  # the same weights as the cpu profile trains them: train.precision bf16
         torch.manual_seed(0)
-        runs["zoo bf16"] = Trainer(build_model(m, V), resolve("base", "cpu", ["train.precision=bf16"]))
+        runs["zoo bf16"] = Trainer(build_model(m, V), resolve("base", args.profile, ["train.precision=bf16"]))
     for tr in runs.values():
         tr.warm_up(batches)
     for i, b in enumerate(batches):  # step by step on the same batch, in alternating order
@@ -247,9 +260,10 @@ def cpu_bench(args) -> dict:
 
     base = None
     if not args.no_base:
-        paper = resolve("base", "paper")
+        paper = resolve("base", "paper") if args.profile == "cpu" else resolve("big", args.profile)
         bm, bV = paper.model, paper.data.vocab_size
-        bb = load_batches(cpu.data.dataset, V, 2000, args.base_steps)
+        base_tokens = 2000 if args.profile == "cpu" else 600
+        bb = load_batches(cpu.data.dataset, min(V, bV), base_tokens, args.base_steps)
         torch.manual_seed(0)
         base = Trainer(build_model(bm, bV), paper)
         base.warm_up(bb)
@@ -274,7 +288,7 @@ def cpu_bench(args) -> dict:
     for k, tr in runs.items():
         print(f"  {k:<15} {tr.tps:8.0f} target tokens/s  {tr.flops / tr.seconds / 1e9:6.1f} GFLOP/s  {mfu(tr)}")
     if base is not None:
-        print(f"paper base: d_model {bm.d_model}, {bm.N}+{bm.N} layers, h {bm.h}, vocab {bV}, 2000-token batches "
+        print(f"paper base: d_model {bm.d_model}, {bm.N}+{bm.N} layers, h {bm.h}, vocab {bV}, {base_tokens}-token batches "
               f"({cpu.data.dataset} ids), {args.base_steps} steps")
         print(f"  {'zoo':<15} {base.tps:8.0f} target tokens/s  {base.flops / base.seconds / 1e9:6.1f} GFLOP/s  {mfu(base)}")
     if bf16:
@@ -421,7 +435,7 @@ def predict(args) -> dict:
         flops = sum(batch_flops(m, V, b) for b in batches) / len(batches)
         pad = sum(b.padding_fraction for b in batches) / len(batches)
         traces = {"eager": _trace(cfg, batches, True), "compiled": _trace(cfg, batches, True, compiled=True)}
-        devices = [(d, traces) for d in roofline.GPUS.values()]
+        devices = [(d, traces) for d in [*roofline.GPUS.values(), *roofline.CALIBRATED.values()]]
         if args.tiny:  # the CPU rehearsal (scripts/first-gpu-run.sh --cpu) compares with this CPU, calibrated here
             amp = cpu_has_bf16() and cfg.train.precision == "bf16"
             cpu_traces = {label: _trace(cfg, batches, amp, compiled=label == "compiled", attention_fp32=True)
@@ -436,7 +450,7 @@ def predict(args) -> dict:
                 ms = [1e3 * sum(t.seconds(dev, c) for t, _ in ts) / len(ts) for c in ("best", "mid", "worst")]
                 model[dev.name][label] = {"ms": ms, "mfu": [flops / (x / 1e3) / dev.peak for x in ms],
                                           "kernels": len(ts[0][0].kernels), "gib": ts[0][0].bytes / 2**30}
-            if dev.source == "datasheet":
+            if dev.source != "measured":  # the datasheets' and the calibrated H100 (bench/roofline.py H100_MEASURED)
                 e, c = model[dev.name]["eager"], model[dev.name]["compiled"]
                 print(f"predicted {dev.name} paper {name} ({profile} profile, {args.batch_tokens}-token batches of "
                       f"multi30k, {pad:.0%} padding, bf16): eager {_range(e['ms'], 'ms')}, MFU {_range(e['mfu'])} "
@@ -457,7 +471,7 @@ def compile_pays(args) -> dict:
     keep_freed_memory()
     out = {}
     for label, sets in (("eager", []), ("compiled", ["train.compile=on"])):
-        cpu = resolve("base", "cpu", ["train.precision=fp32", *sets])
+        cpu = resolve("base", args.profile, ["train.precision=fp32", *sets])
         m, V = cpu.model, cpu.data.vocab_size
         batches = load_batches(cpu.data.dataset, V, cpu.train.batch_tokens, args.base_steps)
         torch.manual_seed(0)
