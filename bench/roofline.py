@@ -52,6 +52,12 @@ class Device:
     exp_per_s: float = float("inf")  # elements/s of an exp-heavy kernel (softmax): a CPU's limit, never a GPU's
     rng_per_s: float = float("inf")  # elements/s of a random draw (dropout's mask): a CPU's limit, never a GPU's
     source: str = ""
+    # the calibrated terms (H100_MEASURED); 0 / None: the datasheet model above
+    attention_tile: float = 0.0  # seconds per attention tile (a sentence x a head x 64 x 64 positions, fwd + bwd)
+    matmul_fixed: float = 0.0  # seconds every matmul kernel takes on top of its FLOPs (tails, thin shapes)
+    memory_fixed: float = 0.0  # seconds every memory-bound kernel takes on top of its bytes (launch, tail)
+    exp_memory: tuple[float, float] | None = None  # fraction of the bandwidth an exp-heavy kernel (softmax) reaches
+    pipeline: bool = False  # host and GPU as a queue, kernel by kernel (idle GPU where the host lags), not max of sums
 
 
 # Datasheets (bf16 dense tensor-core peak, HBM bandwidth): H100 SXM5 989 TFLOP/s (1979 with sparsity), 3.35 TB/s
@@ -69,6 +75,37 @@ GPUS = {
 }
 
 
+# -- the roofline calibrated on a measured H100 -------------------------------------------------------
+# Every constant of the calibration, measured on one H100 80GB HBM3 (PyTorch 2.11.0+cu130): the first run at
+# b2e5323 (../shared/gpu/h100-first-run: base 46.8 ms, big 77.5 ms a step on 12,500-token batches, bf16 autocast,
+# eager) and a torch.profiler run of the same step (issue 44; base and big at 12,500 and 25,000 tokens: README,
+# Benchmarks). The profiler's kernel time per class at 12,500 tokens (base / big, ms a step): elementwise, reduce
+# and copies 20.7 / 30.4, attention 9.3 / 18.3, matmuls 8.4 / 22.7, softmax (the loss's, over 37,000) 4.5 / 4.5,
+# fused Adam 0.67 / 2.24, GPU idle (synchronized wall - busy) 5.3 / 3.1; the host queued a step's 1746 kernels
+# in 43.6 ms. Fitted from those, not from the step times they are checked against:
+H100_MEASURED = dict(
+    peak=989e12, bandwidth=3.35e12,  # the datasheet's: the fractions below are of these
+    # matmuls: F / (peak x 0.875) + 12 us a kernel: the two-point fit to base's 8.41 ms (5.16 traced TFLOP) and
+    # big's 22.70 ms (17.52 TFLOP) over 201 traced matmuls each. That 0.875 is above the square-GEMM peak the
+    # run measured (0.70 of the datasheet), so how the time splits between the two terms is a hypothesis
+    matmul=(0.875, 0.875), matmul_fixed=12.2e-6,
+    # memory-bound kernels (elementwise, reductions, copies, dropout, Adam): bytes / (0.86 x the bandwidth) +
+    # 3.8 us a kernel: the fit to base's 21.4 ms (48.2 traced GB) and big's 32.6 ms (80.6 GB), 1238 kernels each
+    memory=(0.86, 0.86), memory_fixed=3.8e-6,
+    # the loss's softmax kernels over 37,000 logits a row: the traced bytes (8.07 GB) at 0.53 of the bandwidth
+    exp_memory=(0.53, 0.53),
+    # memory-efficient attention at 12-28 positions a sentence: 66-67 ns per tile (one sentence, one head, up
+    # to 64 x 64 positions, forward and backward), base and big, 12,500 and 25,000 tokens alike (d_k 64); its
+    # FLOPs at these lengths are 0.3% of the peak's worth. Tiles for sentences past 64 positions: a hypothesis
+    attention_tile=66.6e-9, attention=(0.10, 0.35),
+    # the host: 28 us to queue a traced kernel (43.6 ms / 1533 traced kernels: Python, autograd, autocast,
+    # the allocator), as a queue: the GPU idles where a stretch of short kernels outruns the host
+    host=(28e-6, 28e-6), floor=(0.0, 0.0), pipeline=True,
+)
+CALIBRATED = {"H100 SXM": Device("H100 SXM (calibrated)", **H100_MEASURED,
+                                 source="calibrated on H100 80GB HBM3, b2e5323 and issue 44's profile")}
+
+
 def gpu_spec(device_name: str) -> Device | None:
     """The datasheet entry for a torch.cuda.get_device_name() (NVIDIA H100 80GB HBM3, NVIDIA A100-SXM4-80GB)."""
     for key in ("H200", "H100", "A100"):
@@ -83,6 +120,7 @@ class Kernel:
     flops: float
     bytes: float
     replay: tuple | None = None  # a matmul's or attention's call, to time it on this CPU (calibrate_cpu)
+    tiles: float = 0.0  # attention: half the call's tiles (sentences x heads x 64 x 64 blocks) per fwd or bwd kernel
 
 
 @dataclass
@@ -103,10 +141,20 @@ class Trace:
         frac = {"matmul": pick(d.matmul, 1), "attention": pick(d.attention, 1)}
         bw, floor, host = d.bandwidth * pick(d.memory, 1), pick(d.floor, 0), pick(d.host, 0)
         rate = {"exp": d.exp_per_s, "rng": d.rng_per_s, "memory": float("inf")}
-        work = [max(k.flops / (d.peak * frac[k.kind]) if k.kind in frac else k.flops / rate[k.kind], k.bytes / bw)
-                for k in self.kernels]
+        exp_bw = d.bandwidth * pick(d.exp_memory, 1) if d.exp_memory else bw
+        work = [max(k.flops / (d.peak * frac[k.kind]) if k.kind in frac else k.flops / rate[k.kind],
+                    k.bytes / (exp_bw if k.kind == "exp" else bw)) for k in self.kernels]
+        if d.attention_tile or d.matmul_fixed or d.memory_fixed:  # the calibrated terms (H100_MEASURED)
+            work = [k.tiles * d.attention_tile if k.kind == "attention" and d.attention_tile
+                    else w + (d.matmul_fixed if k.kind == "matmul" else d.memory_fixed)
+                    for k, w in zip(self.kernels, work)]
         if d.synchronous:
             return sum(work) + host * len(work)
+        if d.pipeline:  # the host queues kernel i at (i + 1) x host; the GPU runs it once queued and free
+            gpu = 0.0
+            for i, w in enumerate(work):
+                gpu = max(gpu, (i + 1) * host) + max(w, floor)
+            return gpu
         return max(sum(max(w, floor) for w in work), host * len(work))
 
 
@@ -181,7 +229,11 @@ class _Count(TorchDispatchMode):
             self.last_pointwise = {t.untyped_storage()._cdata for t in wrote}
         else:
             self.last_pointwise = set()
-        self.t.kernels.append(Kernel(kind, flops, max(nbytes, 0), replay))
+        tiles = 0.0
+        if kind == "attention":  # q (B, h, T, d), k (B, h, S, d): after the backward's grad_out
+            q, k = [t for t in _tensors(args) if t.dim() == 4][1 if "backward" in name else 0:][:2]
+            tiles = q.size(0) * q.size(1) * -(-q.size(2) // 64) * -(-k.size(2) // 64) / 2
+        self.t.kernels.append(Kernel(kind, flops, max(nbytes, 0), replay, tiles))
         return out
 
 
