@@ -25,6 +25,8 @@ def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], pro
     img = out / "img"
     meta = render.meta(runs_path, profile, len(runs.trials), runs.note)
     request = pages.Request(runs, runs_path, tuple(tables), plan, bootstrap_seed)
+    # the nav links the index only where there is one: written now, or by an earlier whole report here
+    meta["index"] = request.whole or (out / f"{pages.INDEX}.html").exists()
     built = pages.build(request)
     nav = pages.nav(built, out)
     written, index_figures = [], []
@@ -60,6 +62,7 @@ def build_sweep(runs_path: Path, out: Path, spec: str, formats: list[str], profi
     img = out / "img"
     figures = pages.page_of(table.name).draw(table, img)
     meta = render.meta(runs_path, profile, len(runs.trials), runs.note)
+    meta["index"] = (out / f"{pages.INDEX}.html").exists()  # a spec page alone writes no index
     cards, written = [], [img / f for _, f in figures]
     for label, trial in table.trials:
         files = {"curves": plots.curves(trial, runs.points(trial), img)}

@@ -183,7 +183,8 @@ def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None 
     return Table("table3", "Table 3: variations on the Transformer architecture",
                  "Each row of the paper's ablation table: the paper's figures beside ours, what it cost, "
                  "and where the run stands.", [Section("", cols, rows), claims, rank_section(ours)],
-                 notes, shown, count([r.state for r in ours]), verdicts=claims.data)
+                 notes, shown, count([r.state for r in ours]) | ({"your-rows": n} if (n := sum(r.yours for r in rows)) else {}),
+                 verdicts=claims.data)  # the index counts the paper's rows by state, and the user's beside them
 
 
 # -- Table 2 --------------------------------------------------------------------------------------
