@@ -135,8 +135,11 @@ class Live:
     def reconcile(self, result) -> None:
         """A trial that a restored experiment had already seen finish (the driver died before the
         store heard of it): record it from the final result Tune kept."""
-        v, e = trial_name(result), event(_zoo(result.metrics))
-        if v in self.rows and self.rows[v].state != "finished" and not result.error \
+        v = trial_name(result)  # None: a trial an interrupt left unstarted (Tune hands back no config)
+        if v not in self.rows:
+            return
+        e = event(_zoo(result.metrics))
+        if self.rows[v].state != "finished" and not result.error \
                 and isinstance(e, Done) and e.result is not None:
             self._done(v, e.result)
 
@@ -201,11 +204,11 @@ def _ours(trial) -> bool:
     return LIVE is not None and trial_name(trial) in LIVE.rows
 
 
-def trial_name(trial) -> str:
+def trial_name(trial) -> str | None:
     """The trial's name, from the runner.trial.Setup that runner.sweep gave Tune (which keeps it as a
     plain dict: read by key, not parsed whole, on every event)."""
-    setup = trial.config["trial"]
-    return setup["trial"] if "trial" in setup else setup["variant"]  # the key before the rename
+    setup = (getattr(trial, "config", None) or {}).get("trial") or {}  # None: a result Tune never started
+    return setup.get("trial", setup.get("variant"))  # `variant`: the key before the rename
 
 
 

@@ -6,8 +6,10 @@ loopback Ray or join a cluster; restore the spec's interrupted experiment or sta
 with the live table; say where the results are.
 
 Resume works at two levels. Tune's experiment state (restored with `Tuner.restore`) knows which
-trials ended; each trial's directory `STORAGE/<spec stem>/<variant>-<profile>/` holds zoo.train's
-checkpoints, so an unfinished trial continues from its last checkpoint whoever restarts it.
+trials ended; each trial's directory `STORAGE/<spec folder>/<trial>-<profile>/` holds zoo.train's
+checkpoints, so an unfinished trial continues from its last checkpoint whoever restarts it. The spec
+folder is named by what the spec is, not by its file name alone (`spec_folder`), and no trial takes a
+folder that holds another trial's work (`trial_folders`).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import errno
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import sqlite3
 import sys
@@ -61,16 +64,18 @@ class Storage:
 
     # Names were checked at validation (zoo.paths.SAFE_NAME); these checks make sure anyway that a run
     # folder lies inside the storage before anything writes or deletes there.
-    def run_dir(self, stem: str, variant: str, profile: str) -> str:
+    # `tag`: a trial whose own folder holds another trial's work takes `<trial>-<profile>-<tag>` (trial_folders)
+    def run_dir(self, stem: str, variant: str, profile: str, tag: str = "") -> str:
+        leaf = f"{variant}-{profile}" + (f"-{tag}" if tag else "")
         if self.uri:
-            return inside_uri(self.root, stem, f"{variant}-{profile}")
-        return str(inside(self.local, stem, f"{variant}-{profile}"))
+            return inside_uri(self.root, stem, leaf)
+        return str(inside(self.local, stem, leaf))
 
-    def scratch_dir(self, stem: str, variant: str, profile: str) -> str:
+    def scratch_dir(self, stem: str, variant: str, profile: str, tag: str = "") -> str:
         """The trial's working directory on the node that runs it."""
         if self.uri:  # a node-local copy, mirrored to the URI (runner.trial.Mirror)
-            return str(inside(self.scratch_root, stem, f"{variant}-{profile}"))
-        return self.run_dir(stem, variant, profile)
+            return str(inside(self.scratch_root, stem, f"{variant}-{profile}" + (f"-{tag}" if tag else "")))
+        return self.run_dir(stem, variant, profile, tag)
 
 
 def run(spec: str, profile: str = "auto", variants: list[str] | None = None, sets: list[str] | None = None,
@@ -178,21 +183,23 @@ def _sweep(sw: Sweep, cfgs: list, todo: list, local_ray) -> int:
     from zoo.spec import profile_description
     st, stem = sw.st, Path(sw.spec).stem
     profile = cfgs[0].profile  # the profile's name (a profile file's stem), as it names folders
+    folders = trial_folders(sw, cfgs, profile)  # trial: (its folder in the storage, its working folder)
     plan = json.dumps([[c.trial, c.config_hash(), c.resources.model_dump(),
-                        st.scratch_dir(stem, c.trial, profile)] for c in cfgs] + [sw.data_dir], sort_keys=True)
+                        folders[c.trial][1]] for c in cfgs] + [sw.data_dir], sort_keys=True)
     name = f"{stem}-{profile}-{hashlib.sha256(plan.encode()).hexdigest()[:8]}"
     exp_path = f"{st.root}/tune/{name}"
-    run_dirs = {c.trial: st.run_dir(stem, c.trial, profile) for c in todo}
+    folders = {c.trial: folders[c.trial] for c in todo}
+    run_dirs = {v: run_dir for v, (run_dir, _) in folders.items()}
     print(f"zoo run {sw.spec}: {len(todo)} of {len(cfgs)} trials to run ({', '.join(run_dirs)})\n"
           f"profile {profile_description(profile, Path(sw.spec))}\n"
-          f"results {st.store_path}  trials {st.root}/{stem}/", file=sw.stream, flush=True)
+          f"results {st.store_path}  trials {st.root}/{spec_folder(sw.spec)}/", file=sw.stream, flush=True)
     changed = [c.trial for c in todo if (row := sw.store.get(sw.spec_key, c.trial, profile)) and row.finished
                and row.config_hash != c.config_hash()]
     if changed:  # their finished results are about to be replaced: say so before it happens
         print(f"{len(changed)} finished trials have another config now (the spec, profile or --set changed) and "
               f"start afresh, replacing their results: {', '.join(changed)}", file=sw.stream, flush=True)
-    _register(sw, todo, profile, run_dirs, exp_path)
-    tuner = _tuner(sw, todo, profile, name, exp_path, run_dirs)
+    _register(sw, todo, profile, folders, exp_path)
+    tuner = _tuner(sw, todo, profile, name, exp_path, folders)
     live = progress.Live(sw.store, sw.spec_key, profile, run_dirs, exp_path,
                          on_tick=local_ray.refresh if local_ray else None, stream=sw.stream)
     live.scheduled = sw.asha is not None
@@ -210,11 +217,13 @@ def _sweep(sw: Sweep, cfgs: list, todo: list, local_ray) -> int:
     return 143 if code == 130 and SIGTERMS else code  # Ray Tune may re-raise the interrupt bare
 
 
-def _register(sw: Sweep, todo: list, profile: str, run_dirs: dict, exp_path: str) -> None:
-    """Each trial's store row, pending; a stale or --rerun trial's folder and row start afresh."""
-    st, stem = sw.st, Path(sw.spec).stem
+def _register(sw: Sweep, todo: list, profile: str, folders: dict, exp_path: str) -> None:
+    """Each trial's store row, pending; a stale or --rerun trial's folder and row start afresh.
+    folders: trial -> (its folder in the storage, its working folder), as `trial_folders` chose them."""
+    st = sw.st
+    run_dirs = {v: run_dir for v, (run_dir, _) in folders.items()}
     for c in todo:
-        scratch = st.scratch_dir(stem, c.trial, profile)
+        scratch = folders[c.trial][1]
         if sw.rerun or _stale(sw.store.get(sw.spec_key, c.trial, profile), scratch, c):
             _wipe(scratch, st.scratch_root, run_dirs[c.trial] if st.uri else None, st.root)
             sw.store.clear_points(sw.spec_key, c.trial, profile)
@@ -226,12 +235,12 @@ def _register(sw: Sweep, todo: list, profile: str, run_dirs: dict, exp_path: str
                         error=None, resumed_from=None, analysis=sw.analysis)
 
 
-def _tuner(sw: Sweep, todo: list, profile: str, name: str, exp_path: str, run_dirs: dict):
+def _tuner(sw: Sweep, todo: list, profile: str, name: str, exp_path: str, folders: dict):
     """The Tune experiment: restored when a killed driver left one (what finished stays finished),
     else a new one with one grid point per trial."""
     from ray import tune
     from zoo.runner import progress, trial
-    st, stem = sw.st, Path(sw.spec).stem
+    st = sw.st
     trainable = tune.with_resources(trial.trainable, trial.resources)
     if not sw.rerun and tune.Tuner.can_restore(exp_path):
         try:
@@ -245,7 +254,7 @@ def _tuner(sw: Sweep, todo: list, profile: str, name: str, exp_path: str, run_di
     # Tune's param_space takes plain values: each trial's Setup as a dict (runner.trial reads it back)
     trials = [trial.Setup(trial=c.trial, config=c.model_dump(mode="json"), data_dir=sw.data_dir,
                           spec_file=os.path.abspath(sw.spec),
-                    out_dir=st.scratch_dir(stem, c.trial, profile), mirror=run_dirs[c.trial] if st.uri else None,
+                    out_dir=folders[c.trial][1], mirror=folders[c.trial][0] if st.uri else None,
                     train_storage=f"{st.root}/tune/{name}-train").model_dump(mode="json") for c in todo]
     return tune.Tuner(
         trainable, param_space={"trial": tune.grid_search(trials)},
@@ -349,6 +358,9 @@ def _summary(live, store, spec_key, profile, st: Storage, stream) -> int:
     unfinished = [v for v, s in states.items() if s in ("pending", "running")]
     for v in unfinished:  # stopped by Ctrl-C (or never started): resumable, not running
         store.upsert(spec_key, v, profile, status="pending")
+    if unfinished:  # Ctrl-C or SIGTERM: one line, no table of counts
+        print(_interrupted(states, unfinished), file=stream, flush=True)
+        return 130
     failed = [v for v, s in states.items() if s == "failed"]
     done = [v for v, s in states.items() if s == "finished"]
     stopped = [v for v, s in states.items() if s == "stopped"]
@@ -360,10 +372,22 @@ def _summary(live, store, spec_key, profile, st: Storage, stream) -> int:
     runs = "" if st.store_path == default_path().resolve() else f" --runs {st.store_path}"
     print(f"results: {st.store_path} (trial folders under {st.root}/)\n"
           f"see them: zoo status{runs}   tables: zoo report{runs}", file=stream)
-    if unfinished:
-        print("interrupted: run the same command again to resume from the last checkpoints", file=stream)
-        return 130
     return 1 if failed else 0
+
+
+def _interrupted(states: dict, unfinished: list) -> str:
+    """The one line an interrupted `zoo run` ends with: what finished, what resumes, the command that resumes it."""
+    def some(vs):
+        return f" ({', '.join(vs[:6])}{f', and {len(vs) - 6} more' if len(vs) > 6 else ''})" if vs else ""
+    said = [f"{len(vs)} {what}{some(vs)}" for what, s in (("finished", "finished"), ("failed", "failed"),
+                                                          ("stopped early", "stopped"))
+            if (vs := [v for v, x in states.items() if x == s]) or s == "finished"]
+    said.append(f"{len(unfinished)} to resume from their last checkpoints{some(unfinished)}")
+    args = sys.argv[1:]  # the command line, when this is the zoo command (not Python calling run())
+    again = f": {shlex.join(['zoo', *args])}" \
+        if args[:1] == ["run"] and Path(sys.argv[0]).name in ("zoo", "cli.py", "__main__.py") else ""
+    how = " by SIGTERM" if SIGTERMS else ""
+    return f"\nzoo run interrupted{how}: {', '.join(said)}; run the same command again to resume{again}"
 
 
 def _nothing_to_do(cfgs, st: Storage, stream) -> int:
@@ -422,6 +446,94 @@ def _check_train(name, data_dir) -> None:
         zdata.corpus(name)  # raises: unknown corpus
     elif row["status"] == "missing":
         zdata.load_pairs(name, "train", data_dir)  # raises the data module's message: what, where, how
+
+
+# -- each trial's folder --------------------------------------------------------------------------
+
+def spec_folder(spec: str) -> str:
+    """The folder of a spec's trials under the storage, named by what the spec is, not by its file name
+    alone: a built-in spec's (zoo's specs/*.yaml) is its stem, as it always was; any other's is its stem
+    and 8 hex digits of its resolved path, so `mine/x.yaml`, `other/x.yaml` and a user's `base.yaml`
+    beside the built-in base each have their own (`x-1f0c2a9b/`, `x-7d41e0c3/`, `base-5a2b...`, `base/`)."""
+    from zoo.spec import specs_dir
+    path = Path(os.path.realpath(spec))
+    if path.suffix == ".yaml" and path.parent == Path(os.path.realpath(specs_dir())):
+        return path.stem
+    return f"{path.stem}-{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+
+
+def trial_folders(sw: Sweep, cfgs: list, profile: str) -> dict[str, tuple[str, str]]:
+    """Each trial's (folder in the storage, working folder on the node that runs it):
+    `<spec folder>/<trial>-<profile>/`, unless that folder holds another trial's work (another row of the
+    store points at it, or its config.json is another config and not this trial's own earlier one: an
+    older zoo named folders by the spec's file name alone, so two specs could share one, and `zoo train
+    --out` may write anywhere); then `<trial>-<profile>-<8 hex of the config hash>/`. A row of an older
+    store keeps its folder while that holds this very config (its interrupted run resumes there). No
+    trial ever resumes, wipes or writes into another's folder: when neither is free, it is refused."""
+    st, folder = sw.st, spec_folder(sw.spec)
+    if st.uri:  # the URI holds the folders (a node-local copy while a trial runs): named, not inspected
+        return {c.trial: (st.run_dir(folder, c.trial, profile), st.scratch_dir(folder, c.trial, profile))
+                for c in cfgs}
+    held = _holders(sw.store)
+    out = {}
+    for c in cfgs:
+        me = (sw.spec_key, c.trial, profile)
+        row = sw.store.get(*me)
+        tries = [st.run_dir(folder, c.trial, profile), st.run_dir(folder, c.trial, profile, c.config_hash()[:8])]
+        if row and row.run_dir and row.run_dir not in tries and _old_folder(st, row.run_dir, me, c, held):
+            tries.insert(0, row.run_dir)
+        free = next((d for d in tries if _free(d, me, row, c, held)), None)
+        if free is None:
+            raise UserError(f"{sw.spec}: trial {c.trial}: its folders {tries[-2]} and {tries[-1]} both hold another "
+                            "trial's work (another row of the results store points at them, or their config.json "
+                            "is another config), and a run never writes into another's folder; move those folders "
+                            "aside or give --storage another folder")
+        out[c.trial] = (free, free)
+    return out
+
+
+def _holders(store) -> dict[str, set]:
+    """Each trial folder the store's rows point at (resolved) -> the (spec, trial, profile) keys pointing there."""
+    held: dict[str, set] = {}
+    if store.empty:
+        return held
+    key = store._key("trials")
+    for r in store._rows(f"SELECT spec, {key} AS trial, profile, run_dir FROM trials WHERE run_dir IS NOT NULL"):
+        held.setdefault(os.path.realpath(r["run_dir"]), set()).add((r["spec"], r["trial"], r["profile"]))
+    return held
+
+
+def _folder_hash(d: str) -> str | None:
+    """The config hash of the run in folder `d` (its config.json): "" when there is none, None when it does not read."""
+    from zoo.config import Config
+    f = Path(d) / "config.json"
+    if not f.exists():
+        return ""
+    try:
+        return Config.model_validate_json(f.read_text()).config_hash()
+    except (OSError, ValueError):
+        return None
+
+
+def _free(d: str, me: tuple, row: Trial | None, cfg, held: dict) -> bool:
+    """Whether trial `me` (config `cfg`, store row `row`) may use folder `d`: no other row points at it, and
+    it holds no run, this config's, or this trial's own earlier config's (which then starts afresh, as said)."""
+    if held.get(os.path.realpath(d), set()) - {me}:
+        return False
+    h = _folder_hash(d)
+    if h in ("", cfg.config_hash()):
+        return True
+    return bool(row and row.run_dir and os.path.realpath(row.run_dir) == os.path.realpath(d)
+                and h in (None, row.config_hash))
+
+
+def _old_folder(st: Storage, d: str, me: tuple, cfg, held: dict) -> bool:
+    """Whether `d`, the folder an older store's row names, is this trial's with this very config (so it resumes there)."""
+    try:
+        inside(st.local, d)
+    except UserError:
+        return False
+    return Path(d).is_dir() and not held.get(os.path.realpath(d), set()) - {me} and _folder_hash(d) == cfg.config_hash()
 
 
 FRESH = ("warning", "step", "metrics", "best", "attention", "placement", "hardware", "checkpoint", "tokens_seen",

@@ -1,7 +1,8 @@
 """Names that become paths, and the check every write or delete of a run folder makes first.
 
 A variant name, a spec file's stem, a profile name, a corpus or split name ends up in a folder or
-file name (`STORAGE/<spec stem>/<variant>-<profile>/`). Specs are shared between people, so such a
+file name (`STORAGE/<spec folder>/<trial>-<profile>/`, the spec folder being its stem plus, for a spec not
+built in, a hash of its path: zoo.runner.sweep.spec_folder). Specs are shared between people, so such a
 name is hostile input: it must be a plain name (`SAFE_NAME`), checked at validation; and, in case a
 name reaches a path some other way, `inside()` refuses any path that resolves outside its root.
 """
