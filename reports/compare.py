@@ -42,6 +42,10 @@ class Result:
     missing: str = ""
     more_seeds: int | None = None    # seeds per row at which the measured difference is found 80% of the time
     command: str = ""                # the command that adds them
+    a_seeds: tuple[int, ...] = ()    # the seeds behind each row's figures, as compared
+    b_seeds: tuple[int, ...] = ()
+    paired: bool | None = None       # compared seed by seed (they share 2+ seeds); None: not measured
+    damaged: tuple[str, ...] = ()    # the store's damaged rows of these rows' specs: unreadable, left out
 
 
 def _name(t) -> str:
@@ -86,10 +90,13 @@ def compare(runs: Runs, a_name: str, b_name: str, metric: str = "dev_ppl", profi
     m = METRICS[metric]
     comp = versus(runs, a, b, m, shared_resampler(resamples, bootstrap_seed))
     e = comp.estimate
-    base = dict(a=a_name, b=b_name, a_spec=a.spec, b_spec=b.spec, profile=a.profile, metric=metric)
-    if e is None:
-        return Result(**base, seeds=(len(runs.seeds(a)), len(runs.seeds(b))), delta=None, lo=None, hi=None, p=None,
-                      verdict="not measured", sentences="", missing=comp.missing)
+    damaged = tuple(d for d in (runs.store.damaged if runs.store else ()) if d.startswith((f"{a.spec} ", f"{b.spec} ")))
+    base = dict(a=a_name, b=b_name, a_spec=a.spec, b_spec=b.spec, profile=a.profile, metric=metric, damaged=damaged)
+    if e is None:  # not measured; a row cut short by its time limit: no verdict (no winner between unequal training)
+        seeds = [tuple(sorted(x.seed for x in runs.seeds(t))) for t in (a, b)]
+        return Result(**base, seeds=tuple(map(len, seeds)), delta=None, lo=None, hi=None, p=None,
+                      verdict="no verdict" if comp.missing.startswith("cut short") else "not measured", sentences="",
+                      missing=comp.missing, a_seeds=seeds[0], b_seeds=seeds[1])
     delta, lo, hi = in_units(e, m)  # A minus B
     found = e.p < alpha
     verdict = (f"{a_name if e.delta > 0 else b_name} is better (p < {alpha:g})" if found else
@@ -103,17 +110,35 @@ def compare(runs: Runs, a_name: str, b_name: str, metric: str = "dev_ppl", profi
             command = " && ".join(f"zoo run {t.spec} --variant {t.variant} --seeds {more} --profile {t.profile}{where}"
                                   for t in (a, b))
     return Result(**base, seeds=e.seeds, delta=delta, lo=lo, hi=hi, p=e.p, verdict=verdict,
-                  sentences=comp.sentences, more_seeds=more, command=command or "")
+                  sentences=comp.sentences, more_seeds=more, command=command or "", a_seeds=comp.seed_sets[0],
+                  b_seeds=comp.seed_sets[1], paired=e.paired)
+
+
+def _seeds(xs) -> str:
+    return ", ".join(map(str, xs)) or "none"
+
+
+def pairing(r: Result) -> str:
+    """The seeds behind the figures, in words: "paired over seeds 1, 2", or why the rows are not paired."""
+    if r.paired:
+        return f"paired over seeds {_seeds(r.a_seeds)} (the per-seed differences)"
+    shared = sorted(set(r.a_seeds) & set(r.b_seeds))
+    share = f"share only seed {shared[0]}" if len(shared) == 1 else "share no seed"
+    return (f"unpaired: {r.a} on seeds {_seeds(r.a_seeds)} and {r.b} on seeds {_seeds(r.b_seeds)} {share}, too few "
+            "to pair by seed (2 or more needed): each row's seeds are taken as independent samples (Welch's t)")
 
 
 def text(r: Result) -> str:
     unit = UNITS[METRICS[r.metric]]
     head = (f"{r.a} ({r.a_spec}) against {r.b} ({r.b_spec}), profile {r.profile}, {unit}; seeds "
             f"{r.seeds[0]} / {r.seeds[1]}")
+    left = ([f"  left out: {len(r.damaged)} damaged row{'s' * (len(r.damaged) != 1)} of these specs (unreadable): "
+             + "; ".join(r.damaged)] if r.damaged else [])
     if r.delta is None:
-        return f"{head}\n  not measured: {r.missing}"
+        return "\n".join([head, f"  {r.verdict}: {r.missing}", *left])
     lines = [head,
              f"  Δ {r.delta:+.2f} ({r.a} minus {r.b}), 95% interval [{r.lo:+.2f}, {r.hi:+.2f}], p {r.p:.3g}",
+             f"  seeds: {pairing(r)}", *left,
              f"  resampled: {r.sentences}",
              f"  verdict: {r.verdict}"]
     if r.more_seeds:
@@ -139,16 +164,20 @@ def cmd_compare(args) -> int:
     runs = runs_mod.load(path)
     r = compare(runs, args.a, args.b, args.metric, args.profile, bootstrap_seed=args.bootstrap_seed,
                 storage=str(path.parent) if args.runs else None)
+    from zoo.runner.store import warn_damaged
+    warn_damaged(runs.store)  # every damaged row of the store (stderr); the output names those of these specs
     print(json.dumps(asdict(r), indent=2) if args.json else text(r))
     return 0
 
 
 def register(sub) -> None:
-    s = sub.add_parser("compare", help="two rows compared: Δ, 95%% interval, p and verdict, paired by seed",
+    s = sub.add_parser("compare", help="two rows compared: Δ, 95%% interval, p and verdict, paired by seed where they share 2+ seeds",
                        description="Compare two rows of the results store (a row: a spec's variant over its "
                                    "seeds) on one metric, with the statistics of the report's claims: the "
-                                   "difference, its 95%% interval (paired by seed, plus the test-set noise the "
-                                   "seeds share), p, a verdict, and the seeds that would settle it.")
+                                   "difference, its 95%% interval (paired by seed where the rows share 2 or more "
+                                   "seeds, else unpaired, plus the test-set noise the seeds share), p, a verdict, "
+                                   "and the seeds that would settle it. A row cut short by its time limit gets no "
+                                   "verdict.")
     s.add_argument("a", metavar="A", help="a row: VARIANT, SPEC:VARIANT or paper:ROW")
     s.add_argument("b", metavar="B", help="the row it is compared with (same forms)")
     s.add_argument("--runs", help="results store, or the --storage folder holding it (default ./runs)")

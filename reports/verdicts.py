@@ -65,7 +65,7 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
             delta=e and e.delta, interval=e and f"[{e.lo:+.2f}, {e.hi:+.2f}]", mc_error=e and f"±{e.mc_error:.3f}",
             p_holm=None if v.p_holm is None else f"{v.p_holm:.3g}",
             delta_paper_bleu=_paper_metric_delta(v.comparison.rows or {}, c) if e else None,
-            seeds=e and "{} / {}".format(*e.seeds)))
+            seeds=e and seeds_cell(e)))
     yours = [(spec, v, why) for spec in user_specs(runs, 3) for v, why in spec_claims(runs, spec, resampler, plan)]
     mine = [v for _, v, _ in yours]
     mc = max([mc, *(v.estimate.mc_error for v in mine if v.estimate)])
@@ -108,7 +108,8 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
         "is not met by these runs; the measured Δ is still shown, and such a claim is in no Holm family.",
         "Each claim compares two rows on one metric, written from the paper's text (section 6.2, 5.4) and "
         "its Table 3, never from our results. Δ: how much better the first row is (BLEU higher, PPL "
-        "lower), the mean over seeds. Rows stopped early by a time limit (truncated) are excluded."]
+        "lower), the mean over seeds. A claim on a row stopped early by a time limit (truncated: a seed ran fewer "
+        "than its planned steps) gets no Δ and no verdict: its cell says which row ran how many steps."]
     for spec, v, why in yours:
         rows.append(claim_row(v, f"{v.claim.id} ({spec})", f"yours: {v.claim.text}", why))
     if yours:
@@ -127,7 +128,13 @@ def claim_row(v, name: str, says: str, post_hoc: str = "") -> ClaimRow:
         says=f"{says} ({'BLEU' if c.metric == 'bleu' else 'PPL'})", rows=f"{c.better} {'≈' if c.tie else '>'} {c.worse}",
         paper_delta=None if math.isnan(paper) else round(paper, 2), delta=e and e.delta,
         interval=e and f"[{e.lo:+.2f}, {e.hi:+.2f}]", mc_error=e and f"±{e.mc_error:.3f}",
-        p_holm=None if v.p_holm is None else f"{v.p_holm:.3g}", seeds=e and "{} / {}".format(*e.seeds))
+        p_holm=None if v.p_holm is None else f"{v.p_holm:.3g}", seeds=e and seeds_cell(e))
+
+
+def seeds_cell(e) -> str:
+    """The seeds behind a claim's figures: "3 / 3" compared seed by seed; "2 / 2 (unpaired)" where the rows
+    share fewer than 2 seeds (zoo.claims.compare)."""
+    return "{} / {}".format(*e.seeds) + ("" if e.paired else " (unpaired)")
 
 
 def user_specs(runs: Runs, table: int | None = None) -> list[str]:
@@ -174,6 +181,8 @@ def user_comparison(runs: Runs, claim, profile: str | None, resampler):
     picked = user_rows_of(runs, claim, profile)
     if not all(t and t.finished for t in picked.values()):
         return E.Comparison(claim, missing="not run")
+    if why := cut_short(runs, picked.items()):
+        return E.Comparison(claim, missing=why)
     return E.compare(claim, {name: row_runs(runs, t) for name, t in picked.items()}, resampler)
 
 
@@ -254,7 +263,31 @@ def versus(runs: Runs, a, b, metric: str, resampler):
     claim = E.Claim("versus", "", "", metric, "a", "b")
     if not (a and b and a.finished and b.finished):
         return E.Comparison(claim, missing="not run")
+    if why := cut_short(runs, [(a.variant, a), (b.variant, b)]):
+        return E.Comparison(claim, missing=why)
     return E.compare(claim, {"a": row_runs(runs, a), "b": row_runs(runs, b)}, resampler)
+
+
+def cut_short(runs: Runs, named) -> str:
+    """Why rows ((name, a trial of the row) pairs) get no Δ and no verdict: a seed of theirs stopped before its
+    planned steps (train.time_limit_minutes), so it would be compared at unequal training, not as the
+    recipe differs. "cut short: A2 ran 240 of 500 steps (seeds 1, 2; the 5-minute train.time_limit_minutes)";
+    "" when every seed ran its steps."""
+    parts, limits = [], set()
+    for name, t in named:
+        short = sorted((x for x in runs.seeds(t) if truncated(x)), key=lambda x: x.seed or 0)
+        if not short:
+            continue
+        done = sorted({x.result.steps_done for x in short})
+        ran = f"{done[0]}" if len(done) == 1 else f"{done[0]}-{done[-1]}"
+        seeds = ", ".join(str(x.seed) for x in short)
+        parts.append(f"{name} ran {ran} of {max(x.steps for x in short)} steps (seed{'s' * (len(short) > 1)} {seeds}")
+        limits |= {m for x in short if x.config and (m := x.config.train.time_limit_minutes)}
+    if not parts:
+        return ""
+    limit = (f"; the {', '.join(f'{m:g}' for m in sorted(limits))}-minute train.time_limit_minutes" if limits
+             else "")
+    return "cut short: " + "; ".join(f"{p}{limit})" for p in parts)
 
 
 def in_units(e, metric: str) -> tuple[float, float, float]:
@@ -330,8 +363,8 @@ def _compare_from(runs: Runs, by_profile: dict, c, resampler, pb, pw):
     picked = [runs.pick(3, c.better, profile=pb), runs.pick(3, c.worse, profile=pw)]
     if not all(t and t.finished for t in picked):
         return E.Comparison(c, missing="not run")
-    if any(truncated(t) for t in picked):
-        return E.Comparison(c, missing="excluded: truncated")
+    if why := cut_short(runs, zip(c.rows, picked)):
+        return E.Comparison(c, missing=why)
     if picked[0].profile != picked[1].profile and not _budget_only(*picked):
         return E.Comparison(c, missing="rows ran under profiles that differ in more than the budget")
     rows = {c.better: by_profile[pb].get(c.better), c.worse: by_profile[pw].get(c.worse)}

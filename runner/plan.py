@@ -40,6 +40,13 @@ class PlannedTrial(BaseModel):
     cpus: float  # per trial (resources.cpus)
     measured_flops_per_s: float | None = None
     est_seconds: float | None = None
+    steps: int = 0  # train.steps: the steps it is planned to run
+    time_limit_minutes: float | None = None  # train.time_limit_minutes: it stops there, cut short (None: none)
+
+    @property
+    def cut(self) -> bool:
+        """Whether its estimate runs past its time limit (the run would stop it before its planned steps)."""
+        return bool(self.time_limit_minutes and self.est_seconds and self.est_seconds > 60 * self.time_limit_minutes)
 
 
 def plan(cfgs: list[Config], measure: bool = True, stream=sys.stderr) -> list[PlannedTrial]:
@@ -64,7 +71,8 @@ def plan(cfgs: list[Config], measure: bool = True, stream=sys.stderr) -> list[Pl
             trial=c.trial, variant=c.variant, seed=c.train.seed, overrides=c.overrides, params=P,
             train_flops_total=flops, peak_memory_bytes=int(train_memory(c)["total"]),
             checkpoint_bytes=FLOAT * P * (c.train.keep_checkpoints + 2), cpus=c.resources.cpus,
-            measured_flops_per_s=rate, est_seconds=flops / rate if rate else None))
+            measured_flops_per_s=rate, est_seconds=flops / rate if rate else None, steps=c.train.steps,
+            time_limit_minutes=c.train.time_limit_minutes))
     return out
 
 
@@ -132,3 +140,26 @@ def print_plan(rows: list[PlannedTrial], as_json: bool, stream=None) -> None:
             if measured else "training time not estimated (nothing was measured: leave out --no-measure)")
     print(f"\n{len(rows)} trials, {_size(sum(r.train_flops_total for r in rows), 'FLOP')} of training, "
           f"{_size(sum(r.checkpoint_bytes for r in rows))} of checkpoints; {when}", file=stream)
+    if line := time_limit_text(rows, measured):
+        print(line, file=stream)
+
+
+def time_limit_text(rows: list[PlannedTrial], measured: bool) -> str:
+    """The time limit the trials run under and the trials whose estimate runs past it ("" when none has one)."""
+    limits = sorted({r.time_limit_minutes for r in rows if r.time_limit_minutes})
+    if not limits:
+        return ""
+    head = (f"time limit: train.time_limit_minutes: {', '.join(f'{m:g}' for m in limits)} (minutes of a trial's "
+            "training; a trial stopped there before its planned steps is cut short: shown, but given no Δ and no "
+            "verdict)")
+    if not measured:
+        return f"{head}; which trials it would stop is not estimated (leave out --no-measure)"
+    cut = [r for r in rows if r.cut]
+    if not cut:
+        return f"{head}; at these estimates it would stop none"
+    each = "; ".join(f"{r.trial} (est. {duration(r.est_seconds)} against {r.time_limit_minutes:g} min: about step "
+                     f"{int(r.steps * 60 * r.time_limit_minutes / r.est_seconds)} of {r.steps})" for r in cut[:6]) \
+        + (f"; and {len(cut) - 6} more" if len(cut) > 6 else "")
+    return (f"{head}; at these estimates it would stop {len(cut)} of {len(rows)} trials: {each}. The estimates count "
+            "training steps only (the limit's clock also runs through dev evaluations): raise "
+            "train.time_limit_minutes (--set) or use a profile without one to run them to their steps")

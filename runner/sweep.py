@@ -363,10 +363,15 @@ def _summary(live, store, spec_key, profile, st: Storage, stream) -> int:
         return 130
     failed = [v for v, s in states.items() if s == "failed"]
     done = [v for v, s in states.items() if s == "finished"]
+    short = [v for v in done if (t := rows[v]).result and t.steps and t.result.steps_done < t.steps]  # a time limit
+    done = [v for v in done if v not in short]
     stopped = [v for v, s in states.items() if s == "stopped"]
     early = f", {len(stopped)} stopped early" if stopped else ""
-    print(f"\n{len(done)} finished, {len(failed)} failed, {len(unfinished)} not finished{early} "
+    cut = f", {len(short)} cut short by train.time_limit_minutes (no Δ, no verdict)" if short else ""
+    print(f"\n{len(done)} finished{cut}, {len(failed)} failed, {len(unfinished)} not finished{early} "
           f"(of {len(states)} run now)", file=stream)
+    for v in short:
+        print(f"  {v} cut short: step {rows[v].result.steps_done} of {rows[v].steps}", file=stream)
     for v in failed:
         print(f"  {v} failed: {rows[v].error}", file=stream)
     runs = "" if st.store_path == default_path().resolve() else f" --runs {st.store_path}"

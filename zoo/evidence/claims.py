@@ -245,6 +245,7 @@ class Comparison:
     untestable: str = ""
     level: float | None = None
     sentences: str = ""     # what was resampled: "seeds and 1014 sentences", or "seeds only (...)"
+    seed_sets: tuple[tuple[int, ...], ...] = ()  # the seeds behind each row's figure (better, worse), as compared
     source: str = ""        # the add-on profile its rows came from (empty: the report's main profile)
     rows: Rows | None = field(default=None, repr=False, compare=False)  # the rows it was measured on
 
@@ -275,6 +276,12 @@ def compare(claim: Claim, rows: Rows, resampler: Callable[[int], Resampler]) -> 
     common = {r.seed for r in runs[0]} & {r.seed for r in runs[1]}
     if len(common) >= 2:  # compared seed by seed on the seeds both rows ran (a row may have more)
         runs = [[r for r in side if r.seed in common] for side in runs]
+    # Fewer than 2 shared seeds: unpaired (zoo.stats: each row's seeds as independent samples, Welch's degrees
+    # of freedom, the test-set noise both rows share still taken out), said in words by `sentences` and by
+    # whoever prints `seed_sets`. Not paired on one seed: one per-seed difference has no variance over seeds
+    # to test against. Not "no verdict" either: the unpaired test is valid for any seed sets, uses every seed
+    # each row ran, and errs on the safe side where the rows share a seed (its common data order only makes
+    # the two rows more alike, which the unpaired variance does not subtract).
     if min(map(len, runs)) < 2:
         return Comparison(claim, missing="needs 2+ seeds")
     sides = [side(claim, r) for r in runs]
@@ -287,10 +294,12 @@ def compare(claim: Claim, rows: Rows, resampler: Callable[[int], Resampler]) -> 
     n = b.stats.shape[1] if b.stats is not None and w.stats is not None else 0
     est = resampler(n).compare(claim.metric, b, w)
     pool = runs[0][0].bleu_splits if claim.metric == "bleu" else runs[0][0].nll_splits
-    what = f"seeds and {n} sentences ({' + '.join(pool)})" if n else         "seeds only (this store keeps no per-sentence dev likelihoods: an exact paired t interval)" if claim.metric == "ppl" else "seeds only"
+    exact = "an exact paired t interval" if est.paired else "Welch's t interval, unpaired"
+    what = f"seeds and {n} sentences ({' + '.join(pool)})" if n else \
+        f"seeds only (this store keeps no per-sentence dev likelihoods: {exact})" if claim.metric == "ppl" else "seeds only"
     reasons = [why for p in claim.needs if (why := p.check(rows))]
     return Comparison(claim, est, untestable="; ".join(reasons), level=float(np.mean(w.full(claim.metric))),
-                      sentences=what, rows=rows)
+                      sentences=what, seed_sets=(b.seeds, w.seeds), rows=rows)
 
 
 @dataclass(frozen=True)
@@ -364,9 +373,14 @@ class Tally:
         return t
 
     @staticmethod
+    def kind(v: Verdict) -> str:
+        """A verdict's kind as counted: the verdict, or a reason's head ("cut short" of "cut short: A2 ran ...")."""
+        return v.verdict.split(": ")[0]
+
+    @staticmethod
     def row_verdict(vs: Sequence[Verdict]) -> str:
         """One word for a row comparison: its metrics' verdict when they agree, else 'mixed'."""
-        kinds = {v.verdict for v in vs}
+        kinds = {Tally.kind(v) for v in vs}
         return kinds.pop() if len(kinds) == 1 else "mixed"
 
     def counts(self) -> dict[str, int]:
@@ -381,7 +395,7 @@ class Tally:
         for vs in self.rows.values():
             for v in vs:
                 m = out.setdefault(v.claim.metric, {})
-                m[v.verdict] = m.get(v.verdict, 0) + 1
+                m[self.kind(v)] = m.get(self.kind(v), 0) + 1
         return out
 
     def text(self) -> str:
