@@ -237,6 +237,12 @@ class Store:
         where = {k: v for k, v in (("spec", spec), ("profile", profile)) if v is not None}
         return self._select(where, " ORDER BY created_at, spec, variant")
 
+    def run_dirs(self) -> list[tuple[str, str, str, str]]:
+        """(spec, trial, profile, its folder) of every row that names a folder: who holds which folder."""
+        key = self._key("trials")
+        return [(r["spec"], r["trial"], r["profile"], r["run_dir"]) for r in
+                self._rows(f"SELECT spec, {key} AS trial, profile, run_dir FROM trials WHERE run_dir IS NOT NULL")]
+
     def get(self, spec: str, trial: str, profile: str) -> Trial | None:
         """One trial by its key: one row found through the primary key's index, and only it decoded."""
         return next(iter(self._select({"spec": spec, "trial": trial, "profile": profile})), None)

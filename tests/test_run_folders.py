@@ -7,7 +7,6 @@ marked slow; the folder choice itself, over a store written by an older zoo, is 
 """
 import io
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -18,6 +17,7 @@ import pytest
 
 from zoo.config import Config
 from zoo.runner import sweep
+from zoo.runner import folders
 from zoo.runner.store import Store
 from zoo.spec import resolve
 
@@ -124,7 +124,7 @@ def test_an_old_stores_rows_keep_their_folders(tmp_path):
     old2 = st.local / "y" / "y-smoke"
     _old_row(store, key, cfg2, old2, status="pending")
     sw = sweep.Sweep(str(tmp_path / "y.yaml"), key, st, store, False, None, None, io.StringIO())
-    assert sweep.trial_folders(sw, [cfg2], "smoke")[cfg2.trial] == (str(old2), str(old2))
+    assert folders.trial_folders(sw, [cfg2], "smoke")[cfg2.trial] == (str(old2), str(old2))
 
 
 def test_a_new_spec_never_takes_a_folder_another_spec_holds(tmp_path):
@@ -135,7 +135,7 @@ def test_a_new_spec_never_takes_a_folder_another_spec_holds(tmp_path):
     old = st.local / "x" / "x-smoke"
     _old_row(store, sweep.spec_in_store(str(tmp_path / "other" / "x.yaml")), theirs, old)
     sw = sweep.Sweep(str(spec), sweep.spec_in_store(str(spec)), st, store, False, None, None, io.StringIO())
-    run_dir, scratch = sweep.trial_folders(sw, [cfg], "smoke")[cfg.trial]
+    run_dir, scratch = folders.trial_folders(sw, [cfg], "smoke")[cfg.trial]
     assert run_dir == scratch and Path(run_dir) != old and Path(run_dir).is_relative_to(st.local)
     assert Path(run_dir).parent.name.startswith("x-")  # the spec's folder: its name and its identity
 
@@ -149,12 +149,12 @@ def test_the_builtin_base_never_writes_into_its_old_folder_when_a_users_base_too
     natural = st.local / "base" / "base-smoke"
     _old_row(store, str(tmp_path / "base.yaml"), users, natural)
     sw = sweep.Sweep("specs/base.yaml", "specs/base.yaml", st, store, False, None, None, io.StringIO())
-    run_dir, _ = sweep.trial_folders(sw, [cfg], "smoke")[cfg.trial]
+    run_dir, _ = folders.trial_folders(sw, [cfg], "smoke")[cfg.trial]
     assert Path(run_dir) != natural and Path(run_dir).parent == natural.parent
     # and with no store row at all (zoo train --out there, a deleted store): its config.json says whose it is
     store2 = Store(tmp_path / "empty.db")
     sw2 = sweep.Sweep("specs/base.yaml", "specs/base.yaml", st, store2, False, None, None, io.StringIO())
-    assert Path(sweep.trial_folders(sw2, [cfg], "smoke")[cfg.trial][0]) != natural
+    assert Path(folders.trial_folders(sw2, [cfg], "smoke")[cfg.trial][0]) != natural
     sweep._register(sw, [cfg], "smoke", {cfg.trial: (run_dir, run_dir)}, str(st.local / "tune" / "x"))
     assert folder_config(str(natural)).config_hash() == users.config_hash()
     assert (natural / "checkpoints" / "step_00000003.pt").read_bytes() == b"old work"

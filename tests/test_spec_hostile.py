@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from zoo.runner.sweep import Storage, _wipe
+from zoo.runner.folders import wipe as _wipe
+from zoo.runner.sweep import Storage
 from zoo.cli import main
 from zoo.errors import UserError
 from zoo.paths import inside

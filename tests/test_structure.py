@@ -30,7 +30,8 @@ STAGES = [
     (MODEL - {"zoo.model", "zoo.model.components"}) | EVIDENCE,                             # the model and its scores
     TRAIN,                                                                                 # a trial's work
     {"zoo.runner.storefile", "zoo.runner.store"},                                          # the store
-    {"zoo.runner.local", "zoo.runner.trial", "zoo.runner.progress", "zoo.runner.trackers", "zoo.runner.sweep",
+    {"zoo.runner.local", "zoo.runner.trial", "zoo.runner.progress", "zoo.runner.trackers", "zoo.runner.folders",
+     "zoo.runner.sweep",
      "zoo.runner.plan"},                                                                   # trials on Ray
     {"zoo.reports.peaks", "zoo.reports.runs", "zoo.reports.cells", "zoo.reports.verdicts", "zoo.reports.tables",
      "zoo.reports.plots", "zoo.reports.render", "zoo.reports.sweep", "zoo.reports.power", "zoo.reports.share",
