@@ -47,4 +47,4 @@ def test_paper_cost_estimates(repo, capsys):
     assert train_flops_per_step(big) > 3 * train_flops_per_step(base)
     assert main(["flops", str(repo / "specs/base.yaml")]) == 0
     out = capsys.readouterr().out
-    assert "3.3e+18" in out and "100000" in out
+    assert "3.3e+18" in out and "100,000" in out

@@ -35,7 +35,7 @@ def test_the_sweep_page_shows_every_point_over_its_seeds(tmp_path):
 
     missing = subprocess.run([sys.executable, "-m", "zoo.cli", "report", "--sweep", "other.yaml", "--runs",
                               str(tmp_path / "zoo.db"), "--out", str(out)], capture_output=True, text=True, cwd=REPO)
-    assert missing.returncode == 2 and "no trials of that spec" in missing.stderr
+    assert missing.returncode == 2 and "no such spec file, and no spec of that name" in missing.stderr
 
 
 def test_two_specs_with_one_file_name_are_two_pages(tmp_path):
