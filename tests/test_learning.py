@@ -20,7 +20,7 @@ def test_levels_are_the_unigram_entropy_and_ln_v():
     lv = levels([(np.array([9]), np.array([4, 4, 5, 5])), (np.array([9]), np.array([4, 4, 5, 5]))], 10)
     p = np.array([0.2, 0.4, 0.4])
     assert math.isclose(lv.unigram, float(-(p * np.log(p)).sum())) and math.isclose(lv.uniform, math.log(10))
-    assert lv.problem(math.log(10) + 0.01, 1) and lv.problem(0.99 * lv.unigram, UNIGRAM_STEPS)
+    assert lv.problem(math.log(10) + 1.01, 1) and lv.problem(math.log(10) + 0.5, 1) is None and lv.problem(0.99 * lv.unigram, UNIGRAM_STEPS)
     assert lv.problem(0.99 * lv.unigram, UNIGRAM_STEPS - 1) is None  # too soon to hold it to the unigram level
     assert lv.problem(CLEARLY * 0.99 * lv.unigram, 10 * UNIGRAM_STEPS) is None
 

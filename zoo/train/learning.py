@@ -28,6 +28,9 @@ __all__ = ["Levels", "NotLearningError", "check_from", "levels"]
 # (the smoke profile's one-layer model lengthened to 400 steps: 5.0 at step 220 against 5.62; 10% was too close)
 CLEARLY = 0.98
 MIN_STEPS = 20  # judged no sooner: a few log intervals even for a seconds-long run
+# an untrained model scores about ln V + 0.5 (its random logits): a slow learner (a tiny learning rate) may still
+# be above ln V after warm-up, a diverged one is far above it (the smoke base at lr_scale 30: 78 against 6.91)
+ABOVE = 1.0
 UNIGRAM_STEPS = 200  # held to the unigram level no sooner (the cpu profile's runs are far below it by then)
 
 
@@ -43,8 +46,9 @@ class Levels:
 
     def problem(self, nll: float, step: int) -> str | None:
         """What is wrong with a training NLL at `step`, after warm-up, in words; None when it is learning."""
-        if nll > self.uniform:
-            return f"above the uniform level ({self.uniform:.2f}, ln V: every piece equally likely)"
+        if nll > self.uniform + ABOVE:
+            return (f"above the uniform level ({self.uniform:.2f}, ln V: every piece equally likely) by more than "
+                    f"{ABOVE:g} nat, worse than an untrained model")
         if step >= UNIGRAM_STEPS and nll >= CLEARLY * self.unigram:
             return (f"not clearly below the unigram level ({self.unigram:.2f}: the target pieces' own frequencies, "
                     f"with nothing learned of the source; clearly below means under {CLEARLY * self.unigram:.2f})")
