@@ -277,7 +277,10 @@ def resolve(path: str | Path, variant: str | Collection[str] | None = None, prof
             # a built-in spec's row is the paper's, except a Table 3 row the paper's table lacks (zoo's own
             # beyond the paper, e.g. specs/modern.yaml's), which stands where a user's row would
             ours = builtin and (paper.get("table") != 3 or paper.get("row") in PAPER_ROWS[3])
-            d.data["paper"] = {**paper, "paper_row": ours or paper.get("paper_row") is True}
+            said = paper.get("paper_row")  # as written: "yes" or 1 is refused by the validator, not read as false
+            if said is True and not ours:
+                _check_paper_row(d, paper)
+            d.data["paper"] = {**paper, "paper_row": True if ours else False if said is None else said}
         for seed in axis or [None]:
             ds = d if seed is None else deep_merge(d, {"train": {"seed": seed}}, {})
             header = {"variant": name, "trial": trial_name(name, suffix, seed),
@@ -413,6 +416,17 @@ def _check_components(doc: Doc, cfg: Config) -> None:
             raise SpecError(doc.where(("model", field)), f"model.{field}",
                             f"no {kind} component '{shorten(name)}'{alike}{did_you_mean(name, names)} (a package "
                             "adds one through the entry-point group zoo.components)")
+
+
+def _check_paper_row(doc: Doc, paper: dict) -> None:
+    """`paper_row: true` stands a row in for the paper's own: only a row the paper's table has."""
+    table, row = paper.get("table"), paper.get("row")
+    rows = PAPER_ROWS.get(table) if isinstance(table, int) else None
+    if rows is not None and row not in rows:
+        raise SpecError(doc.where(("paper", "paper_row")), "paper.paper_row",
+                        f"true stands the row '{shorten(str(row))}' in for the paper's own, but the paper's Table "
+                        f"{table} has no such row ({', '.join(rows)}); remove it (your row is then shown as yours, "
+                        "after the paper's rows of its group) or name one of those rows")
 
 
 def _check_compare_to(doc: Doc, cfg: Config, variants) -> None:
