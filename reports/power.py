@@ -160,3 +160,61 @@ def print_plan(p: Plan, stream=None) -> None:
           + ", ".join(f"{row} +{n}" for row, n in sorted(extra.items()) if n) + f"), about {hours:.1f} hours of "
           "trial time at the pilot's mean per-trial time (claims untestable at this budget and ones no seed count "
           "reaches left out).", file=stream)
+
+
+def trend_slopes(runs: Runs, plan) -> list:
+    """The slopes of a plan's `trend:` as the report fits them from the store (zoo.evidence.fit_trend)."""
+    from zoo.reports.trend import d_models
+    tr = plan.trend
+    widths = d_models(runs, tr.profiles)
+    rows = {p: {r: [E.Seeded(x.seed, x.nll_stats) for x in xs if x.nll_stats is not None]
+                for r, xs in claim_rows(runs, p).items()} for p in tr.profiles if widths[p] is not None}
+    return E.fit_trend(rows, widths, tr.comparisons, plan.alpha, plan.tie_margin, plan.resamples,
+                       plan.bootstrap_seed)
+
+
+def slope_power(slope, per_doubling: float, alpha: float) -> float | None:
+    """A trend's power at the store's own noise: the chance the report's slope test (a t test on the slope's
+    standard error with its Welch-Satterthwaite df, zoo.evidence.trend) finds a slope of `per_doubling` nats
+    a doubling, with the se and df this store measured for `slope`; None where it has none."""
+    if slope.se is None or not slope.se:
+        return None
+    q, ncp = st.t.ppf(1 - alpha / 2, slope.df), per_doubling / slope.se
+    got = float(st.nct.sf(q, slope.df, ncp) + st.nct.cdf(-q, slope.df, ncp))
+    return got if math.isfinite(got) else _power_by_integral(q, slope.df, ncp)
+
+
+def main(argv=None) -> int:
+    """python -m zoo.reports.power --runs STORE --analysis PLAN --per-doubling X [X ...]: a trend's power per
+    comparison at the store's own seed and sentence noise (claims' seeds: `zoo run SPEC --plan --power`)."""
+    import argparse
+    from zoo.reports.runs import load
+    ap = argparse.ArgumentParser(prog="python -m zoo.reports.power", description=main.__doc__)
+    ap.add_argument("--runs", required=True)
+    ap.add_argument("--analysis", required=True, help="the plan with the `trend:` the store ran under")
+    ap.add_argument("--per-doubling", type=float, nargs="+", default=[0.03, 0.05])
+    args = ap.parse_args(argv)
+    plan = E.load_plan(args.analysis)
+    if plan.trend is None:
+        ap.error(f"{args.analysis} has no trend: (its power per claim: zoo run SPEC --plan --power)")
+    print(power_table(trend_slopes(load(args.runs), plan), plan, args.per_doubling))
+    return 0
+
+
+def power_table(slopes, plan, per_doubling) -> str:
+    """Per comparison: its slope's se and df in the store, and the power at each slope of `per_doubling`
+    at Holm's strictest level over the slopes (alpha / their number: the first step, the strictest)."""
+    alpha = plan.alpha / len(plan.trend.comparisons)
+    table = [("comparison", "slope se", "df", *(f"power at {x:g}" for x in per_doubling))]
+    for s in slopes:
+        got = [slope_power(s, x, alpha) for x in per_doubling]
+        table.append((s.name, "-" if s.se is None else f"{s.se:.4f}", "-" if s.df is None else f"{s.df:.1f}",
+                      *("-" if g is None else f"{g:.2f}" for g in got)))
+    return text_table(table, right=tuple(range(1, len(per_doubling) + 3))) + (
+        f"\n(a t test at Holm's strictest level over the {len(plan.trend.comparisons)} slopes, alpha "
+        f"{plan.alpha:g} / {len(plan.trend.comparisons)}, on each slope's own standard error and degrees of "
+        "freedom in the store)")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
