@@ -36,6 +36,7 @@ def cmd_run(args) -> int:
         from zoo.runner import plan
         from zoo.spec import auto_profile
         cfgs = sweep.resolve_trials(args.spec, args.variant, auto_profile(args.profile), args.set, seeds, args.data_dir)
+        _plan_note(args, cfgs)  # a bad --analysis plan fails the plan as it would fail the run
         if args.power:
             return _power(args, cfgs)
         plan.print_plan(plan.plan(cfgs, measure=not args.no_measure), args.json)
@@ -54,12 +55,32 @@ def cmd_run(args) -> int:
                      data_dir=args.data_dir, seeds=seeds, loggers=args.logger, analysis=_analysis(args))
 
 
-def _plan(args):
-    """--analysis PLAN, validated (a bad plan: exit 2 before anything starts), or None."""
+def _plan(args, cfgs=None):
+    """--analysis PLAN, validated (a bad plan: exit 2 before anything starts), or None. The rows and claims it
+    names must be the paper's Table 3's, the built-in specs' or this spec's (`cfgs`: its trials)."""
     if not args.analysis:
         return None
     from zoo import evidence as E
-    return E.load_plan(args.analysis)
+    from zoo.paper import TABLE3
+    from zoo.spec import builtin_specs, spec_path, variant_names
+    if cfgs is None:
+        from zoo.runner import sweep
+        from zoo.spec import auto_profile
+        cfgs = sweep.resolve_trials(args.spec, args.variant, auto_profile(args.profile), args.set, None, args.data_dir)
+    rows = {r[0] for r in TABLE3} | {v for s in builtin_specs() for v in variant_names(spec_path(s))}
+    rows |= {c.variant for c in cfgs} | {c.paper.row for c in cfgs if c.paper and c.paper.row}
+    claims = {c.id for c in E.CLAIMS} | {c.id for c in cfgs[0].claims}
+    return E.load_plan(args.analysis, rows, claims)
+
+
+def _plan_note(args, cfgs) -> None:
+    """`--plan --analysis PLAN`: the plan validated against the rows and claims it can name, and named."""
+    if not args.analysis:
+        return
+    import sys
+    plan = _plan(args, cfgs)
+    print(f"analysis plan: {args.analysis} ({plan.name}, {plan.hash()}): stored with each trial; level "
+          f"{plan.alpha:g}, primary {plan.primary}, at most {plan.max_looks} look(s)", file=sys.stderr)
 
 
 def _analysis(args) -> str | None:
@@ -85,7 +106,14 @@ def _power(args, cfgs) -> int:
     warn_damaged(runs.store)  # the plan is sized from the sound rows
     print(f"pilot: {pilot} ({len(runs.trials)} trials of profile {cfgs[0].profile}"
           + (f"; {runs.note}: the stated prior is used" if runs.note else "") + ")")
-    power.print_plan(power.plan(runs, claims))
+    sized = power.plan(runs, claims)
+    power.print_plan(sized)
+    if args.until_resolved:  # the rounds it would run, against what each claim needs
+        cap = args.max_seeds or MAX_SEEDS_DEFAULT
+        over = sorted(n.claim.id for n in sized.needs if n.seeds is None or n.seeds > cap)
+        print(f"--until-resolved: adds a seed at a time to the rows of open claims, up to --max-seeds {cap} per "
+              "row; " + (f"these need more and would stay open: {', '.join(over)}" if over else
+                         "every claim above is reachable within it"))
     return 0
 
 
@@ -128,7 +156,7 @@ def _until_resolved(args, seeds) -> int:
     if not claims:
         raise UserError(f"{args.spec}: no Table 3 claim rests on its rows and it states none of its own "
                         "(`claims:`), so there is nothing to resolve")
-    plan = _plan(args)  # an analysis plan fixes the level and the most looks before the first trial
+    plan = _plan(args, cfgs)  # an analysis plan fixes the level and the most looks before the first trial
     alpha = plan.alpha if plan else E.ALPHA
     if plan and E.looks(k, args.max_seeds) > plan.max_looks:
         raise UserError(f"--max-seeds {args.max_seeds} allows {E.looks(k, args.max_seeds)} looks, but the "
@@ -210,8 +238,8 @@ def cmd_status(args) -> int:
     store = open_store(path)
     trials = store.trials()
     warn_damaged(store)  # stderr: the sound rows are still listed (exit 0)
-    if args.spec:
-        trials = [t for t in trials if Path(t.spec).stem == Path(args.spec).stem]
+    if args.name:
+        trials = _of_spec(trials, args.name, path)
     gone, leftovers = _dead_driver(path.parent)
     gone = gone if any(t.status is TrialStatus.running for t in trials) else None
     # killed: the next `zoo run` resumes its running trials
@@ -225,7 +253,7 @@ def cmd_status(args) -> int:
         print(json.dumps(rows, indent=2, default=str))
         return 0
     if not trials:
-        print(f"no trials in {path}")
+        print(f"no trials{f' of {args.name}' if args.name else ''} in {path}")
         return 0
     cols = ("spec", "trial", "profile", "status", "progress", "dev_ppl", "score", "hardware / error")
     table = [cols]
@@ -250,6 +278,20 @@ def cmd_status(args) -> int:
         print(f"{len(leftovers)} Ray processes it left are still alive (pids {', '.join(map(str, leftovers))}); "
               "the next `zoo run` on this storage ends them")
     return 0
+
+
+def _of_spec(trials: list, name: str, path: Path) -> list:
+    """The trials of spec `name`, named as `zoo status` prints it (its file's stem), as stored, or by its file.
+    A name that is no spec in the store nor a spec at all is a mistake: exit 2 with the store's specs."""
+    stem = Path(name).stem
+    mine = [t for t in trials if name == t.spec or Path(t.spec).stem == stem]
+    if mine or not trials:
+        return mine
+    from zoo.spec import builtin_specs
+    if Path(name).is_file() or name in builtin_specs():  # a spec that has not run here yet
+        return []
+    from zoo.text import did_you_mean, shorten
+    raise UserError(f"no spec '{shorten(name)}' in {path}{did_you_mean(stem, {Path(t.spec).stem for t in trials})}")
 
 
 def _dead_driver(storage: Path) -> tuple[int | None, list[int]]:
@@ -326,7 +368,8 @@ def register(sub) -> None:
     s = sub.add_parser("status", help="trials in the results store: state, progress, metrics, errors",
                        description="List the trials in the results store with their state, progress, metrics "
                        "and errors.")
-    s.add_argument("spec", nargs="?", help="only this spec's trials")
+    # not `spec`: zoo.cli would read it as a spec file, and a store's spec need not be one here (`modern_c`)
+    s.add_argument("name", metavar="spec", nargs="?", help="only this spec's trials, named as `zoo status` prints it")
     s.add_argument("--runs", metavar="STORE",
                    help="the results store, or the --storage folder holding it (default ./runs/zoo.db)")
     s.add_argument("--json", action="store_true", help="print a JSON array")

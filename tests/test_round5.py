@@ -42,3 +42,40 @@ def test_paper_row_true_on_a_row_the_table_lacks(tmp_path, capsys):
     refused(*run("validate", f, capsys=capsys), f"{f}:2: paper.paper_row: ", "'mine'", "no such row", "A1")
     ok = spec(tmp_path, MINE.format(paper="paper: {paper_row: true}\n").replace("mine", "A1"), "ok.yaml")
     assert run("validate", ok, capsys=capsys)[0] == 0  # on purpose, for a row the paper has: as before
+
+
+# -- analysis plans and zoo run --plan -------------------------------------------------------------------
+
+PLAN = ("run", "table3_A", "--profile", "smoke", "--plan", "--no-measure")
+
+
+def test_plan_with_analysis_reads_the_plan(tmp_path, capsys):
+    bad = spec(tmp_path, "name: x\nalpha: 7\n", "plan.yaml")
+    refused(*run(*PLAN, "--analysis", bad, capsys=capsys), f"{bad}:2: alpha: ")
+    refused(*run(*PLAN, "--analysis", tmp_path / "none.yaml", capsys=capsys), "no such analysis plan file")
+    good = spec(tmp_path, "name: ref\nseeds: {A1: 3, base: 3}\n", "good.yaml")
+    code, out, err = run(*PLAN, "--analysis", good, capsys=capsys)
+    assert code == 0 and "A1" in out and f"analysis plan: {good} (ref, " in err, out + err
+
+
+@pytest.mark.parametrize("text, line, field, name", [
+    ("name: x\nseeds: {A1: 3, A9: 3}\n", 2, "seeds.A9", "'A9'"),
+    ("name: x\nclaims:\n  - A-one-head-bleu\n  - A-one-hed-ppl\n", 4, "claims.1", "'A-one-hed-ppl'")])
+def test_a_plan_naming_rows_or_claims_that_do_not_exist(tmp_path, capsys, text, line, field, name):
+    f = spec(tmp_path, text, "plan.yaml")
+    refused(*run(*PLAN, "--analysis", f, capsys=capsys), f"{f}:{line}: {field}: no ", name, "Allowed")
+    mine = spec(tmp_path, MINE.format(paper="claims: [{id: mine-wins, better: mine, than: A1, metric: dev_ppl}]\n"))
+    f = spec(tmp_path, "name: x\nclaims: [mine-wins]\nseeds: {mine: 2, A1: 2, C3_pre: 2}\n", "yours.yaml")
+    assert run("run", mine, "--profile", "smoke", "--plan", "--no-measure", "--analysis", f, capsys=capsys)[0] == 0
+
+
+def test_plan_power_until_resolved_says_what_the_rounds_reach(tmp_path, capsys):
+    code, out, err = run("run", "table3_A", "--profile", "smoke", "--plan", "--power", "--until-resolved",
+                         "--max-seeds", 4, "--storage", tmp_path, capsys=capsys)
+    assert code == 0 and "A-one-head-bleu" in out, out + err
+    assert "--until-resolved" in out and "--max-seeds 4" in out and "would stay open" in out, out
+
+
+def test_report_spec_empty_is_refused_before_writing(tmp_path, capsys):
+    refused(*run("report", "--spec", "", "--out", tmp_path / "o", capsys=capsys), "--spec needs a spec")
+    assert not (tmp_path / "o").exists()

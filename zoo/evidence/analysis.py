@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Collection
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from zoo.spec import SpecError, read_yaml
+from zoo.text import did_you_mean, shorten
 
 __all__ = ["AnalysisPlan", "load_plan", "post_hoc"]  # what it lends outside its package (the door serves these)
 
@@ -116,14 +118,17 @@ class AnalysisPlan(BaseModel):
         return {self.primary: "primary", **{m: "secondary" for m in self.secondary}}
 
 
-def load_plan(path: str | Path) -> AnalysisPlan:
-    """A plan file, validated; a mistake is a SpecError at file:line naming the field."""
+def load_plan(path: str | Path, rows: Collection[str] | None = None,
+              claims: Collection[str] | None = None) -> AnalysisPlan:
+    """A plan file, validated; a mistake is a SpecError at file:line naming the field. With `rows` and
+    `claims` (the rows and claim ids a run can know), a row in `seeds:` or an id in `claims:` that is none
+    of them is refused too: it would be judged as "not run" forever, or the family would silently shrink."""
     path = Path(path)
     if not path.is_file():
         raise SpecError(str(path), "", "no such analysis plan file")
     doc = read_yaml(path)
     try:
-        return AnalysisPlan.model_validate(doc.data)
+        plan = AnalysisPlan.model_validate(doc.data)
     except ValidationError as e:
         err = e.errors()[0]
         loc = tuple(str(x) for x in err["loc"])
@@ -131,6 +136,14 @@ def load_plan(path: str | Path) -> AnalysisPlan:
         allowed = "" if err["type"] != "extra_forbidden" else \
             f" (a plan holds: {', '.join(AnalysisPlan.model_fields)})"
         raise SpecError(where, ".".join(loc), err["msg"] + allowed) from None
+    for field, names, known, what in (("seeds", list(plan.seeds), rows, "rows"), ("claims", plan.claims, claims, "claims")):
+        for i, name in enumerate(names):
+            if known is not None and name not in known:
+                at = (field, name) if field == "seeds" else (field, i)
+                raise SpecError(doc.where(at), f"{field}.{name if field == 'seeds' else i}",
+                                f"no {what[:-1]} '{shorten(name)}': a plan names {what} of the paper's Table 3, of "
+                                f"zoo's built-in specs or of the spec it runs with{did_you_mean(name, sorted(known))}")
+    return plan
 
 
 def post_hoc(plan: AnalysisPlan | None, stored: list[str | None]) -> str:

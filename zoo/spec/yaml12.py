@@ -215,6 +215,7 @@ def _node(ev: _Events, path: tuple, locs: dict, depth: int) -> Any:
     if isinstance(e, yaml.SequenceStartEvent):
         out = []
         while not ev.peek_is(yaml.SequenceEndEvent):
+            locs[path + (len(out),)] = ev.line()  # an item's own line: a list of names names each at its line
             out.append(_node(ev, path + (len(out),), locs, depth + 1))
         ev.next()
         return out
