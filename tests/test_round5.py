@@ -79,3 +79,13 @@ def test_plan_power_until_resolved_says_what_the_rounds_reach(tmp_path, capsys):
 def test_report_spec_empty_is_refused_before_writing(tmp_path, capsys):
     refused(*run("report", "--spec", "", "--out", tmp_path / "o", capsys=capsys), "--spec needs a spec")
     assert not (tmp_path / "o").exists()
+
+
+# -- a profile that makes two rows one model ------------------------------------------------------------
+
+def test_a_profile_that_makes_a_claims_two_rows_one_model(tmp_path, capsys):
+    f = spec(tmp_path, "extends: base\nvariants:\n  two: {model: {N: 2}}\n  four: {model: {N: 4}}\nclaims:\n"
+                       "  - {id: deeper-better, better: four, than: two, metric: dev_ppl}\n")
+    refused(*run("validate", f, "--profile", "smoke", capsys=capsys), f"{f}:6: claims.0: under profile smoke",
+            "four and two train the same model", "model.N 4 and 2")
+    assert run("validate", f, "--profile", "ablation", capsys=capsys)[0] == 0  # 4 and 2 layers stay apart there

@@ -202,6 +202,25 @@ def _check_spec_claims(doc: Doc, variants: Collection[str], cfgs: list[Config]) 
     check_claims(doc, cfgs[0].claims, [*variants, *(r for t in tables for r in PAPER_ROWS[t])], what)
 
 
+def _check_claims_apart(doc: Doc, cfgs: list[Config], profile: str) -> None:
+    """A claim between two of the spec's variants that the profile makes one model (model.N 2 and 4 both 1
+    layer at depth 0.1) would compare a model with itself: refused at the claim, naming what differed."""
+    first: dict[str, Config] = {}
+    for c in cfgs:
+        first.setdefault(c.variant, c)
+    body = lambda c: json.dumps(c.model_dump(mode="json", include={"model", "data", "train", "eval"}), sort_keys=True)
+    for i, claim in enumerate(cfgs[0].claims):
+        a, b = (first.get(r) for r in claim.rows)
+        if a is None or b is None or a is b or body(a) != body(b):
+            continue
+        written = sorted(k for k in {*a.overrides, *b.overrides} if a.overrides.get(k) != b.overrides.get(k))
+        differ = "; ".join(f"{k} {shorten(repr(a.overrides.get(k)))} and {shorten(repr(b.overrides.get(k)))}" for k in written)
+        raise SpecError(doc.where(("claims", i)), f"claims.{i}", f"under profile {profile}, {a.variant} and {b.variant} "
+                        f"train the same model ({differ or 'nothing differs'} as written, equal once the profile has "
+                        "scaled them), so the claim would compare a model with itself; run it under a profile that keeps "
+                        "the rows apart (e.g. ablation), or make the rows differ in what the profile leaves as written")
+
+
 def _seeds(doc: Doc, prof_path: Path | None, cli: list[int] | None) -> tuple[list[int] | None, str]:
     """The seeds axis, and where it was set: `--seeds` > the profile's `seeds:` > the spec's (inherited
     through extends)."""
@@ -295,6 +314,7 @@ def resolve(path: str | Path, variant: str | Collection[str] | None = None, prof
             out.append(cfg)
     if out and out[0].claims:
         _check_spec_claims(doc, variants, out)
+        _check_claims_apart(doc, out, profile_name(profile))
     if asha is not None and out and asha.grace_steps >= max(c.train.steps for c in out):
         steps = max(c.train.steps for c in out)
         raise SpecError(doc.where(("sweep", "scheduler", "asha", "grace_steps")), "sweep.scheduler.asha.grace_steps",
@@ -436,8 +456,8 @@ def _check_compare_to(doc: Doc, cfg: Config, variants) -> None:
     rows = [*variants, *PAPER_ROWS.get(table, [])]
     if name is not None and name not in rows:
         raise SpecError(doc.where(("paper", "compare_to")), "paper.compare_to",
-                        f"no row '{shorten(name)}'{did_you_mean(name, rows)}: a variant of this spec or a row of the "
-                        f"paper's Table {table} ({', '.join(PAPER_ROWS.get(table, [])[:6])}, ...)")
+                        f"no row '{shorten(name)}': a variant of this spec or a row of the paper's Table {table}"
+                        f"{did_you_mean(name, rows)}")  # its "Allowed:" lists them all, once
 
 
 def spec_files(paths: list[str | Path]) -> list[Path]:
