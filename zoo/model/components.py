@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from zoo.errors import UserError
+from zoo.paths import name_problem
 from zoo.text import did_you_mean
 
 if TYPE_CHECKING:
@@ -31,7 +34,7 @@ if TYPE_CHECKING:
     from zoo.config import ModelSpec
 
 __all__ = ["AttentionModule", "BUILT_IN", "CONTRACTS", "Cost", "FIELDS", "GATED_FFN", "KINDS", "PositionsModule",
-           "component_entry_points", "component_names", "component_package", "provide", "third_party"]
+           "component_entry_points", "component_names", "component_package", "component_problem", "provide", "third_party"]
 
 # A kind's constructor parameters, in order; the model passes them positionally, read from the spec, and a
 # cost function takes the same ones.
@@ -120,10 +123,13 @@ def lookup(kind: str, name: str) -> Component:
     if ep is None:
         raise UserError(f"no {kind} component '{name}'{did_you_mean(name, component_names(kind))} (a package adds "
                         "one through the entry-point group zoo.components)")
+    if (kind, name) in _CONFLICTS:
+        raise UserError(_CONFLICTS[(kind, name)])
     try:
         cls = ep.load()
-    except Exception as e:  # the package's own import failed: say whose
-        raise UserError(f"{kind} component '{name}': importing {ep.value} failed: {type(e).__name__}: {e}") from e
+    except (Exception, SystemExit) as e:  # the package's own import failed (or called sys.exit): say whose
+        raise UserError(f"{kind} component '{name}': importing {ep.value} ({_whose(ep)}) failed: "
+                        f"{type(e).__name__}: {e}") from None
     want = f"{getattr(cls, '__name__', ep.value)}({', '.join(KINDS[kind])})"
     try:
         inspect.signature(cls).bind(*KINDS[kind])
@@ -136,7 +142,32 @@ def lookup(kind: str, name: str) -> Component:
     if missing:
         raise UserError(f"{kind} component '{name}' ({ep.value}) lacks {', '.join(missing)}: a {kind} component "
                         f"provides {', '.join(_methods(CONTRACTS[kind]))} (zoo.model.components.{CONTRACTS[kind].__name__})")
-    return register(kind, name, cls, cls.cost, component_package(kind, name) or ep.value)
+    return register(kind, name, cls, _checked_cost(kind, name, ep, cls.cost), component_package(kind, name) or ep.value)
+
+
+def _checked_cost(kind: str, name: str, ep: Any, cost: Callable[..., Cost]) -> Callable[..., Cost]:
+    """A package's cost function, held to its contract: a Cost of finite, non-negative counts, or a
+    UserError naming the component and its entry point (a None or NaN would print as a cost, or a traceback)."""
+    def checked(*args) -> Cost:
+        what = f"{kind} component '{name}' ({ep.value}, {_whose(ep)}): cost({', '.join(map(repr, args))})"
+        try:
+            got = cost(*args)
+        except Exception as e:
+            raise UserError(f"{what} raised {type(e).__name__}: {e}") from None
+        if not isinstance(got, Cost):
+            raise UserError(f"{what} returned {type(got).__name__} {got!r:.80}, not a zoo.model.Cost")
+        bad = {f: v for f, v in vars(got).items()
+               if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0}
+        if bad:
+            raise UserError(f"{what} returned {', '.join(f'{f}={v!r:.40}' for f, v in bad.items())}: each count "
+                            "is a finite number, 0 or more")
+        return got
+    return checked
+
+
+def _whose(ep: Any) -> str:
+    """The distribution an entry point comes from, as its metadata names it."""
+    return f"package {ep.dist.name} {ep.dist.version}" if getattr(ep, "dist", None) else "an unnamed package"
 
 
 def arguments(m: ModelSpec, kind: str) -> tuple:
@@ -220,16 +251,38 @@ for _kind, _names in BUILT_IN.items():
 
 # -- installed packages' components: their names, read from metadata (nothing imported) ----------------
 
+_CONFLICTS: dict[tuple[str, str], str] = {}  # (kind, name) -> why no package may have it (two claim it)
+
+
 @functools.cache
 def component_entry_points() -> dict[tuple[str, str], Any]:
-    """The installed third-party components: (kind, name) -> its importlib.metadata entry point."""
+    """The installed third-party components: (kind, name) -> its importlib.metadata entry point. A name two
+    packages give is theirs to settle (neither wins silently: naming it is an error saying whose); a name that
+    is not 1-64 plain characters is left out with a warning (it goes into the config and its hash)."""
     from importlib.metadata import entry_points
-    out = {}
+    out: dict[tuple[str, str], Any] = {}
+    _CONFLICTS.clear()
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         kind, _, name = ep.name.partition(".")
-        if kind in BUILT_IN and name and name not in BUILT_IN[kind]:  # a built-in's name stays zoo's
-            out[(kind, name)] = ep
+        if kind not in BUILT_IN or not name or name in BUILT_IN[kind]:  # a built-in's name stays zoo's
+            continue
+        if problem := name_problem(name):
+            logging.getLogger(__name__).warning(f"entry point '{ep.name}' = {ep.value} ({_whose(ep)}) in "
+                                                f"{ENTRY_POINT_GROUP} is left out: the name {problem}")
+            continue
+        if (kind, name) in out and out[(kind, name)].value != ep.value:
+            first = out[(kind, name)]
+            _CONFLICTS[(kind, name)] = (f"{kind} component '{name}' is given by two packages: {first.value} "
+                                        f"({_whose(first)}) and {ep.value} ({_whose(ep)}); uninstall one, or have "
+                                        "one rename its entry point")
+        out.setdefault((kind, name), ep)
     return out
+
+
+def component_problem(kind: str, name: str) -> str | None:
+    """Why an installed component of this name cannot be used (two packages give it), or None."""
+    component_entry_points()
+    return _CONFLICTS.get((kind, name))
 
 
 def component_names(kind: str) -> list[str]:

@@ -428,9 +428,11 @@ def _check_corpus(doc: Doc, cfg: Config) -> None:
 def _check_components(doc: Doc, cfg: Config) -> None:
     """Each model component the config names is zoo's or an installed package's (zoo.config reads the
     packages' metadata: nothing is imported), so a misspelt one fails here with the names there are."""
-    from zoo.model import FIELDS, component_names  # the components' names (no torch)
+    from zoo.model import FIELDS, component_names, component_problem  # the components' names (no torch)
     for kind, field in FIELDS.items():
         name, names = getattr(cfg.model, field), component_names(kind)
+        if problem := component_problem(kind, name):
+            raise SpecError(doc.where(("model", field)), f"model.{field}", problem)
         if name not in names:
             alike = "" if name.isascii() else " (it holds non-ASCII characters: a look-alike letter?)"
             raise SpecError(doc.where(("model", field)), f"model.{field}",
