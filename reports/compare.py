@@ -46,6 +46,7 @@ class Result:
     b_seeds: tuple[int, ...] = ()
     paired: bool | None = None       # compared seed by seed (they share 2+ seeds); None: not measured
     damaged: tuple[str, ...] = ()    # the store's damaged rows of these rows' specs: unreadable, left out
+    sentence: str = ""               # all of it in one sentence, to paste (zoo.evidence.sentence)
 
 
 def _name(t) -> str:
@@ -71,8 +72,9 @@ def find(runs: Runs, name: str, profile: str | None):
     if not hits:
         known = sorted({t.variant for t in pool})
         from zoo.text import did_you_mean
-        raise UserError(f"no row '{name}' in {runs.path}" + (f" (profile {profile})" if profile else "") +
-                        f"{did_you_mean(rest or name, known)}; rows: {', '.join(known[:30]) or 'none yet'}")
+        where = f"no row '{name}' in {runs.path}" + (f" (profile {profile})" if profile else "")
+        hint = did_you_mean(rest or name, known) if known else " It holds no rows yet."
+        raise UserError(where + (hint if hint.startswith(";") else "." + hint))  # each row named once
     profiles = sorted({t.profile for t in hits})
     if len(profiles) > 1:
         raise UserError(f"row '{name}' ran under several profiles ({', '.join(profiles)}): give --profile")
@@ -96,7 +98,8 @@ def compare(runs: Runs, a_name: str, b_name: str, metric: str = "dev_ppl", profi
         seeds = [tuple(sorted(x.seed for x in runs.seeds(t))) for t in (a, b)]
         return Result(**base, seeds=tuple(map(len, seeds)), delta=None, lo=None, hi=None, p=None,
                       verdict="no verdict" if comp.missing.startswith("cut short") else "not measured", sentences="",
-                      missing=comp.missing, a_seeds=seeds[0], b_seeds=seeds[1])
+                      missing=comp.missing, a_seeds=seeds[0], b_seeds=seeds[1],
+                      sentence=f"{a_name} against {b_name} on {UNITS[m]}: no verdict ({comp.missing}).")
     delta, lo, hi = in_units(e, m)  # A minus B
     found = e.p < alpha
     verdict = (f"{a_name if e.delta > 0 else b_name} is better (p < {alpha:g})" if found else
@@ -109,7 +112,9 @@ def compare(runs: Runs, a_name: str, b_name: str, metric: str = "dev_ppl", profi
             where = f" --storage {storage}" if storage else ""
             command = " && ".join(f"zoo run {t.spec} --variant {t.variant} --seeds {more} --profile {t.profile}{where}"
                                   for t in (a, b))
+    from zoo import evidence as E
     return Result(**base, seeds=e.seeds, delta=delta, lo=lo, hi=hi, p=e.p, verdict=verdict,
+                  sentence=E.say_versus(a_name, b_name, m, e, alpha),
                   sentences=comp.sentences, more_seeds=more, command=command or "", a_seeds=comp.seed_sets[0],
                   b_seeds=comp.seed_sets[1], paired=e.paired)
 
@@ -135,12 +140,13 @@ def text(r: Result) -> str:
     left = ([f"  left out: {len(r.damaged)} damaged row{'s' * (len(r.damaged) != 1)} of these specs (unreadable): "
              + "; ".join(r.damaged)] if r.damaged else [])
     if r.delta is None:
-        return "\n".join([head, f"  {r.verdict}: {r.missing}", *left])
+        return "\n".join([head, f"  {r.verdict}: {r.missing}", *left, f"  in a sentence: {r.sentence}"])
     lines = [head,
              f"  Δ {r.delta:+.2f} ({r.a} minus {r.b}), 95% interval [{r.lo:+.2f}, {r.hi:+.2f}], p {r.p:.3g}",
              f"  seeds: {pairing(r)}", *left,
              f"  resampled: {r.sentences}",
-             f"  verdict: {r.verdict}"]
+             f"  verdict: {r.verdict}",
+             f"  in a sentence: {r.sentence}"]
     if r.more_seeds:
         lines.append(f"  {r.more_seeds} seeds per row would find a difference this large 80% of the time "
                      f"(the measured one: an optimistic guide): {r.command}")
@@ -171,10 +177,11 @@ def cmd_compare(args) -> int:
 
 
 def register(sub) -> None:
+    # help is %-formatted (%% for %), the description printed as written
     s = sub.add_parser("compare", help="two rows compared: Δ, 95%% interval, p and verdict, paired by seed where they share 2+ seeds",
                        description="Compare two rows of the results store (a row: a spec's variant over its "
                                    "seeds) on one metric, with the statistics of the report's claims: the "
-                                   "difference, its 95%% interval (paired by seed where the rows share 2 or more "
+                                   "difference, its 95% interval (paired by seed where the rows share 2 or more "
                                    "seeds, else unpaired, plus the test-set noise the seeds share), p, a verdict, "
                                    "and the seeds that would settle it. A row cut short by its time limit gets no "
                                    "verdict.")

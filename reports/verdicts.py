@@ -34,6 +34,7 @@ class ClaimRow:
     p_holm: str | None = text_col("measured", "p (Holm)")
     delta_paper_bleu: float | str | None = col("measured", "Δ, paper's BLEU", "{:+.2f}")
     seeds: str | None = text_col("measured", "seeds")
+    sentence: str = text_col("", "sentence")  # the verdict in one sentence, to paste (zoo.evidence.sentence)
 
 
 def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None = None,
@@ -65,7 +66,7 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
             delta=e and e.delta, interval=e and f"[{e.lo:+.2f}, {e.hi:+.2f}]", mc_error=e and f"±{e.mc_error:.3f}",
             p_holm=None if v.p_holm is None else f"{v.p_holm:.3g}",
             delta_paper_bleu=_paper_metric_delta(v.comparison.rows or {}, c) if e else None,
-            seeds=e and seeds_cell(e)))
+            seeds=e and seeds_cell(e), sentence=E.say(v, "post hoc" if c.id in post_hoc else "")))
     yours = [(spec, v, why) for spec in user_specs(runs, 3) for v, why in spec_claims(runs, spec, resampler, plan)]
     mine = [v for _, v, _ in yours]
     mc = max([mc, *(v.estimate.mc_error for v in mine if v.estimate)])
@@ -120,6 +121,7 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
 
 
 def claim_row(v, name: str, says: str, post_hoc: str = "") -> ClaimRow:
+    from zoo import evidence as E
     c, e = v.claim, v.estimate
     verdict = f"{v.verdict}: {v.reason}" if v.reason else v.verdict
     paper = c.paper_delta
@@ -128,7 +130,8 @@ def claim_row(v, name: str, says: str, post_hoc: str = "") -> ClaimRow:
         says=f"{says} ({'BLEU' if c.metric == 'bleu' else 'PPL'})", rows=f"{c.better} {'≈' if c.tie else '>'} {c.worse}",
         paper_delta=None if math.isnan(paper) else round(paper, 2), delta=e and e.delta,
         interval=e and f"[{e.lo:+.2f}, {e.hi:+.2f}]", mc_error=e and f"±{e.mc_error:.3f}",
-        p_holm=None if v.p_holm is None else f"{v.p_holm:.3g}", seeds=e and seeds_cell(e))
+        p_holm=None if v.p_holm is None else f"{v.p_holm:.3g}", seeds=e and seeds_cell(e),
+        sentence=E.say(v, post_hoc.split(":")[0]))
 
 
 def seeds_cell(e) -> str:

@@ -63,6 +63,12 @@ class Row:
     tokens_per_s: float | None = None
     elapsed_s: float | None = None
 
+    def eta(self) -> str | None:
+        """The time left at the pace so far, while it runs (None before a step has been timed)."""
+        if self.state == "running" and self.step and self.elapsed_s and self.steps:
+            return duration(self.elapsed_s / self.step * (self.steps - self.step))
+        return None
+
 
 class Live:
     def __init__(self, store, spec: str, profile: str, run_dirs: dict[str, str], experiment: str,
@@ -115,8 +121,9 @@ class Live:
                 best.update(k, getattr(e, k), e.step)
             self.store.add_points(self.spec, v, self.profile, [Point.model_validate(e.model_dump())])
             self._save(v, step=e.step, steps=e.steps, tokens_seen=e.tokens_seen, train_seconds=e.elapsed_s, best=best)
-            if e.dev_ppl is not None:
-                self._say(f"{v}: step {e.step}/{e.steps}  dev ppl {e.dev_ppl:.2f}")
+            if e.dev_ppl is not None:  # without a terminal (CI, nohup) this line is the progress: ETA as the table's
+                eta = f"  ETA {x}" if (x := row.eta()) else ""
+                self._say(f"{v}: step {e.step}/{e.steps}  dev ppl {e.dev_ppl:.2f}{eta}")
         self.tick()
 
     def _done(self, v: str, r: RunResult) -> None:
@@ -177,10 +184,7 @@ class Live:
         rows = [("trial", "state", "step", "loss", "dev PPL", "tok/s", "ETA")]
         for r in self.rows.values():
             step = f"{r.step}/{r.steps}" if r.steps else str("-" if r.step is None else r.step)
-            eta = "-"
-            if r.state == "running" and r.step and r.elapsed_s and r.steps:
-                eta = duration(r.elapsed_s / r.step * (r.steps - r.step))
-            rows.append((r.trial, r.state, step, _f(r.loss, 3), _f(r.dev_ppl, 2), _f(r.tokens_per_s, 0), eta))
+            rows.append((r.trial, r.state, step, _f(r.loss, 3), _f(r.dev_ppl, 2), _f(r.tokens_per_s, 0), r.eta() or "-"))
         return text_table(rows, right=(2, 3, 4, 5, 6))
 
     def draw(self) -> None:

@@ -29,7 +29,7 @@ def did_you_mean(word: str, choices) -> str:
     """"; did you mean 'x'? Allowed: ..." for a word not among the choices (the closest one, if any)."""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     hint = f"; did you mean '{close[0]}'?" if close else ""
-    return f"{hint} Allowed: {', '.join(sorted(choices))}"
+    return f"{hint} Allowed: {', '.join(sorted(set(choices)))}"  # each once: callers may pool lists that overlap
 
 
 def shorten(text: object, n: int = 60) -> str:

@@ -1,0 +1,157 @@
+"""Issue 46, items 3 and 4: each verdict as one sentence to paste, and more small habits of a good CLI."""
+import io
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from zoo import evidence as E
+from zoo.runner.store import Store
+
+
+def zoo(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "zoo.cli", *map(str, args)], capture_output=True, text=True,
+                          timeout=300, cwd=cwd)
+
+
+def estimate(delta, lo, hi, se=0.2, seeds=(3, 3), paired=True):
+    return E.Estimate(delta=delta, se=se, df=seeds[0] - 1, lo=lo, hi=hi, mc_error=0.001, seeds=seeds,
+                      paired=paired, sentences=1000, resamples=1000, seed_se=se, sentence_se=0.0)
+
+
+def judged(claim, e, **extra):
+    (v,) = E.judge([E.Comparison(claim, e, **extra)])
+    return v
+
+
+DEPTH = E.Claim("depth", "C", "4 layers beat 1", "ppl", "C3", "C1")
+
+
+# -- 1. one sentence per verdict ---------------------------------------------------------------------
+
+def test_a_held_claim_reads_as_the_issue_asks():
+    v = judged(DEPTH, estimate(2.36, 1.79, 2.94))
+    assert v.verdict == "held"
+    assert E.say(v) == f"C3 beats C1 by 2.36 PPL [1.79, 2.94], paired over 3 seeds, Holm-adjusted p {v.p_holm:.3g}."
+
+
+def test_a_flipped_claim_names_the_row_ahead_and_says_flipped():
+    v = judged(DEPTH, estimate(-14.58, -19.78, -9.37, se=2))
+    assert v.verdict == "flipped"
+    assert E.say(v).startswith("C1 beats C3 by 14.58 PPL [9.37, 19.78], paired over 3 seeds, Holm-adjusted p ")
+    assert E.say(v).endswith(": flipped (the paper has C3 ahead).")
+
+
+def test_unpaired_rows_say_welch_and_each_rows_seeds():
+    v = judged(DEPTH, estimate(0.3, -2.0, 2.6, se=1.0, seeds=(2, 3), paired=False))
+    s = E.say(v)
+    assert "C3 leads C1 by 0.30 PPL [-2.00, 2.60], Welch's unpaired test over 2 and 3 seeds" in s, s
+    assert s.endswith(": within noise, no verdict.") and "beats" not in s
+
+
+def test_a_verdict_that_decides_nothing_says_no_verdict():
+    cut = judged(DEPTH, None, missing="cut short: C3 ran 439 of 500 steps")
+    assert E.say(cut) == "C3 against C1 on PPL: no verdict (cut short: C3 ran 439 of 500 steps)."
+    untestable = judged(DEPTH, estimate(2.0, 1.5, 2.5), untestable="C1 does not over-fit; the add-on ...")
+    assert E.say(untestable).endswith(": untestable at this budget (C1 does not over-fit), no verdict.")
+    tie = E.Claim("pos", "E", "nearly identical", "bleu", "E", "base", tie=True, margin=0.015)
+    v = judged(tie, estimate(2.85, -1.15, 6.84, se=1.5), level=20.0)
+    assert E.say(v).startswith("E leads base by 2.85 BLEU [-1.15, 6.84], paired over 3 seeds, margin ±0.30 (1.5% of base)")
+    assert E.say(v).endswith(": inconclusive, no verdict.")
+
+
+def test_the_sentence_column_of_the_claims_table_uses_the_real_figures(repo):
+    from zoo.reports import runs as R
+    runs = R.load(repo / "results/ablation2-cpu2/zoo.db", profile="ablation", addons=("ablation_dropout", "ablation_big"))
+    claims = runs.table(3, section=1)
+    assert claims.loc["C-depth-ppl", "sentence"] == ("C1 beats C3 by 14.58 PPL [9.37, 19.78], paired over 3 seeds, "
+                                                     "Holm-adjusted p 0.0341: flipped (the paper has C3 ahead).")
+    assert claims.loc["C-width-ppl", "sentence"] == ("C5 beats C4 by 12.54 PPL [10.97, 14.10], paired over 6 seeds, "
+                                                     "Holm-adjusted p 4.52e-05.")
+    # the table's own cells, in other words
+    assert claims.loc["C-width-ppl", "measured 95% interval"] == "[+10.97, +14.10]"
+
+
+def test_zoo_compare_prints_the_sentence(repo):
+    r = zoo("compare", "C3", "C1", "--runs", repo / "results/ablation2-cpu2/zoo.db", "--profile", "ablation")
+    assert r.returncode == 0, r.stderr
+    assert ("in a sentence: C1 beats C3 by 14.58 PPL [9.37, 19.78], paired over 3 seeds, p 0.00682 "
+            "(one comparison, unadjusted).") in r.stdout, r.stdout
+
+
+def test_the_latex_claims_table_carries_the_sentence(repo, tmp_path):
+    r = zoo("report", "--runs", repo / "results/quick-cpu2/zoo.db", "--table", "3", "--format", "latex",
+            "--out", tmp_path)
+    assert r.returncode == 0, r.stderr
+    tex = next(tmp_path.glob("table3*.tex")).read_text()
+    assert "& sentence \\\\" in tex and "no verdict (cut short" in tex, tex[-3000:]
+
+
+# -- 2. progress without a terminal carries an ETA ---------------------------------------------------
+
+def test_plain_progress_lines_carry_the_eta(tmp_path):
+    from zoo.runner.progress import Live
+    stream = io.StringIO()  # not a terminal: one line per event
+    live = Live(Store(tmp_path / "zoo.db"), "t.yaml", "smoke", {"A1": str(tmp_path / "A1")}, "exp", stream=stream)
+    trial = SimpleNamespace(config={"trial": {"variant": "A1"}})
+    live.started(trial)
+    live.result(trial, {"step": 50, "steps": 200, "elapsed_s": 20.0, "dev_ppl": 12.5})
+    line = stream.getvalue().splitlines()[-1]
+    assert line.endswith("A1: step 50/200  dev ppl 12.50  ETA 60 s"), line  # 150 steps at 0.4 s each
+    assert live.table().splitlines()[-1].rstrip().endswith("60 s")  # the terminal's table: the same ETA
+
+
+# -- 3. zoo status takes the names it prints; allowed names listed once -----------------------------
+
+@pytest.fixture
+def elsewhere(tmp_path):
+    """A store holding a spec whose file is not here and is no built-in spec (a user's modern_c.yaml)."""
+    db = tmp_path / "zoo.db"
+    st = Store(db)
+    st.upsert(str(tmp_path / "mine" / "modern_c.yaml"), "gelu-seed1", "smoke", status="finished", step=5, steps=5)
+    st.upsert("specs/base.yaml", "base-seed1", "smoke", status="finished", step=5, steps=5)
+    return db
+
+
+def test_status_takes_the_spec_name_it_prints(elsewhere):
+    listed = zoo("status", "--runs", elsewhere)
+    assert listed.returncode == 0 and "modern_c " in listed.stdout, listed
+    r = zoo("status", "modern_c", "--runs", elsewhere)
+    assert r.returncode == 0, r.stderr
+    assert "gelu-seed1" in r.stdout and "base-seed1" not in r.stdout and "1 trials" in r.stdout, r.stdout
+
+
+def test_status_of_a_name_that_is_no_spec_names_the_stores_specs_once(elsewhere):
+    r = zoo("status", "modern_x", "--runs", elsewhere)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r
+    assert "did you mean 'modern_c'? Allowed: base, modern_c" in r.stderr, r.stderr
+    assert zoo("status", "table3_A", "--runs", elsewhere).stdout.startswith("no trials of table3_A")  # not run yet
+
+
+def allowed(err: str) -> list[str]:
+    return err.split("Allowed: ")[1].split(")")[0].strip().split(", ")
+
+
+def test_errors_list_each_allowed_name_once(repo):
+    r = zoo("show", "modrn")
+    names = allowed(r.stderr)
+    assert r.returncode == 2 and "table3_A" in names and len(names) == len(set(names)), r.stderr
+    assert r.stderr.count("table3_A") == 1, r.stderr
+    r = zoo("compare", "C11", "C1", "--runs", repo / "results/quick-cpu2/zoo.db")
+    names = allowed(r.stderr)
+    assert r.returncode == 2 and "C1" in names and len(names) == len(set(names)), r.stderr
+    assert r.stderr.count(" C2,") == 1, r.stderr
+
+
+def test_did_you_mean_lists_pooled_choices_once():
+    from zoo.text import did_you_mean
+    assert did_you_mean("bse", ["base", "A1", "base"]) == "; did you mean 'base'? Allowed: A1, base"
+
+
+# -- 4. zoo compare --help ---------------------------------------------------------------------------
+
+def test_compare_help_prints_one_percent_sign():
+    out = zoo("compare", "--help").stdout
+    assert "95% interval" in out and "%%" not in out, out
+    assert "95% interval" in zoo("--help").stdout  # the one-line help, %-formatted by argparse
