@@ -181,3 +181,44 @@ def test_two_plugins_giving_one_name_and_an_unsafe_name(tmp_path, capsys, plugin
             "zoo_r5_one:Good (package zoo-r5-one 0.1)", "zoo_r5_two:Good (package zoo-r5-two 0.1)")
     from zoo.model import component_names
     assert "../x" not in component_names("norm") and "is left out" in caplog.text and "../x" in caplog.text
+
+
+# -- zoo train's run folder -----------------------------------------------------------------------------
+
+TRAIN = ("train", "base", "--profile", "smoke", "--set", "train.steps=2", "--set", "eval.max_sentences=2",
+         "--set", "train.checkpoint_every=2")
+
+
+def test_train_into_a_finished_runs_folder_with_another_model(tmp_path, capsys):
+    out = tmp_path / "run"
+    code, _, err = run(*TRAIN, "--out", out, capsys=capsys)
+    assert code == 0, err
+    before = {p.name: p.read_bytes() for p in [*out.glob("*"), *(out / "checkpoints").glob("*")] if p.is_file()}
+    refused(*run(*TRAIN, "--set", "model.h=4", "--set", "model.d_k=16", "--set", "model.d_v=16", "--out", out,
+                 capsys=capsys), f"the run folder {out} holds the finished run of another model", "model.h: 8 -> 4",
+            "new --out", f"delete {out}")
+    after = {p.name: p.read_bytes() for p in [*out.glob("*"), *(out / "checkpoints").glob("*")] if p.is_file()}
+    assert after == before  # nothing set aside as bad, no second model's metrics appended
+    code, _, err = run(*TRAIN[:-2], "--set", "train.checkpoint_every=3", "--set", "eval.beam_size=1", "--out", out,
+                       capsys=capsys)  # the same model, another eval: resumed as before, with its note
+    assert code == 0 and "trained under another config" in err, err
+
+
+@pytest.mark.parametrize("make", ["file", "checkpoints-file", "read-only"])
+def test_train_into_a_folder_that_is_a_file_or_read_only(tmp_path, capsys, make):
+    import os
+    out = tmp_path / "run"
+    if make == "file":
+        out.write_text("notes\n")
+        fragment = f"{out} is a file, not a folder"
+    elif make == "checkpoints-file":
+        out.mkdir()
+        (out / "checkpoints").write_text("notes\n")
+        fragment = f"{out / 'checkpoints'} is a file, not a folder"
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("root writes in a read-only folder")
+        out.mkdir()
+        out.chmod(0o555)
+        fragment = f"cannot write in {out}"
+    refused(*run(*TRAIN, "--out", out, capsys=capsys), f"the run folder {out}", fragment)

@@ -83,7 +83,8 @@ class NotInstalled(UserError):
 class Progress:
     """A live one-line progress display for `zoo train` (a line every 50 steps when not a TTY)."""
 
-    def __init__(self, stream=sys.stderr):
+    def __init__(self, stream=None):
+        stream = stream or sys.stderr  # the stderr of now, not of the first import (a notebook or test swaps it)
         self.stream, self.tty, self.t0, self.s0 = stream, stream.isatty(), None, None
         self.done = None  # the RunResult of train()'s "done" event
 

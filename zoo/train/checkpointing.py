@@ -273,6 +273,42 @@ def resume(out: Path, model, opt, device, report, changes: list[str] = ()) -> Ch
     return got and got[1]
 
 
+def ready_folder(out: Path) -> None:
+    """The run folder and its checkpoints folder made, and each proven writable before the first step: a
+    path that is a file, or a folder this user cannot write, is one paragraph now (exit 2), not a traceback
+    at the first checkpoint."""
+    for d in (out, out / FOLDER):
+        if d.exists() and not d.is_dir():
+            raise UserError(f"the run folder {out}: {d} is a file, not a folder; a run needs a folder of its own "
+                            "(give --out a new folder, or move the file away)")
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            probe = d / f".zoo-write-check-{os.getpid()}"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as e:
+            if e.errno == errno.ENOSPC:
+                raise
+            raise UserError(f"the run folder {out}: cannot write in {d} ({e.strerror or e}); give --out a folder "
+                            "you can write, or change its permissions") from None
+
+
+def refuse_other_model(out: Path, cfg: Config) -> None:
+    """A folder holding the work (a summary or checkpoints) of another model or data: refused, naming what
+    differs. Resuming would set its checkpoints aside as unloadable and append a second model's metrics to
+    the first one's metrics.jsonl. A change elsewhere (eval, more train.steps) still resumes, with its note."""
+    changes = [c for c in config_changes(out, cfg) if c.split(".", 1)[0] in ("model", "data")]
+    if not changes or not ((out / "summary.json").exists() or any((out / FOLDER).glob("step_*.pt"))):
+        return
+    before = Config.model_validate_json((out / "config.json").read_text())
+    state = "finished" if (out / "summary.json").exists() else "unfinished"
+    raise UserError(f"the run folder {out} holds the {state} run of another model (config {before.config_hash()}, "
+                    f"this one is {cfg.config_hash()}): {'; '.join(changes[:6])}"
+                    f"{f'; and {len(changes) - 6} more' if len(changes) > 6 else ''}. Its checkpoints cannot be "
+                    "resumed by this model and its metrics would mix with this one's: train into a new --out, or "
+                    f"delete {out} to start over")
+
+
 def config_changes(out: Path, cfg: Config) -> list[str]:
     """How the config of the run in `out` (its config.json) differs from `cfg` in what identifies a run,
     as "field: old -> new"; [] when it is the same run, or there is none (or none that reads)."""

@@ -29,8 +29,8 @@ from zoo.data import collate, make_batches, pair_lengths, shard
 from zoo.errors import UserError
 from zoo.paths import atomic_write_text
 from zoo.result import Done, Event, Hardware, LogPoint, Resumed, RunResult, wire
-from zoo.train.checkpointing import (FOLDER, Interrupt, State, averaged_from, clear_unfinished, config_changes, resume,
-                                     save, writing)
+from zoo.train.checkpointing import (Interrupt, State, averaged_from, clear_unfinished, config_changes, ready_folder,
+                                     refuse_other_model, resume, save, writing)
 from zoo.train.device import (agreed, autocast_dtype, check_memory, keep_freed_memory, out_of_memory, rank_and_world,
                               train_device)
 from zoo.train.evaluation import dev_perplexity, score
@@ -62,8 +62,9 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
         return done  # finished before: nothing to redo
     t0 = time.time()
     device = train_device(cfg)  # a GPU request without CUDA stops here, before anything is written
+    refuse_other_model(out, cfg)  # every rank: a folder of another model's work is never resumed into
     changes = config_changes(out, cfg) if rank == 0 else []  # read before config.json becomes this config
-    (out / FOLDER).mkdir(parents=True, exist_ok=True)
+    ready_folder(out)
     if rank == 0:
         atomic_write_text(out / "config.json", json.dumps(cfg.model_dump(mode="json"), indent=2))
         clear_unfinished(out)
