@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
@@ -18,7 +19,7 @@ from zoo.model import SEQ_LEN, train_flops_per_step
 from zoo.config import Config, noam_lr
 from zoo.errors import UserError
 from zoo.result import RunResult, Trial, TrialStatus, differs
-from zoo.spec import profile_description
+from zoo.spec import profile_description, specs_dir
 
 
 # -- how a number prints --------------------------------------------------------------------------
@@ -39,6 +40,21 @@ def pct(v: float) -> str:
 
 def p_value(v: float) -> str:
     return "<1e-4" if v < 1e-4 else f"{v:.2g}"
+
+
+def shown_path(p: str | os.PathLike | None) -> str:
+    """A path the store recorded (a spec, a store), as the reader of a page or a command standing in the working
+    directory uses it: relative to it where it is below it or at most two folders up, a built-in spec by its name
+    (`base`, as `zoo run base` takes it), else as recorded. A relative path is shown as given."""
+    if p is None or not os.path.isabs(p):
+        return "" if p is None else str(p)
+    here = os.getcwd()
+    rel = os.path.relpath(p, here)
+    if not rel.startswith(".."):
+        return rel
+    if os.path.dirname(os.path.abspath(p)) == str(specs_dir().resolve()) and str(p).endswith(".yaml"):
+        return os.path.basename(str(p))[:-len(".yaml")]
+    return rel if rel.split(os.sep).count("..") <= 2 else str(p)
 
 
 # -- columns and tables ---------------------------------------------------------------------------
@@ -106,7 +122,8 @@ class Table:
     trials: list[tuple[str, Trial]]  # (row label, trial) shown on the page, for curves and attention
     counts: dict                    # state -> number of paper rows in it, for the index
     verdicts: list = field(default_factory=list)  # zoo.claims verdicts (Table 3's forest plot)
-    sweep: tuple[list[str], str] | None = None    # a sweep page: its swept fields and metric label
+    sweep: tuple | None = None  # a spec's page: its swept fields, its metric label and its rows against their reference
+    warnings: list[str] = field(default_factory=list)  # said above the tables, where a reader cannot miss them
     show_runs: bool = True                        # the page ends with its runs' cards (a trend page has none)
 
     @property

@@ -110,8 +110,9 @@ def compare(runs: Runs, a_name: str, b_name: str, metric: str = "dev_ppl", profi
         more = seeds_needed(abs(e.delta), e.seed_se * math.sqrt(min(e.seeds)), e.sentence_se, alpha)
         if more:
             where = f" --storage {storage}" if storage else ""
-            command = " && ".join(f"zoo run {t.spec} --variant {t.variant} --seeds {more} --profile {t.profile}{where}"
-                                  for t in (a, b))
+            from zoo.reports.cells import shown_path  # a command to paste where the user stands
+            command = " && ".join(f"zoo run {shown_path(t.spec)} --variant {t.variant} --seeds {more} --profile "
+                                  f"{t.profile}{where}" for t in (a, b))
     from zoo import evidence as E
     return Result(**base, seeds=e.seeds, delta=delta, lo=lo, hi=hi, p=e.p, verdict=verdict,
                   sentence=E.say_versus(a_name, b_name, m, e, alpha),
@@ -135,7 +136,8 @@ def pairing(r: Result) -> str:
 
 def text(r: Result) -> str:
     unit = UNITS[METRICS[r.metric]]
-    head = (f"{r.a} ({r.a_spec}) against {r.b} ({r.b_spec}), profile {r.profile}, {unit}; seeds "
+    from zoo.reports.cells import shown_path
+    head = (f"{r.a} ({shown_path(r.a_spec)}) against {r.b} ({shown_path(r.b_spec)}), profile {r.profile}, {unit}; seeds "
             f"{r.seeds[0]} / {r.seeds[1]}")
     left = ([f"  left out: {len(r.damaged)} damaged row{'s' * (len(r.damaged) != 1)} of these specs (unreadable): "
              + "; ".join(r.damaged)] if r.damaged else [])

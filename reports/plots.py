@@ -57,7 +57,10 @@ def _save(fig, path: Path) -> str:
     return path.name
 
 
-_CODE = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+# The per-trial figures' version, part of their file names: committed reports link every curve by name, so
+# it changes with their drawing (curves, attention, slug, _save, STYLE), not with every edit of this module.
+# tests/test_user_page.py holds the hash of that drawing code and says when to change this.
+_CODE = "27be59cab66192a89707d8344091e03147175847bb9c4e5b7ccc47fdb9886906"
 
 
 def _cached(img: Path, kind: str, stem: str, payload, draw) -> str:
@@ -130,18 +133,21 @@ def table3_scatters(t3: Table, img: Path) -> list[tuple[str, str]]:
     return out
 
 
-VERDICT_COLORS = {"held": "#1f8a3d", "equivalent": "#1f8a3d", "within noise": "#8a919b",
-                  "inconclusive": "#8a919b", "flipped": "#c62828", "different": "#c62828",
+# one colour per verdict: a finding (held, equivalent) is green or teal, its opposite red or magenta, no finding
+# grey (within noise) or violet (inconclusive: a tie neither shown nor refuted), a claim not tested orange
+VERDICT_COLORS = {"held": "#1f8a3d", "equivalent": "#13807d", "within noise": "#8a919b",
+                  "inconclusive": "#8a5cc2", "flipped": "#c62828", "different": "#c2187a",
                   "untestable at this budget": "#d98c00"}
 
 
 @_styled
-def claims(t3: Table, img: Path) -> list[tuple[str, str]]:
+def claims(t3: Table, img: Path, title: str = "Table 3 claims") -> list[tuple[str, str]]:
     """A forest plot: one line per claim (our difference with its 95% interval, coloured by verdict,
-    the paper's difference marked), BLEU and PPL in their own panels, since their units differ."""
+    the paper's difference marked where it has one), BLEU and PPL in their own panels, since their units differ."""
     measured = [v for v in t3.verdicts if v.estimate is not None]
     panels = [(m, [v for v in measured if v.claim.metric == m]) for m in ("bleu", "ppl")]
     panels = [(m, vs) for m, vs in panels if vs] or [("bleu", [])]
+    papers = any(not math.isnan(v.claim.paper_delta) for v in measured)
     heights = [max(len(vs), 1) + 1.5 for _, vs in panels]
     fig = Figure(figsize=(7, 0.28 * sum(heights) + 1.2))
     axes = fig.subplots(len(panels), 1, gridspec_kw={"height_ratios": heights}, squeeze=False)[:, 0]
@@ -154,18 +160,20 @@ def claims(t3: Table, img: Path) -> list[tuple[str, str]]:
         ax.set_yticks(range(len(vs)), [v.claim.id for v in reversed(vs)], fontsize=7)
         ax.set_ylim(-0.8, max(len(vs), 1) - 0.2)
         unit = "BLEU" if metric == "bleu" else "perplexity"
-        ax.set_xlabel(f"difference in {unit} (positive: the paper's better row is better here)", fontsize=8)
+        better = "the paper's better row" if papers else "the claim's first row"
+        ax.set_xlabel(f"difference in {unit} (positive: {better} is better here)", fontsize=8)
         ax.grid(axis="x", alpha=0.3)
         if not vs:
             ax.text(0.5, 0.5, "no claim measured yet", ha="center", va="center", transform=ax.transAxes, color="#777")
     used = {v.verdict for v in measured}
     handles = [Line2D([], [], marker="o", ls="", color=col, label=k) for k, col in VERDICT_COLORS.items() if k in used]
-    handles.append(Line2D([], [], marker="D", ls="", mfc="none", mec="#111", label="paper's difference"))
+    if papers:
+        handles.append(Line2D([], [], marker="D", ls="", mfc="none", mec="#111", label="paper's difference"))
     axes[0].legend(handles=handles, frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
-    axes[0].set_title("Table 3 claims: our difference (95% interval) and the paper's", fontsize=9)
+    axes[0].set_title(f"{title}: our difference (95% interval)" + (" and the paper's" if papers else ""), fontsize=9)
     fig.tight_layout()
-    return [("Claims: our difference with its 95% interval, coloured by verdict; the paper's as an open "
-             "diamond", _save(fig, img / "table3_claims.png"))]
+    return [("Claims: our difference with its 95% interval, coloured by verdict"
+             + ("; the paper's as an open diamond" if papers else ""), _save(fig, img / f"{t3.name}_claims.png"))]
 
 
 @_styled
@@ -276,31 +284,80 @@ def _draw_attention(t: Trial, a: "Attention"):
     return fig
 
 
+# a row against its reference on the spec's page: better (p < 0.05), worse (p < 0.05), no difference found
+VERSUS_COLORS = {"better": VERDICT_COLORS["held"], "worse": VERDICT_COLORS["flipped"],
+                 "no difference found (p >= 0.05)": VERDICT_COLORS["within noise"]}
+METRICS = (("ppl", "dev perplexity"), ("bleu", "BLEU"))
+
+
+def _file(*parts: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", "_".join(parts)) + ".png"
+
+
 @_styled
 def sweep(t: Table, img: Path) -> list[tuple[str, str]]:
-    """The measured metric (mean over seeds, sd as error bars) against each swept field."""
-    fields, label = t.sweep
+    """A spec's page: each row's Δ against its reference (dev perplexity and BLEU, 95% intervals), its claims,
+    and with a `sweep:` block each measured figure (mean over seeds, sd as error bars) against each swept
+    field. Row names are tick labels and a legend says the colours: no label is drawn over another."""
+    fields, label, against = t.sweep
     out = []
+    rows = [r for r in against if r.estimates]
+    if rows:
+        out.append(("Each row's Δ against its reference (positive: the row is better), 95% interval, on dev "
+                    "perplexity and BLEU", _save(_draw_against(t.title, rows), img / _file("against", t.name))))
+    if any(v.estimate is not None for v in t.verdicts):
+        out += claims(t, img, title=f"{t.title}: claims")
     for f in fields:
-        payload = [[str(p.values[f]), float(p.mean), float(p.sd or 0)] for p in t.rows
-                   if p.values.get(f) is not None and p.mean is not None]
-        if not payload:
-            continue
-
-        def draw(payload=payload, f=f):
-            fig = Figure(figsize=(5.2, 3.4))
-            ax = fig.subplots()
-            xs = [p[0] for p in payload]
-            numeric = all(_is_number(v) for v in xs)
-            pos = [float(v) for v in xs] if numeric else [sorted(set(xs)).index(v) for v in xs]
-            ax.errorbar(pos, [p[1] for p in payload], yerr=[p[2] for p in payload], fmt="o", capsize=3)
-            if not numeric:
-                ax.set_xticks(range(len(set(xs))), sorted(set(xs)))
-            ax.set(xlabel=f, ylabel=f"{label} (mean over seeds)", title=f"{t.title}: {label} against {f}")
-            return fig
-        name = _cached(img, "sweep", re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{t.name}_{f}_"), payload, draw)
-        out.append((f"{label} against {f}", name))
+        pts = [p for p in t.rows if p.values.get(f) is not None and (p.ppl is not None or p.mean is not None)]
+        if pts:
+            out.append((f"dev perplexity and {label} against {f}",
+                        _save(_draw_field(t.title, f, label, pts), img / _file("sweep", t.name, f))))
     return out
+
+
+def _draw_against(title: str, rows: list) -> Figure:
+    metrics = [(m, unit) for m, unit in METRICS if any(m in r.estimates for r in rows)]
+    fig = Figure(figsize=(4.2 * len(metrics) + 1.6, 0.32 * len(rows) + 1.6))
+    axes = fig.subplots(1, len(metrics), squeeze=False)[0]
+    for i, (ax, (m, unit)) in enumerate(zip(axes, metrics)):
+        ax.axvline(0, color="#555", lw=0.8)
+        for y, r in enumerate(reversed(rows)):
+            if m not in r.estimates:
+                continue
+            d, lo, hi, p = r.estimates[m]
+            kind = "no difference found (p >= 0.05)" if p >= 0.05 else "better" if d > 0 else "worse"
+            ax.errorbar(d, y, xerr=[[d - lo], [hi - d]], fmt="o", ms=4, capsize=3, color=VERSUS_COLORS[kind])
+        ax.set_yticks(range(len(rows)), [f"{r.name} vs {r.vs}" for r in reversed(rows)] if i == 0 else [], fontsize=7)
+        ax.set_ylim(-0.8, len(rows) - 0.2)
+        ax.set_xlabel(f"Δ {unit} (positive: the row is better)", fontsize=8)
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_title(unit, fontsize=9)
+    handles = [Line2D([], [], marker="o", ls="", color=c, label=k) for k, c in VERSUS_COLORS.items()]
+    fig.legend(handles=handles, frameon=False, fontsize=7, loc="lower center", ncol=3, bbox_to_anchor=(0.5, -0.02))
+    fig.suptitle(f"{title}: each row against its reference (95% interval)", fontsize=9)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    return fig
+
+
+def _draw_field(title: str, f: str, label: str, pts: list) -> Figure:
+    fig = Figure(figsize=(9, 3.4))
+    axes = fig.subplots(1, 2)
+    xs = [str(p.values[f]) for p in pts]
+    numeric = all(_is_number(v) for v in xs)
+    pos = [float(v) for v in xs] if numeric else [sorted(set(xs)).index(v) for v in xs]
+    for ax, (key, sd, name) in zip(axes, (("ppl", "ppl_sd", "dev perplexity"), ("mean", "sd", label))):
+        got = [(x, getattr(p, key), getattr(p, sd) or 0.0) for x, p in zip(pos, pts) if getattr(p, key) is not None]
+        if got:  # a figure is never below 0: the lower bar stops there
+            ax.errorbar([g[0] for g in got], [g[1] for g in got], yerr=[[min(g[2], g[1]) for g in got],
+                        [g[2] for g in got]], fmt="o", capsize=3)
+        if not numeric:
+            ax.set_xticks(range(len(set(xs))), sorted(set(xs)))
+        ax.set(xlabel=f, ylabel=f"{name} (mean over seeds, sd)", title=name)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+    fig.suptitle(f"{title}: against {f}", fontsize=9)
+    fig.tight_layout()
+    return fig
 
 
 def _is_number(v: str) -> bool:

@@ -14,7 +14,7 @@ import jinja2
 import markupsafe
 
 from zoo.reports import pages
-from zoo.reports.cells import Section, State, Table, state
+from zoo.reports.cells import Section, State, Table, shown_path, state
 from zoo.paths import atomic_write_text
 from zoo.result import Trial
 from zoo.text import duration
@@ -100,7 +100,7 @@ def trial_view(label: str, t: Trial, files: dict) -> dict:
     m = t.result
     x = m and m.primary
     p = t.provenance
-    facts = [("spec", t.spec), ("trial", t.trial), ("profile", t.profile),
+    facts = [("spec", shown_path(t.spec)), ("trial", t.trial), ("profile", t.profile),
              ("state", t.status.value), ("hardware", t.hardware_text or (m and m.hardware.device) or ""),
              ("steps", f"{m.steps_done if m else t.step or 0} of {t.steps or '?'}"),
              ("target tokens seen", f"{t.tokens_seen:,}" if t.tokens_seen else ""),
@@ -145,5 +145,5 @@ def _write(out: Path, name: str, formats: list[str], ctx: dict, template: str) -
 
 def meta(runs_path: Path, profile: str | None, n_trials: int, note: str) -> dict:
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return {"store": str(runs_path), "profile": profile or "all (most recent finished run per row)",
+    return {"store": shown_path(runs_path), "profile": profile or "all (most recent finished run per row)",
             "trials": n_trials, "note": note, "generated": now}
