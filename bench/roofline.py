@@ -78,8 +78,8 @@ GPUS = {
 # -- the roofline calibrated on a measured H100 -------------------------------------------------------
 # Every constant of the calibration, measured on one H100 80GB HBM3 (PyTorch 2.11.0+cu130): the first run at
 # b2e5323 (../shared/gpu/h100-first-run: base 46.8 ms, big 77.5 ms a step on 12,500-token batches, bf16 autocast,
-# eager) and a torch.profiler run of the same step (issue 44; base and big at 12,500 and 25,000 tokens: README,
-# Benchmarks). The profiler's kernel time per class at 12,500 tokens (base / big, ms a step): elementwise, reduce
+# eager) and a torch.profiler run of the same step (issue 44; base and big at 12,500 and 25,000 tokens:
+# docs/benchmarks.md). The profiler's kernel time per class at 12,500 tokens (base / big, ms a step): elementwise, reduce
 # and copies 20.7 / 30.4, attention 9.3 / 18.3, matmuls 8.4 / 22.7, softmax (the loss's, over 37,000) 4.5 / 4.5,
 # fused Adam 0.67 / 2.24, GPU idle (synchronized wall - busy) 5.3 / 3.1; the host queued a step's 1746 kernels
 # in 43.6 ms. Fitted from those, not from the step times they are checked against:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check (README "A first GPU run: the checklist"; issue 44): on one H100 every step below within 8 minutes
+# The GPU check (docs/gpu.md, "A first GPU run: the checklist"; issue 44): on one H100 every step below within 8 minutes
 # start to end, each under its own time limit (`timeout`; a step that runs out is reported, not fatal), a one-line
 # summary as each step ends (step, exit, seconds, the headline figure), then OUT/report.md (every figure beside
 # its prediction), OUT/measured.json (the raw numbers), OUT/logs/ (each command's output).

@@ -1,5 +1,5 @@
 """bench/bench_train.py, every mode, on tiny shapes, as a subprocess: each prints and writes its figures (their
-values mean nothing at these sizes; the benchmarks themselves are run by hand, README: Benchmarks)."""
+values mean nothing at these sizes; the benchmarks themselves are run by hand, docs/benchmarks.md)."""
 import json
 import os
 import subprocess

@@ -3,8 +3,8 @@
 Two network namespaces joined by a veth pair stand for two machines on a network: the head at
 192.0.2.1, a worker node at 192.0.2.2 (TEST-NET-1, reserved for documentation and tests). Each
 namespace has only `lo` and its end of the veth, no route elsewhere and IPv6 off, so nothing it does
-can reach any address but 127.0.0.1 and 192.0.2.x. The nodes start exactly as README's "Running on a
-cluster" section says (`COMMANDS` below, with test-only sizing flags); the storage is a folder both
+can reach any address but 127.0.0.1 and 192.0.2.x. The nodes start exactly as the manual's "Running on a
+cluster" page (docs/cluster.md) says (`COMMANDS` below, with test-only sizing flags); the storage is a folder both
 namespaces see through the same filesystem, as an NFS mount would be.
 
 Needs root and iproute2's `ip` and `ss` (CI runs as root; .ci/run installs iproute2): without them the
@@ -32,7 +32,7 @@ BIN = Path(sys.executable).parent  # this virtualenv's `ray` and `zoo`, the same
 HEAD, NODE = "192.0.2.1", "192.0.2.2"
 SPEC = "specs/table3_A.yaml"
 
-# README's commands, HEAD_IP and NODE_IP filled in; tests add SIZE (one CPU and a small object store
+# docs/cluster.md's commands, HEAD_IP and NODE_IP filled in; tests add SIZE (one CPU and a small object store
 # per node: the machine is shared) and a private --temp-dir per node.
 COMMANDS = {
     "token": ["ray", "get-auth-token", "--generate"],
@@ -152,7 +152,7 @@ def cluster(tmp_path, data_root):
     env = {side: base | {"HOME": str(h)} for side, h in homes.items()}
     try:
         net.up()
-        # README: create a token on the head, copy it to every node; start every node with RAY_AUTH_MODE=token.
+        # docs/cluster.md: create a token on the head, copy it to every node; start every node with RAY_AUTH_MODE=token.
         sh(*net.cmd("head", *COMMANDS["token"]), env=env["head"])
         token = homes["head"] / ".ray" / "auth_token"
         (homes["node"] / ".ray").mkdir()

@@ -16,8 +16,8 @@ NAMED_BASE = "extends: base\nname: base\nmodel: {h: 2, d_k: 256, d_v: 256}\n"  #
 
 
 def readme_walk() -> str:
-    """README's "Your own variant" commands, as written."""
-    text = (REPO / "README.md").read_text().split("## Your own variant", 1)[1]
+    """The manual's "Your own variant" commands (docs/your-variant.md), as written."""
+    text = (REPO / "docs" / "your-variant.md").read_text()
     return text.split("```bash\n", 1)[1].split("\n```", 1)[0]
 
 

@@ -7,7 +7,7 @@ of their contract (KINDS: what a kind's constructor takes; the Protocols: what t
 the report call on one). It imports neither torch nor the config, so the spec language reads it on the ground
 floor. zoo.model.transformer hands it zoo's classes (`provide`); a third-party package adds a component
 through the entry-point group `zoo.components`: one entry point named KIND.NAME pointing at the class, which
-carries its cost as a static method `cost` (see README, "Components beyond the paper"):
+carries its cost as a static method `cost` (see docs/components.md):
 
     [project.entry-points."zoo.components"]
     "norm.scalenorm" = "zoo_scalenorm:ScaleNorm"
