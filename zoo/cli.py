@@ -62,7 +62,7 @@ def cmd_validate(args) -> int:
             print(f"ok    {f}  ({what}: {names})")
         except SpecError as e:
             bad += 1
-            print(f"FAIL  {e}")
+            print("\n".join(f"FAIL  {x}" for x in e.paragraphs()))  # every mistake of the file, one line each
     print(f"{len(files) - bad} valid, {bad} invalid")
     return 2 if bad else 0
 

@@ -119,7 +119,8 @@ def _validate(doc: Doc, header: dict, late: frozenset = frozenset()) -> Config:
     except ValidationError as e:
         err = spec_error(doc, e, Config, late)
         if header.get("trial") and header["trial"] != header.get("variant"):  # one combination of a grid
-            err = SpecError(err.where, err.field, f"{err.message} (in the trial {header['trial']})")
+            err = SpecError.of([SpecError(x.where, x.field, f"{x.message} (in the trial {header['trial']})")
+                                for x in [err, *err.more]])
         raise err from None
 
 
@@ -138,8 +139,12 @@ def _fields_at(model, loc: tuple) -> Collection[str]:
 
 def spec_error(doc: Doc, e: ValidationError, model: type[BaseModel] = Config, late: frozenset = frozenset()) -> SpecError:
     """A validation error of `doc` read as `model`: a SpecError at the file:line that set the field (for
-    a rule between fields, the one set last), naming the field and what it allows."""
-    err = e.errors()[0]
+    a rule between fields, the one set last), naming the field and what it allows; every error of `e`, each
+    its own paragraph."""
+    return SpecError.of([_one_error(doc, err, model, late) for err in e.errors()])
+
+
+def _one_error(doc: Doc, err: dict, model: type[BaseModel], late: frozenset) -> SpecError:
     loc = tuple(err["loc"])
     cause = (err.get("ctx") or {}).get("error")
     if isinstance(cause, CrossFieldError):
@@ -204,7 +209,8 @@ def _check_spec_claims(doc: Doc, variants: Collection[str], cfgs: list[Config]) 
 
 def _check_claims_apart(doc: Doc, cfgs: list[Config], profile: str) -> None:
     """A claim between two of the spec's variants that the profile makes one model (model.N 2 and 4 both 1
-    layer at depth 0.1) would compare a model with itself: refused at the claim, naming what differed."""
+    layer at depth 0.1) would compare a model with itself: said at the claim's line, naming what differed (a
+    warning, not a refusal: smoke runs are for checking the path, and built-in specs' depth pairs merge there)."""
     first: dict[str, Config] = {}
     for c in cfgs:
         first.setdefault(c.variant, c)
@@ -215,10 +221,10 @@ def _check_claims_apart(doc: Doc, cfgs: list[Config], profile: str) -> None:
             continue
         written = sorted(k for k in {*a.overrides, *b.overrides} if a.overrides.get(k) != b.overrides.get(k))
         differ = "; ".join(f"{k} {shorten(repr(a.overrides.get(k)))} and {shorten(repr(b.overrides.get(k)))}" for k in written)
-        raise SpecError(doc.where(("claims", i)), f"claims.{i}", f"under profile {profile}, {a.variant} and {b.variant} "
-                        f"train the same model ({differ or 'nothing differs'} as written, equal once the profile has "
-                        "scaled them), so the claim would compare a model with itself; run it under a profile that keeps "
-                        "the rows apart (e.g. ablation), or make the rows differ in what the profile leaves as written")
+        _warn(f"{doc.where(('claims', i))}: claims.{i}: under profile {profile}, {a.variant} and {b.variant} train "
+              f"the same model ({differ or 'nothing differs'} as written, equal once the profile has scaled them), so "
+              f"the claim {claim.id} compares a model with itself here and its verdict means nothing; judge it under a "
+              "profile that keeps the rows apart (e.g. ablation)")
 
 
 def _seeds(doc: Doc, prof_path: Path | None, cli: list[int] | None) -> tuple[list[int] | None, str]:
@@ -267,51 +273,56 @@ def resolve(path: str | Path, variant: str | Collection[str] | None = None, prof
     grid = read_grid(doc)
     asha = read_asha(doc)  # validated with the rest (the runner reads it with `scheduler`)
     prof_text = profile_text(prof_path)
-    out, heads, same = [], {}, {}
+    out, heads, same, errors = [], {}, {}, []
     builtin = path.resolve().parent == specs_dir().resolve()
     for (name, over), (suffix, point, plocs) in itertools.product(variants.items(), grid):
         if only is not None and name not in only:
             continue
-        vlocs = {p[2:]: l for p, l in doc.variants_from.locs.items() if p[:2] == ("variants", name) and len(p) > 2}
-        late = frozenset(vlocs.values()) | frozenset(plocs.values())  # what this trial sets over the spec's own
-        # variant x sweep point: the sizes a profile scales (widths, layers, steps) go in before it, so it
-        # scales them as it scales the spec's own; every other swept value is what the trial runs with
-        sized, exact = split_scaled(point)
-        d = deep_merge(deep_merge(doc, over, vlocs), sized, plocs)
-        stem = trial_name(name, suffix)
-        over = {**dotted(over), **dotted(point)}
-        if prof_path is not None:  # the spec as written must be valid too, not only what a profile leaves of it
-            _validate(d, {"variant": name, "trial": stem, "spec": str(path)}, late)
-        notes: list[str] = []
-        check_heads(prof_path, stem, d, heads)
-        d = apply_profile(d, prof_path, data_dir, notes)
-        d = deep_merge(d, exact, plocs)
-        d = deep_merge(d, set_data, set_locs)
-        if notes:  # which corpus a profile's `prefer:` picked: said once, and kept with each run
-            _say(" ".join(notes))
-        paper = d.data.get("paper")
-        if isinstance(paper, dict) and paper.get("table") and "row" not in paper:
-            d.data["paper"] = paper = {**paper, "row": name}
-        if isinstance(paper, dict) and paper.get("table"):  # whose row it is: the paper's only from its own specs
-            # a built-in spec's row is the paper's, except a Table 3 row the paper's table lacks (zoo's own
-            # beyond the paper, e.g. specs/modern.yaml's), which stands where a user's row would
-            ours = builtin and (paper.get("table") != 3 or paper.get("row") in PAPER_ROWS[3])
-            said = paper.get("paper_row")  # as written: "yes" or 1 is refused by the validator, not read as false
-            if said is True and not ours:
-                _check_paper_row(d, paper)
-            d.data["paper"] = {**paper, "paper_row": True if ours else False if said is None else said}
-        for seed in axis or [None]:
-            ds = d if seed is None else deep_merge(d, {"train": {"seed": seed}}, {})
-            header = {"variant": name, "trial": trial_name(name, suffix, seed),
-                      "overrides": over | ({} if seed is None else {"train.seed": seed}),
-                      "spec": str(path), "profile": profile_name(profile),
-                      "profile_description": " ".join([prof_text, *notes]).strip()}
-            cfg = _validate(ds, header, late)
-            _check_corpus(ds, cfg)
-            _check_components(ds, cfg)
-            _check_compare_to(ds, cfg, variants)
-            _check_same(doc, cfg, sized, same)
-            out.append(cfg)
+        try:  # every variant's mistakes, not only the first one's (each said once)
+            vlocs = {p[2:]: l for p, l in doc.variants_from.locs.items() if p[:2] == ("variants", name) and len(p) > 2}
+            late = frozenset(vlocs.values()) | frozenset(plocs.values())  # what this trial sets over the spec's own
+            # variant x sweep point: the sizes a profile scales (widths, layers, steps) go in before it, so it
+            # scales them as it scales the spec's own; every other swept value is what the trial runs with
+            sized, exact = split_scaled(point)
+            d = deep_merge(deep_merge(doc, over, vlocs), sized, plocs)
+            stem = trial_name(name, suffix)
+            over = {**dotted(over), **dotted(point)}
+            if prof_path is not None:  # the spec as written must be valid too, not only what a profile leaves of it
+                _validate(d, {"variant": name, "trial": stem, "spec": str(path)}, late)
+            notes: list[str] = []
+            check_heads(prof_path, stem, d, heads)
+            d = apply_profile(d, prof_path, data_dir, notes)
+            d = deep_merge(d, exact, plocs)
+            d = deep_merge(d, set_data, set_locs)
+            if notes:  # which corpus a profile's `prefer:` picked: said once, and kept with each run
+                _say(" ".join(notes))
+            paper = d.data.get("paper")
+            if isinstance(paper, dict) and paper.get("table") and "row" not in paper:
+                d.data["paper"] = paper = {**paper, "row": name}
+            if isinstance(paper, dict) and paper.get("table"):  # whose row it is: the paper's only from its own specs
+                # a built-in spec's row is the paper's, except a Table 3 row the paper's table lacks (zoo's own
+                # beyond the paper, e.g. specs/modern.yaml's), which stands where a user's row would
+                ours = builtin and (paper.get("table") != 3 or paper.get("row") in PAPER_ROWS[3])
+                said = paper.get("paper_row")  # as written: "yes" or 1 is refused by the validator, not read as false
+                if said is True and not ours:
+                    _check_paper_row(d, paper)
+                d.data["paper"] = {**paper, "paper_row": True if ours else False if said is None else said}
+            for seed in axis or [None]:
+                ds = d if seed is None else deep_merge(d, {"train": {"seed": seed}}, {})
+                header = {"variant": name, "trial": trial_name(name, suffix, seed),
+                          "overrides": over | ({} if seed is None else {"train.seed": seed}),
+                          "spec": str(path), "profile": profile_name(profile),
+                          "profile_description": " ".join([prof_text, *notes]).strip()}
+                cfg = _validate(ds, header, late)
+                _check_corpus(ds, cfg)
+                _check_components(ds, cfg)
+                _check_compare_to(ds, cfg, variants)
+                _check_same(doc, cfg, sized, same)
+                out.append(cfg)
+        except SpecError as e:
+            errors.append(e)
+    if errors:
+        raise SpecError.of(errors)
     if out and out[0].claims:
         _check_spec_claims(doc, variants, out)
         _check_claims_apart(doc, out, profile_name(profile))
@@ -393,6 +404,11 @@ def _check_same(doc: Doc, cfg: Config, sized: dict, seen: dict) -> None:
     raise SpecError(doc.where(at), ".".join(at), f"the trials {first.trial} and {cfg.trial} would train the same model: "
                     f"{shorten(repr(first.overrides.get(field)))} and {shorten(repr(cfg.overrides.get(field)))} "
                     f"both read as {shorten(repr(value))} in {field}; list each value once")
+
+
+@functools.lru_cache(maxsize=None)
+def _warn(note: str) -> None:  # said once per process, as a profile's notes are
+    logging.getLogger(__name__).warning("%s", note)
 
 
 @functools.lru_cache(maxsize=None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
 from zoo.spec import yaml12
@@ -38,10 +39,32 @@ def without_empty(data: dict, keys=NULL_IS_EMPTY) -> dict:
 class SpecError(UserError):
     """A user mistake in a spec, profile or override. str() is the one-paragraph message."""
 
-    def __init__(self, where: str, field: str, message: str):
+    def __init__(self, where: str, field: str, message: str, more: Sequence[SpecError] = ()):
         field = shorten(field, 120)
-        self.where, self.field, self.message = where, field, message
-        super().__init__(f"{where}: {field + ': ' if field else ''}{message}")
+        self.where, self.field, self.message, self.more = where, field, message, list(more)
+        super().__init__("\n".join(self.paragraphs()))
+
+    def paragraphs(self) -> list[str]:
+        """One paragraph per mistake: this one, then the others found in the same file."""
+        return [f"{self.where}: {self.field + ': ' if self.field else ''}{self.message}",
+                *(p for e in self.more for p in e.paragraphs())]
+
+    @classmethod
+    def of(cls, errors: Sequence[SpecError], limit: int = 20) -> SpecError:
+        """Every mistake of a file as one error: each once (the same line and field said once), in order."""
+        seen, out = set(), []
+        for e in errors:
+            for one in [SpecError(e.where, e.field, e.message), *e.more]:
+                if (one.where, one.field) not in seen:
+                    seen.add((one.where, one.field))
+                    out.append(one)
+        def at(e: SpecError) -> tuple:  # by file, then line: the order a reader fixes them in
+            path, _, line = e.where.rpartition(":")
+            return (path, int(line)) if line.isdigit() else (e.where, 0)
+        order = {e.where.rpartition(":")[0] or e.where: i for i, e in reversed(list(enumerate(out)))}
+        out.sort(key=lambda e: (order.get(at(e)[0], len(order)), at(e)[1]))
+        rest = [] if len(out) <= limit else [SpecError(out[0].where.rsplit(":", 1)[0], "", f"and {len(out) - limit} more")]
+        return cls(out[0].where, out[0].field, out[0].message, [*out[1:limit], *rest])
 
 
 # ----------------------------------------------------------------------------------------------
