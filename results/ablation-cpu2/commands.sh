@@ -37,4 +37,5 @@ if want report; then
   .venv/bin/zoo status --runs $OUT/zoo.db
   # --profile ablation: the name the committed store's rows carry (ablation_v1 selects none of them)
   .venv/bin/zoo report --runs $OUT/zoo.db --out $OUT --force --profile ablation
+  .venv/bin/python results/findings.py $OUT  # the README's findings block from the stores (tests/test_reference_readmes.py)
 fi

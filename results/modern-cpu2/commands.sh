@@ -32,4 +32,5 @@ if want report; then
   fi  # elsewhere (a fresh clone) the committed $OUT/zoo.db.xz, which $OUT/zoo.db finds
   .venv/bin/zoo report --runs $OUT/zoo.db --out $OUT --force --table 3 --profile ablation --analysis $PLAN
   .venv/bin/zoo report --runs $OUT/zoo.db --out $OUT --force --spec specs/modern.yaml --profile ablation
+  .venv/bin/python results/findings.py $OUT  # the README's findings block from the stores (tests/test_reference_readmes.py)
 fi

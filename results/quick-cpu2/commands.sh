@@ -31,4 +31,5 @@ if want report; then
   fi  # elsewhere (a fresh clone) the committed $OUT/zoo.db.xz, which $OUT/zoo.db finds
   .venv/bin/zoo status --runs $OUT/zoo.db
   .venv/bin/zoo report --runs $OUT/zoo.db --out $OUT --force --profile quick
+  .venv/bin/python results/findings.py $OUT  # the README's findings block from the stores (tests/test_reference_readmes.py)
 fi

@@ -17,4 +17,5 @@ if want report; then  # where the run ran, its store committed compressed (READM
   if [ -f $STORE/zoo.db ]; then scripts/compact_store.sh $STORE/zoo.db $OUT/zoo.db.xz; fi
   .venv/bin/zoo status --runs $OUT/zoo.db
   .venv/bin/zoo report --table 4 --runs $OUT/zoo.db --out $OUT --force --profile cpu
+  .venv/bin/python results/findings.py $OUT  # the README's findings block from the stores (tests/test_reference_readmes.py)
 fi

@@ -52,4 +52,5 @@ if want report; then
   merged
   .venv/bin/zoo status --runs $OUT/zoo.db
   .venv/bin/zoo report --runs $OUT/zoo.db --out $OUT --force --table 3 --analysis $PLAN
+  .venv/bin/python results/findings.py $OUT  # the README's findings block from the stores (tests/test_reference_readmes.py)
 fi
