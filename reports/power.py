@@ -188,16 +188,25 @@ def main(argv=None) -> int:
     """python -m zoo.reports.power --runs STORE --analysis PLAN --per-doubling X [X ...]: a trend's power per
     comparison at the store's own seed and sentence noise (claims' seeds: `zoo run SPEC --plan --power`)."""
     import argparse
+    import sys
     from zoo.reports.runs import load
     ap = argparse.ArgumentParser(prog="python -m zoo.reports.power", description=main.__doc__)
     ap.add_argument("--runs", required=True)
     ap.add_argument("--analysis", required=True, help="the plan with the `trend:` the store ran under")
     ap.add_argument("--per-doubling", type=float, nargs="+", default=[0.03, 0.05])
     args = ap.parse_args(argv)
-    plan = E.load_plan(args.analysis)
-    if plan.trend is None:
-        ap.error(f"{args.analysis} has no trend: (its power per claim: zoo run SPEC --plan --power)")
-    print(power_table(trend_slopes(load(args.runs), plan), plan, args.per_doubling))
+    from zoo.errors import UserError
+    from zoo.runner.storefile import locate
+    try:
+        if not locate(args.runs).exists():
+            raise UserError(f"--runs {args.runs}: no store there (nor {args.runs}.xz beside it)")
+        plan = E.load_plan(args.analysis)
+        if plan.trend is None:
+            raise UserError(f"{args.analysis} has no trend: (its power per claim: zoo run SPEC --plan --power)")
+        print(power_table(trend_slopes(load(args.runs), plan), plan, args.per_doubling))
+    except UserError as e:  # one paragraph, exit 2, as every zoo command
+        print(f"python -m zoo.reports.power: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -176,11 +176,16 @@ def block(ref: Path) -> str:
 
 def rewrite(readme: str, new: str) -> str:
     if BEGIN not in readme:
-        raise SystemExit(f"no {BEGIN} ... {END} in the README: put the two markers where the block goes")
+        from zoo.errors import UserError
+        raise UserError(f"no {BEGIN} ... {END} in the README: put the two markers where the block goes")
     return re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), lambda _: new, readme, count=1, flags=re.S)
 
 
 def main(argv: list[str]) -> int:
+    from zoo.errors import UserError
+    if not argv or not (Path(argv[0]) / "README.md").is_file():
+        raise UserError(f"{argv[0] if argv else '(none)'} is not a reference folder with a README.md: "
+                        "usage: python results/findings.py results/REF [--check]")
     ref = Path(argv[0].rstrip("/"))
     readme = ref / "README.md"
     text = readme.read_text()
@@ -195,4 +200,9 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from zoo.errors import UserError
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except UserError as e:  # a DataError too: the baselines need the corpora: one paragraph, not a traceback
+        print(f"results/findings.py: {e}", file=sys.stderr)
+        sys.exit(2)
