@@ -254,3 +254,26 @@ def test_validate_reports_every_error_of_a_file(tmp_path, capsys):
     # any other command that loads the spec says all of them too, one paragraph each, exit 2
     code, out, err = run("show", f, capsys=capsys)
     assert code == 2 and err.count(f"{f}:") == 6 and "Traceback" not in err, err
+
+
+# -- specs/claims/paper.yaml ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("edit, field, fragment", [
+    (lambda t: t + "  - {id: A-too-many-heads-bleu, group: A, metric: bleu, better: A3, than: A4}\n", "claims.{n}.id",
+     "`both: true` makes 'A-too-many-heads-bleu' of claims.1's 'A-too-many-heads'"),
+    (lambda t: t.replace("needs: [{overfits: D1}]", "needs: [{overfits: D9}]"), "claims.6.needs.0.overfits",
+     "unknown row 'D9'"),
+    (lambda t: t.replace("addon: ablation_dropout", "addon: ablation_dropuot"), "claims.6.addon",
+     "unknown profile 'ablation_dropuot'; did you mean 'ablation_dropout'?")])
+def test_paper_claims_file_refuses_expanded_duplicates_and_unknown_needs(tmp_path, edit, field, fragment):
+    from zoo.evidence.claims import PAPER_CLAIMS, load_paper
+    from zoo.spec import SpecError
+    text = PAPER_CLAIMS.read_text()
+    n = sum(1 for l in text.splitlines() if l.startswith("  - id:") or l.startswith("  - {id:"))
+    f = tmp_path / "paper.yaml"
+    f.write_text(edit(text))
+    assert edit(text) != text
+    with pytest.raises(SpecError) as e:
+        load_paper(f)
+    assert f"{f}:" in str(e.value) and f": {field.format(n=n)}: " in str(e.value) and fragment in str(e.value), str(e.value)
+    assert len(load_paper()) == len(load_paper(PAPER_CLAIMS))  # the shipped file stays valid

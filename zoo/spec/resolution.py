@@ -187,17 +187,41 @@ PAPER_ROWS = {2: [r[5] for r in TABLE2 if r[5]], 3: [r[0] for r in TABLE3], 4: [
 
 
 def check_claims(doc: Doc, claims: Sequence[ClaimSpec], rows: Collection[str], what: str) -> None:
-    """A `claims:` list's ids are unique and its rows are among `rows` (`what` says which those are)."""
+    """A `claims:` list's ids are unique and its rows are among `rows` (`what` says which those are). The
+    paper's claims (specs/claims/paper.yaml) also: the ids `both: true` makes (<id>-bleu, <id>-ppl) are
+    unique too, the rows their `needs:` name are among `rows`, and an `addon:` is a profile that exists."""
     rows, seen = sorted(set(rows)), {}
     for i, c in enumerate(claims):
-        if c.id in seen:
-            raise SpecError(doc.where(("claims", i, "id")), f"claims.{i}.id",
-                            f"'{c.id}' is already the id of claims.{seen[c.id]}; each claim needs its own")
-        seen[c.id] = i
+        for made in ([x.id for x in c.expand()] if hasattr(c, "expand") else [c.id]):
+            how = lambda j, of: "" if made == of else f" (`both: true` makes '{made}' of claims.{j}'s '{of}')"
+            if made in seen:
+                raise SpecError(doc.where(("claims", i, "id")), f"claims.{i}.id",
+                                f"'{made}'{how(i, c.id)} is already the id of claims.{seen[made][0]}{how(*seen[made])}; "
+                                "each claim needs its own")
+            seen[made] = (i, c.id)
+        _check_needs(doc, i, c, rows)
         for f, row in zip(("tie", "tie") if c.tie else ("better", "than"), c.rows):
             if row not in rows:
                 raise SpecError(doc.where(("claims", i, f)), f"claims.{i}.{f}",
                                 f"unknown row '{shorten(row)}': a claim compares {what}{did_you_mean(row, rows)}")
+
+
+def _check_needs(doc: Doc, i: int, c: ClaimSpec, rows: list[str]) -> None:
+    """A paper claim's preconditions name rows of the table, and its add-on profile is one zoo has."""
+    for j, need in enumerate(getattr(c, "needs", ())):
+        named = {"overfits": need.overfits} if need.overfits is not None else \
+            {f"step_ratio.{k}": getattr(need.step_ratio, k) for k in ("longer", "shorter")}
+        for f, row in named.items():
+            if row not in rows:
+                at = ("claims", i, "needs", j, *f.split("."))
+                raise SpecError(doc.where(at), ".".join(map(str, at)),
+                                f"unknown row '{shorten(row)}': a precondition names a row of the table{did_you_mean(row, rows)}")
+    addon = getattr(c, "addon", "")
+    if addon:
+        try:
+            find_profile(addon)
+        except SpecError as e:
+            raise SpecError(doc.where(("claims", i, "addon")), f"claims.{i}.addon", e.message) from None
 
 
 def _check_spec_claims(doc: Doc, variants: Collection[str], cfgs: list[Config]) -> None:
