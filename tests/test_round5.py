@@ -277,3 +277,21 @@ def test_paper_claims_file_refuses_expanded_duplicates_and_unknown_needs(tmp_pat
         load_paper(f)
     assert f"{f}:" in str(e.value) and f": {field.format(n=n)}: " in str(e.value) and fragment in str(e.value), str(e.value)
     assert len(load_paper()) == len(load_paper(PAPER_CLAIMS))  # the shipped file stays valid
+
+
+# -- rounds 3-4, still open then --------------------------------------------------------------------------
+
+def test_a_tiny_data_max_len_that_keeps_a_remnant_is_refused(tmp_path, capsys):
+    out = tmp_path / "run"
+    refused(*run(*TRAIN, "--set", "data.max_len=8", "--out", out, capsys=capsys), "data.max_len: 8 word-pieces keeps 15 of "
+            "2,000 training pairs of multi30k (0.8%", "raise data.max_len")
+    assert not (out / "checkpoints").exists() or not any((out / "checkpoints").iterdir())  # nothing trained
+    code, _, err = run(*TRAIN, "--set", "data.max_len=32", "--out", tmp_path / "ok", capsys=capsys)
+    assert code == 0, err  # 32 keeps 1,750 of 2,000: a run as before
+
+
+def test_a_vocabulary_too_big_for_the_corpus_is_refused_before_training(tmp_path, capsys):
+    out = tmp_path / "run"
+    refused(*run(*TRAIN, "--set", "data.vocab_size=200000", "--out", out, capsys=capsys),
+            "vocab_size 200000 is too large for corpus 'multi30k'", "at most 83510 BPE pieces")
+    assert not any((out / "checkpoints").glob("*.pt"))
