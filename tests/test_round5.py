@@ -295,3 +295,29 @@ def test_a_vocabulary_too_big_for_the_corpus_is_refused_before_training(tmp_path
     refused(*run(*TRAIN, "--set", "data.vocab_size=200000", "--out", out, capsys=capsys),
             "vocab_size 200000 is too large for corpus 'multi30k'", "at most 83510 BPE pieces")
     assert not any((out / "checkpoints").glob("*.pt"))
+
+
+@pytest.mark.parametrize("text, name", [
+    ("extends: table3_A\nvariants:\n  base: {model: {h: 2, d_k: 256, d_v: 256}}\n", "vb.yaml"),  # a variant named base
+    ("extends: base\ntrain: {label_smoothing: 0.0}\n", "base.yaml"),  # a user's base.yaml: its row is named base
+    ("extends: table3_A\ntrain: {steps: 100}\n", "short.yaml")])  # a short experiment carrying A1-A4
+def test_a_users_base_or_short_table3_spec_never_carries_the_papers_rows(tmp_path, text, name):
+    """Rounds 3-4: such rows stood for the paper's in Table 3. Now they are the user's (paper_row false), and the
+    report's paper rows (reports.runs.Runs.pick) take only trials that are the paper's."""
+    from types import SimpleNamespace
+
+    from zoo.reports.runs import Runs, is_paper
+    from zoo.spec import resolve
+    (tmp_path / "mine").mkdir()
+    mine = resolve(spec(tmp_path / "mine", text, name), profile="smoke")
+    paper = resolve("table3_A", profile="smoke") + resolve("base", profile="smoke")
+    assert mine and all(c.paper.table == 3 and c.paper.paper_row is False for c in mine)
+    assert all(c.paper.paper_row is True for c in paper)
+    trial = lambda c, t: SimpleNamespace(config=c, spec=c.spec, variant=c.variant, paper_table=3, paper_row=c.paper.row,
+                                         paper_group=c.paper.group, profile="smoke", finished_at=t, updated_at=t,
+                                         finished=True)
+    runs = Runs.__new__(Runs)
+    runs.trials, runs.profile, runs.addons = [trial(c, 1) for c in paper] + [trial(c, 2) for c in mine], "smoke", ()
+    for c in mine:  # the user's trial is newer, and still never the paper's row
+        assert not is_paper(trial(c, 2))
+        assert runs.pick(3, c.paper.row).config.spec == next(p for p in paper if p.paper.row == c.paper.row).spec
