@@ -140,13 +140,22 @@ class Trainer:
         train_step(self.cfg, self.fwd, self.opt, self.device, [(b, 1.0)], b.n_tgt_tokens, self.stats, self.amp)
 
     def warm_up(self, batches) -> None:
-        """One untimed step of each shape among `batches`: a timed step then never meets a new shape."""
+        """One untimed step of each shape among `batches`: a timed step then never meets a new shape. Keeps the
+        warm-up's seconds, the first step's, and the graphs dynamo had compiled after the first step and after
+        all (train.compile on: equal when no later shape recompiles)."""
+        from torch._dynamo.utils import counters
         self.model.train()
+        t = time.perf_counter()
         for b in batches:
             if (key := (tuple(b.src.shape), tuple(b.tgt_in.shape))) not in self.shapes:
                 self.shapes.add(key)
                 self._step(b)
+                if len(self.shapes) == 1:
+                    _sync(self.device)
+                    self.first_step_s = time.perf_counter() - t
+                    self.graphs_first = counters["stats"]["unique_graphs"]
         _sync(self.device)
+        self.warmup_s, self.graphs = time.perf_counter() - t, counters["stats"]["unique_graphs"]
 
     def run(self, batches) -> None:
         self.model.train()
@@ -310,7 +319,9 @@ def cpu_bench(args) -> dict:
 def _row(tr: Trainer, peak: float, spec: float) -> dict:
     return {"tokens_per_s": tr.tps, "step_ms": 1e3 * tr.seconds / tr.steps, "steps": tr.steps,
             "mfu_measured_peak": tr.mfu(peak), "mfu_spec_peak": tr.mfu(spec),
-            "compute_dtype": "bf16" if tr.amp else "fp32", "compile": tr.cfg.train.compile}
+            "compute_dtype": "bf16" if tr.amp else "fp32", "compile": tr.cfg.train.compile,
+            "warmup_s": tr.warmup_s, "first_step_s": tr.first_step_s, "warmup_shapes": len(tr.shapes),
+            "graphs_after_first_step": tr.graphs_first, "graphs_after_warmup": tr.graphs}
 
 
 def paper_models(args) -> dict:
@@ -334,7 +345,9 @@ def paper_models(args) -> dict:
         results[name] = tr
         mem = f", peak memory {torch.cuda.max_memory_allocated(dev) / 2**30:.1f} GiB" if gpu else ""
         print(f"{name}: d_model {m.d_model}, {m.N}+{m.N} layers, vocab {V}, {args.batch_tokens}-token batches, "
-              f"{tr.tps:9.0f} target tokens/s, {1e3 * tr.seconds / tr.steps:.1f} ms a step{mem}")
+              f"{tr.tps:9.0f} target tokens/s, {1e3 * tr.seconds / tr.steps:.1f} ms a step{mem}; warm-up "
+              f"{tr.warmup_s:.1f} s over {len(tr.shapes)} shapes (first step {tr.first_step_s:.1f} s), graphs "
+              f"{tr.graphs_first} after the first step, {tr.graphs} after the warm-up")
     dtype = torch.bfloat16 if tr.amp else torch.float32
     sizes = (4096, 8192) if gpu else (256, 512)
     peak = max(matmul_peak(args.peak_seconds, sizes, dev, dtype) for _ in range(2))
@@ -412,19 +425,21 @@ def cpu_check(args) -> tuple[list, dict]:
 def predict(args) -> dict:
     import roofline
     threads = torch.get_num_threads()
-    rows, cpus = cpu_check(args)
-    print(f"roofline self-check on this CPU ({threads} threads; copy {rows[0]['copy_gbs']:.1f} GB/s; each step "
-          f"predicted from this CPU's own measured matmul and attention speed at its shapes, bandwidth and "
-          f"per-op cost):")
-    for r in rows:
-        print(f"  {r['model']}: d_model {r['d_model']}, {r['layers']}+{r['layers']} layers, vocab {r['vocab']}, "
-              f"{r['batch_tokens']}-token batches, {r['compute_dtype']}: {r['steps']} steps predicted "
-              f"{r['predicted_s']:.2f} s, measured {r['measured_s']:.2f} s, error {r['error']:+.0%} (matmuls at "
-              f"{r['matmul_fraction']:.2f} of the {r['peak_gflops']:.0f} GFLOP/s peak, attention "
-              f"{r['attention_fraction']:.2f}, {r['per_op_us']:.0f} us an op, dropout's draws at "
-              f"{r['rng_per_s'] / 1e6:.0f} M/s)")
-    errors = ", ".join(f"{r['model']} {r['error']:+.0%}" for r in rows)
-    print(f"roofline self-check error: {errors}")
+    # --check-steps 0: no self-check (on a GPU machine the host CPU's is beside the point, and costs a minute)
+    rows, cpus = cpu_check(args) if args.check_steps else ([], {})
+    if rows:
+        print(f"roofline self-check on this CPU ({threads} threads; copy {rows[0]['copy_gbs']:.1f} GB/s; each step "
+              f"predicted from this CPU's own measured matmul and attention speed at its shapes, bandwidth and "
+              f"per-op cost):")
+        for r in rows:
+            print(f"  {r['model']}: d_model {r['d_model']}, {r['layers']}+{r['layers']} layers, vocab {r['vocab']}, "
+                  f"{r['batch_tokens']}-token batches, {r['compute_dtype']}: {r['steps']} steps predicted "
+                  f"{r['predicted_s']:.2f} s, measured {r['measured_s']:.2f} s, error {r['error']:+.0%} (matmuls at "
+                  f"{r['matmul_fraction']:.2f} of the {r['peak_gflops']:.0f} GFLOP/s peak, attention "
+                  f"{r['attention_fraction']:.2f}, {r['per_op_us']:.0f} us an op, dropout's draws at "
+                  f"{r['rng_per_s'] / 1e6:.0f} M/s)")
+        errors = ", ".join(f"{r['model']} {r['error']:+.0%}" for r in rows)
+        print(f"roofline self-check error: {errors}")
 
     profile = "smoke" if args.tiny else "paper"
     out = {"threads": threads, "cpu_check": rows, "profile": profile, "batch_tokens": args.batch_tokens, "models": {}}

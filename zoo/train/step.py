@@ -24,8 +24,16 @@ __all__ = ["compiled", "data_parallel", "read_stats", "step_setup",
 
 def compiled(module: torch.nn.Module, cfg: Config, backend: str = "inductor") -> torch.nn.Module:
     """train.compile on: torch.compile with dynamic shapes, so the token-budget batches' ever-changing
-    (batch, length) shapes share one graph instead of compiling one each."""
-    return torch.compile(module, dynamic=True, backend=backend) if cfg.train.compile == "on" else module
+    (batch, length) shapes share one graph instead of compiling one each.
+
+    Duck sizing is off: with it, a first batch whose source and target lengths happen to be equal gives both
+    one symbol, and the first batch where they differ compiles the model again (on an H100, recompiles up to
+    step ~20 and 80 s before step 1). Without it the first step's graphs serve every later shape."""
+    if cfg.train.compile != "on":
+        return module
+    import torch.fx.experimental._config as fx_config  # read when a graph is traced, so set before the first step
+    fx_config.use_duck_shape = False
+    return torch.compile(module, dynamic=True, backend=backend)
 
 
 def data_parallel(model: torch.nn.Module, device) -> torch.nn.Module:
