@@ -209,19 +209,16 @@ def check_claims(doc: Doc, claims: Sequence[ClaimSpec], rows: Collection[str], w
 def _check_needs(doc: Doc, i: int, c: ClaimSpec, rows: list[str]) -> None:
     """A paper claim's preconditions name rows of the table, and its add-on profile is one zoo has."""
     for j, need in enumerate(getattr(c, "needs", ())):
-        named = {"overfits": need.overfits} if need.overfits is not None else \
-            {f"step_ratio.{k}": getattr(need.step_ratio, k) for k in ("longer", "shorter")}
-        for f, row in named.items():
+        for f, row in ({"overfits": need.overfits} if need.overfits is not None else
+                       {f"step_ratio.{k}": getattr(need.step_ratio, k) for k in ("longer", "shorter")}).items():
             if row not in rows:
                 at = ("claims", i, "needs", j, *f.split("."))
                 raise SpecError(doc.where(at), ".".join(map(str, at)),
                                 f"unknown row '{shorten(row)}': a precondition names a row of the table{did_you_mean(row, rows)}")
-    addon = getattr(c, "addon", "")
-    if addon:
-        try:
-            find_profile(addon)
-        except SpecError as e:
-            raise SpecError(doc.where(("claims", i, "addon")), f"claims.{i}.addon", e.message) from None
+    try:
+        find_profile(getattr(c, "addon", "") or "paper")  # "paper": no add-on
+    except SpecError as e:
+        raise SpecError(doc.where(("claims", i, "addon")), f"claims.{i}.addon", e.message) from None
 
 
 def _check_spec_claims(doc: Doc, variants: Collection[str], cfgs: list[Config]) -> None:
@@ -232,12 +229,9 @@ def _check_spec_claims(doc: Doc, variants: Collection[str], cfgs: list[Config]) 
 
 
 def _check_claims_apart(doc: Doc, cfgs: list[Config], profile: str) -> None:
-    """A claim between two of the spec's variants that the profile makes one model (model.N 2 and 4 both 1
-    layer at depth 0.1) would compare a model with itself: said at the claim's line, naming what differed (a
-    warning, not a refusal: smoke runs are for checking the path, and built-in specs' depth pairs merge there)."""
-    first: dict[str, Config] = {}
-    for c in cfgs:
-        first.setdefault(c.variant, c)
+    """A claim between two variants the profile makes one model (model.N 2 and 4 both 1 layer at depth 0.1):
+    a warning at the claim's line (smoke checks the path; the built-in specs' depth pairs merge there)."""
+    first = {c.variant: c for c in reversed(cfgs)}  # each variant's first trial
     body = lambda c: json.dumps(c.model_dump(mode="json", include={"model", "data", "train", "eval"}), sort_keys=True)
     for i, claim in enumerate(cfgs[0].claims):
         a, b = (first.get(r) for r in claim.rows)
@@ -245,7 +239,7 @@ def _check_claims_apart(doc: Doc, cfgs: list[Config], profile: str) -> None:
             continue
         written = sorted(k for k in {*a.overrides, *b.overrides} if a.overrides.get(k) != b.overrides.get(k))
         differ = "; ".join(f"{k} {shorten(repr(a.overrides.get(k)))} and {shorten(repr(b.overrides.get(k)))}" for k in written)
-        _warn(f"{doc.where(('claims', i))}: claims.{i}: under profile {profile}, {a.variant} and {b.variant} train "
+        _say(f"{doc.where(('claims', i))}: claims.{i}: under profile {profile}, {a.variant} and {b.variant} train "
               f"the same model ({differ or 'nothing differs'} as written, equal once the profile has scaled them), so "
               f"the claim {claim.id} compares a model with itself here and its verdict means nothing; judge it under a "
               "profile that keeps the rows apart (e.g. ablation)")
@@ -328,8 +322,12 @@ def resolve(path: str | Path, variant: str | Collection[str] | None = None, prof
                 # beyond the paper, e.g. specs/modern.yaml's), which stands where a user's row would
                 ours = builtin and (paper.get("table") != 3 or paper.get("row") in PAPER_ROWS[3])
                 said = paper.get("paper_row")  # as written: "yes" or 1 is refused by the validator, not read as false
-                if said is True and not ours:
-                    _check_paper_row(d, paper)
+                rows = PAPER_ROWS.get(paper["table"], []) if isinstance(paper["table"], int) else []
+                if said is True and not ours and rows and paper.get("row") not in rows:  # only a row the table has
+                    raise SpecError(d.where(("paper", "paper_row")), "paper.paper_row", f"true stands the row "
+                                    f"'{shorten(str(paper.get('row')))}' in for the paper's own, but the paper's Table "
+                                    f"{paper['table']} has no such row ({', '.join(rows)}); remove it (your row is then "
+                                    "shown as yours, after the paper's rows of its group) or name one of those rows")
                 d.data["paper"] = {**paper, "paper_row": True if ours else False if said is None else said}
             for seed in axis or [None]:
                 ds = d if seed is None else deep_merge(d, {"train": {"seed": seed}}, {})
@@ -431,11 +429,6 @@ def _check_same(doc: Doc, cfg: Config, sized: dict, seen: dict) -> None:
 
 
 @functools.lru_cache(maxsize=None)
-def _warn(note: str) -> None:  # said once per process, as a profile's notes are
-    logging.getLogger(__name__).warning("%s", note)
-
-
-@functools.lru_cache(maxsize=None)
 def _say(note: str) -> None:
     logging.getLogger(__name__).warning("profile: %s", note)
 
@@ -478,17 +471,6 @@ def _check_components(doc: Doc, cfg: Config) -> None:
             raise SpecError(doc.where(("model", field)), f"model.{field}",
                             f"no {kind} component '{shorten(name)}'{alike}{did_you_mean(name, names)} (a package "
                             "adds one through the entry-point group zoo.components)")
-
-
-def _check_paper_row(doc: Doc, paper: dict) -> None:
-    """`paper_row: true` stands a row in for the paper's own: only a row the paper's table has."""
-    table, row = paper.get("table"), paper.get("row")
-    rows = PAPER_ROWS.get(table) if isinstance(table, int) else None
-    if rows is not None and row not in rows:
-        raise SpecError(doc.where(("paper", "paper_row")), "paper.paper_row",
-                        f"true stands the row '{shorten(str(row))}' in for the paper's own, but the paper's Table "
-                        f"{table} has no such row ({', '.join(rows)}); remove it (your row is then shown as yours, "
-                        "after the paper's rows of its group) or name one of those rows")
 
 
 def _check_compare_to(doc: Doc, cfg: Config, variants) -> None:
