@@ -38,6 +38,15 @@ def md(s) -> str:
 
 _env.filters["md"] = md
 
+
+def wbr(s) -> markupsafe.Markup:
+    """A value as HTML text that may break after an underscore: a user's long_variant_name wraps in its cell
+    rather than pushing the columns after it (Δ, interval) out of the window."""
+    return markupsafe.Markup("_<wbr>").join(markupsafe.escape(str(s)).split("_"))
+
+
+_env.filters["wbr"] = wbr
+
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
         "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}",
         "\u0394": r"\ensuremath{\Delta}", "\u00b1": r"\ensuremath{\pm}", "\u00d7": r"\ensuremath{\times}",

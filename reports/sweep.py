@@ -67,10 +67,10 @@ def settings(cfg) -> dict:
         else:
             out[prefix] = v
     dumped = cfg.model_dump(mode="json")
-    for section in ("model", "train", "data", "eval"):
+    for section in ("model", "train", "data"):  # what a row is; how it is scored (eval) is the page's, in its notes
         walk(section, dumped[section])
     out.pop("train.seed", None)
-    return out
+    return {k: v for k, v in out.items() if not isinstance(v, list)}
 
 
 def reference_config(runs: Runs, t: Trial):
@@ -79,7 +79,7 @@ def reference_config(runs: Runs, t: Trial):
     name, ref = reference(runs, t)
     if ref is not None and ref.config is not None:
         return ref.config
-    if name != "base":
+    if name != "base" or (t.paper_table or 3) != 3:  # base is a row of Table 3 only
         return None
     from zoo.spec import resolve
     try:
@@ -178,7 +178,7 @@ def _not_run_here(runs: Runs, mine: list[Trial]) -> list[str]:
     its figures come from trials run apart from the spec's, or from none."""
     variants = {t.variant for t in mine}
     latest = max(mine, key=lambda t: t.updated_at or 0)
-    named = {reference(runs, t)[0]: reference(runs, t)[1] for t in mine if t.paper_table}
+    named = dict(reference(runs, t) for t in mine if t.paper_table)
     if latest.config:
         from zoo import evidence as E
         for c in E.from_specs(latest.config.claims, latest.paper_group or "", latest.spec):
@@ -189,9 +189,11 @@ def _not_run_here(runs: Runs, mine: list[Trial]) -> list[str]:
             continue
         spec = shown_path(latest.spec)
         if t is None:
+            how = (f"`zoo run base --profile {latest.profile} --storage STORAGE`" if name == "base" else
+                   "the spec that has it, with the same profile,")
             out.append(f"{spec} does not run {name}, and the store holds no run of it (profile {latest.profile}): "
-                       f"the Δ and claims here that need it say 'not run'. Run it beside your rows: "
-                       f"`zoo run {name} --profile {latest.profile} --storage STORAGE`, or add it as a variant.")
+                       f"the Δ and claims here that need it say 'not run'. Run {how} beside your rows, or add "
+                       f"{name} as a variant of {spec}.")
             continue
         n = len(runs.seeds(t))
         out.append(f"The Δ and claims here compare with {name}, which {spec} does not run: {name}'s figures are the "
