@@ -161,7 +161,7 @@ def spec_claims(runs: Runs, spec: str, resampler, plan=None) -> list[tuple]:
     claims = E.from_specs(specs, latest.paper_group or "", spec)
     comparisons = [user_comparison(runs, c, latest.profile, resampler) for c in claims]
     verdicts = E.judge(comparisons, **({"alpha": plan.alpha} if plan else {}))
-    return [(v, _edited(runs, spec, cs, v.comparison)) for v, cs in zip(verdicts, specs)]
+    return [(v, _edited(runs, spec, cs, v.comparison) or E.claim_post_hoc(plan, v.comparison)) for v, cs in zip(verdicts, specs)]
 
 
 def latest_config(runs: Runs, spec: str):

@@ -321,3 +321,22 @@ def test_a_users_base_or_short_table3_spec_never_carries_the_papers_rows(tmp_pat
     for c in mine:  # the user's trial is newer, and still never the paper's row
         assert not is_paper(trial(c, 2))
         assert runs.pick(3, c.paper.row).config.spec == next(p for p in paper if p.paper.row == c.paper.row).spec
+
+
+# -- a changed analysis plan and a spec's own claims -------------------------------------------------------
+
+MODERN = Path(__file__).resolve().parents[1] / "results" / "modern-cpu2"
+
+
+@pytest.mark.slow  # two reports of a reference store: about a minute
+def test_a_changed_plan_marks_a_specs_own_claims_post_hoc(tmp_path, capsys):
+    changed = spec(tmp_path, (MODERN / "plan.yaml").read_text().replace("\nalpha: 0.05", "\nalpha: 0.04"), "plan.yaml")
+    assert changed.read_text() != (MODERN / "plan.yaml").read_text()
+    for plan, out in ((changed, tmp_path / "changed"), (MODERN / "plan.yaml", tmp_path / "same")):
+        code, _, err = run("report", "--runs", MODERN / "zoo.db", "--analysis", plan, "--table", 3, "--format", "md",
+                           "--out", out, capsys=capsys)
+        assert code == 0, err
+    line = lambda out: next(x for x in (out / "table3.md").read_text().splitlines()
+                            if x.startswith("| pre-ln-better (specs/modern.yaml) |"))
+    assert "post hoc: its trials ran under another plan" in line(tmp_path / "changed"), line(tmp_path / "changed")
+    assert "post hoc" not in line(tmp_path / "same"), line(tmp_path / "same")  # the plan they ran under

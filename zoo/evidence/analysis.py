@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from zoo.spec import SpecError, read_yaml
 from zoo.text import did_you_mean, shorten
 
-__all__ = ["AnalysisPlan", "load_plan", "post_hoc"]  # what it lends outside its package (the door serves these)
+__all__ = ["AnalysisPlan", "claim_post_hoc", "load_plan", "post_hoc"]  # what it lends outside its package (the door serves these)
 
 Metric = Literal["ppl", "bleu"]
 ADDED_LATER = {"trend": None}  # field -> its default (left out of the hash while it holds it)
@@ -155,3 +155,11 @@ def post_hoc(plan: AnalysisPlan | None, stored: list[str | None]) -> str:
     if set(stored) != {plan.hash()}:
         return f"post hoc: its trials ran under another plan ({', '.join(sorted(set(stored)))}, not {plan.hash()})"
     return ""
+
+
+def claim_post_hoc(plan: AnalysisPlan | None, comparison) -> str:
+    """Why a measured claim (a zoo.evidence.claims.Comparison) is post hoc under `plan`, from the plan hashes
+    its rows' trials ran under ("" if not, or not measured): the paper's claims and a spec's own alike."""
+    if plan is None or comparison.estimate is None:
+        return ""
+    return post_hoc(plan, [x.analysis for r in comparison.claim.rows for x in (comparison.rows or {}).get(r, [])])
