@@ -80,57 +80,73 @@ def _scatter(r) -> dict:
     falls back on our count of the paper spec where the paper prints none."""
     return {"row": r.name, "group": r.letter, "printed": r.paper_params is not None,
             "paper_params": r.paper_params * 1e6 if r.paper_params else r.spec_params, "paper_flops": r.spec_flops,
-            "paper_bleu": r.paper_bleu, "params": r.params and r.params * 1e6, "flops": r.flops, "bleu": r.bleu}
+            "paper_bleu": r.paper_bleu, "paper_ppl": r.paper_ppl, "params": r.params and r.params * 1e6,
+            "flops": r.flops, "bleu": r.bleu, "ppl": r.ppl}
+
+
+MARKERS = "osD^vP*Xph"  # a row's marker: its place in its group (colour: the group), said by the key
 
 
 @_styled
 def table3_scatters(t3: Table, img: Path) -> list[tuple[str, str]]:
-    """BLEU against parameters and against training FLOPs: paper (left) and measured (right)."""
+    """Dev perplexity and BLEU against parameters and against training FLOPs: paper (left) and measured
+    (right). A row is its group's colour and its own marker, named in the key below: no label is drawn
+    beside a point, where rows of one size would print over each other."""
     pts = [_scatter(r) for r in t3.rows]
+    order: dict[str, list[str]] = {}
+    for p in pts:
+        order.setdefault(p["group"], []).append(p["row"])
+    marker = {row: MARKERS[i % len(MARKERS)] for rows in order.values() for i, row in enumerate(rows)}
     out = []
     for name, xlabel, note in (
-            ("params", "parameters", "Paper panel: printed counts (filled), our count of the paper spec "
+            ("params", "parameters", "Paper panels: printed counts (filled), our count of the paper spec "
                                      "where the paper prints none (hollow)."),
-            ("flops", "training FLOPs (analytic)", "Paper panel: analytic FLOPs of the paper spec (100K "
+            ("flops", "training FLOPs (analytic)", "Paper panels: analytic FLOPs of the paper spec (100K "
                                                    "steps, 300K for big); measured: per step x steps done.")):
-        fig = Figure(figsize=(10, 4))
-        axes = fig.subplots(1, 2)
-        for ax, side, title in zip(axes, ("paper", "ours"), ("paper (Table 3)", "measured (this store)")):
-            xk, yk = (f"paper_{name}", "paper_bleu") if side == "paper" else (name, "bleu")
-            xy = [(x, y, p) for p in pts if (x := p[xk]) and (y := p[yk]) is not None]
-            shown = sorted(xy, key=lambda q: q[:2])
-            for i, (x, y, p) in enumerate(shown):
-                c = GROUP_COLORS[p["group"]]
-                hollow = side == "paper" and name == "params" and not p["printed"]
-                ax.scatter(x, y, s=28, color=c, facecolors="none" if hollow else c, zorder=3)
-                # rows sharing a parameter count stack up: put every other label on the left
-                left = i and abs(x / shown[i - 1][0] - 1) < 0.02 and i % 2
-                ax.annotate(p["row"], (x, y), fontsize=7, xytext=(-4 if left else 4, 2),
-                            textcoords="offset points", ha="right" if left else "left")
-            if shown:
-                ax.set_xscale("log")
-                xs = [x for x, _, _ in shown]
-                if max(xs) / min(xs) < 1.5:  # one point (or a tight cluster): a readable span around it
-                    ax.set_xlim(min(xs) / 2, max(xs) * 2)
-                lo, hi = ax.get_xlim()
-                decades = math.log10(hi / lo)
-                subs = (1, 2, 3, 4, 5, 7) if decades < 0.8 else (1, 2, 5) if decades < 2.5 else (1,)
-                ax.xaxis.set_major_locator(mticker.LogLocator(subs=subs))
-                ax.xaxis.set_major_formatter(_SI if name == "params" else _SCI)
-                ax.xaxis.set_minor_formatter(mticker.NullFormatter())
-                ax.grid(alpha=0.3)
-            else:
-                ax.text(0.5, 0.5, "no finished runs yet", ha="center", va="center", transform=ax.transAxes,
-                        color="#777")
-                ax.set(xticks=[], yticks=[])
-            ax.set(title=title, xlabel=xlabel, ylabel="BLEU (dev)")
-        handles = [Line2D([], [], marker="o", ls="", color=c, label=paper.TABLE3_GROUPS[g])
-                   for g, c in GROUP_COLORS.items()]
-        fig.legend(handles=handles, loc="lower center", ncol=4, frameon=False, bbox_to_anchor=(0.5, -0.12))
-        fig.text(0.01, -0.17, note, fontsize=7, color="#555")
-        caption = "BLEU against parameters" if name == "params" else "BLEU against training FLOPs"
+        fig = Figure(figsize=(10, 7))
+        axes = fig.subplots(2, 2)
+        drawn: set[str] = set()
+        for i, (metric, ylabel) in enumerate((("ppl", "dev perplexity"), ("bleu", "BLEU (dev)"))):
+            for j, (side, title) in enumerate((("paper", "paper (Table 3)"), ("ours", "measured (this store)"))):
+                ax = axes[i, j]
+                xk, yk = (f"paper_{name}", f"paper_{metric}") if side == "paper" else (name, metric)
+                shown = [(x, y, p) for p in pts if (x := p[xk]) and (y := p[yk]) is not None]
+                for x, y, p in shown:
+                    c = GROUP_COLORS[p["group"]]
+                    hollow = side == "paper" and name == "params" and not p["printed"]
+                    ax.scatter(x, y, s=30, marker=marker[p["row"]], color=c, facecolors="none" if hollow else c,
+                               zorder=3)
+                    drawn.add(p["row"])
+                _scatter_axes(ax, [x for x, _, _ in shown], name)
+                ax.set(title=title if i == 0 else "", xlabel=xlabel if i == 1 else "", ylabel=ylabel)
+        handles = [Line2D([], [], marker=marker[row], ls="", color=GROUP_COLORS[g], label=row)
+                   for g, rows in order.items() for row in rows if row in drawn]
+        fig.legend(handles=handles, loc="upper center", ncol=min(10, max(len(handles), 1)), frameon=False,
+                   fontsize=7, bbox_to_anchor=(0.5, 0.02), title="rows (colour: group, marker: row)",
+                   title_fontsize=7)
+        fig.text(0.01, -0.01 - 0.025 * math.ceil(len(handles) / 10) - 0.04, note, fontsize=7, color="#555")
+        fig.tight_layout()
+        caption = f"Dev perplexity and BLEU against {'parameters' if name == 'params' else 'training FLOPs'}"
         out.append((caption, _save(fig, img / f"table3_bleu_vs_{name}.png")))
     return out
+
+
+def _scatter_axes(ax, xs: list, name: str) -> None:
+    """A log x axis with readable ticks over the points drawn, or a note that there are none."""
+    if not xs:
+        ax.text(0.5, 0.5, "no finished runs yet", ha="center", va="center", transform=ax.transAxes, color="#777")
+        ax.set(xticks=[], yticks=[])
+        return
+    ax.set_xscale("log")
+    if max(xs) / min(xs) < 1.5:  # one point (or a tight cluster): a readable span around it
+        ax.set_xlim(min(xs) / 2, max(xs) * 2)
+    lo, hi = ax.get_xlim()
+    decades = math.log10(hi / lo)
+    subs = (1, 2, 3, 4, 5, 7) if decades < 0.8 else (1, 2, 5) if decades < 2.5 else (1,)
+    ax.xaxis.set_major_locator(mticker.LogLocator(subs=subs))
+    ax.xaxis.set_major_formatter(_SI if name == "params" else _SCI)
+    ax.xaxis.set_minor_formatter(mticker.NullFormatter())
+    ax.grid(alpha=0.3)
 
 
 # one colour per verdict: a finding (held, equivalent) is green or teal, its opposite red or magenta, no finding

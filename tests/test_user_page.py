@@ -189,3 +189,25 @@ def test_the_trial_figures_keep_their_names_until_their_drawing_changes():
 
 
 DRAWN = "766d65f650d40350"
+
+
+def test_table3_figures_show_both_metrics_with_a_key_not_labels(tmp_path, monkeypatch):
+    """Issue 46: Table 3's scatters drew BLEU only, each point named beside it (rows of one size printed over
+    each other). Now dev perplexity and BLEU, and a key (colour: group, marker: row) outside the axes."""
+    from zoo.reports import plots
+    from zoo.reports.cells import Section, Table
+    from zoo.reports.tables import T3Row
+    rows = [T3Row(name, letter=letter, paper_params=65.0, spec_params=6.5e7, spec_flops=3e18, paper_ppl=4.9 + i / 10,
+                  paper_bleu=25.8 - i / 10, params=7.5, flops=4e14, ppl=10.3 + i, bleu=14.3 - i)
+            for i, (name, letter) in enumerate((("base", "base"), ("A2", "A"), ("A3", "A"), ("A4", "A")))]
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path.name)
+    plots.table3_scatters(Table("table3", "Table 3", "", [Section("", [], rows)], [], [], {}), tmp_path)
+    assert len(figures) == 2
+    for fig in figures:
+        assert {ax.get_ylabel() for ax in fig.axes} == {"dev perplexity", "BLEU (dev)"}
+        assert not any(ax.texts for ax in fig.axes)  # no row named inside a panel
+        (key,) = fig.legends
+        assert [t.get_text() for t in key.get_texts()] == ["base", "A2", "A3", "A4"]
+        markers = [h.get_marker() for h in key.legend_handles]
+        assert len(set(markers[1:])) == 3  # the rows of one group: one colour, each its own marker
