@@ -49,7 +49,7 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
     resampler = shared_resampler(resamples, bootstrap_seed)  # one per number of sentences, shared by all claims
 
     claims = [c for c in E.CLAIMS if not plan or not plan.claims or c.id in plan.claims]
-    verdicts = E.judge([comparison(runs, by_profile, c, resampler) for c in claims],
+    verdicts = E.judge([comparison(runs, by_profile, c, resampler) for c in claims], refine=E.refiner(resampler),
                        **({"alpha": plan.alpha, "primary": plan.primary} if plan else {}))
     rows, mc, post_hoc = [], 0.0, {}
     for v in verdicts:
@@ -104,7 +104,10 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
         "identical): equivalent (two one-sided tests show |Δ| is within the margin, "
         + (", ".join(margins) or "none") + " of the second row's figure: closer than the smallest difference "
         "the paper calls real, 0.4 BLEU of 25.8 and 0.1 PPL of 4.91), different (|Δ| beyond the margin), "
-        "inconclusive (neither). Untestable at this budget: a precondition written with the claim, from "
+        "inconclusive (neither). At the boundary: a Holm p that another bootstrap seed could put on either side of "
+        "the level (within 3 Monte Carlo errors of it) even after 4x and 16x the resamples, shown with that range; "
+        "a claim near the level is measured again with those first, so no verdict moves with `--bootstrap-seed`. "
+        "Untestable at this budget: a precondition written with the claim, from "
         "the paper, before any run (over-fitting for the dropout claim, the paper's 3x steps for big) "
         "is not met by these runs; the measured Δ is still shown, and such a claim is in no Holm family.",
         "Each claim compares two rows on one metric, written from the paper's text (section 6.2, 5.4) and "
@@ -160,7 +163,7 @@ def spec_claims(runs: Runs, spec: str, resampler, plan=None) -> list[tuple]:
     specs = latest.config.claims
     claims = E.from_specs(specs, latest.paper_group or "", spec)
     comparisons = [user_comparison(runs, c, latest.profile, resampler) for c in claims]
-    verdicts = E.judge(comparisons, **({"alpha": plan.alpha} if plan else {}))
+    verdicts = E.judge(comparisons, refine=E.refiner(resampler), **({"alpha": plan.alpha} if plan else {}))
     return [(v, _edited(runs, spec, cs, v.comparison) or E.claim_post_hoc(plan, v.comparison)) for v, cs in zip(verdicts, specs)]
 
 

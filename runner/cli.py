@@ -126,7 +126,7 @@ def _yours(args, cfgs) -> list:
     return E.from_specs(cfgs[0].claims, cfgs[0].paper.group or "", spec_in_store(args.spec))
 
 
-OPEN = ("within noise", "inconclusive", "needs 2+ seeds")  # verdicts another seed could change
+OPEN = ("within noise", "inconclusive", "at the boundary", "needs 2+ seeds")  # verdicts another seed could change
 MAX_SEEDS_DEFAULT = 10  # --until-resolved's --max-seeds when not given
 
 

@@ -26,7 +26,7 @@ per token whenever training is well conditioned; a flip there is a finding about
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Literal, Mapping, Sequence
 
@@ -38,15 +38,19 @@ from zoo.config import ClaimSpec, CrossFieldError, Strict
 from zoo.spec import read_yaml, specs_dir
 from zoo.evidence.stats import Estimate, Metric, Resampler, Side, holm
 
-__all__ = ["ALPHA", "CLAIMS", "Claim", "Comparison", "RowRun", "TIE_MARGIN", "Tally", "UNTESTABLE", "VERDICTS",
-           "compare", "from_specs", "judge", "kendall_tau"]  # what it lends outside its package (the door serves these)
+__all__ = ["ALPHA", "BOUNDARY", "CLAIMS", "Claim", "Comparison", "RowRun", "TIE_MARGIN", "Tally", "UNTESTABLE",
+           "VERDICTS", "compare", "from_specs", "judge", "kendall_tau", "refiner"]  # what it lends outside its package (the door serves these)
 
 ALPHA = 0.05
 PRIMARY: Metric = "ppl"  # the metric whose family decides (zoo.analysis.AnalysisPlan.primary); others secondary
 DIRECTIONAL = ("held", "within noise", "flipped")
 TIE = ("equivalent", "different", "inconclusive")
 UNTESTABLE = "untestable at this budget"
-VERDICTS = DIRECTIONAL + TIE + (UNTESTABLE,)
+# a Holm p that another bootstrap seed could put on either side of the level, even after REFINE's resamples
+BOUNDARY = "at the boundary"
+VERDICTS = DIRECTIONAL + TIE + (BOUNDARY, UNTESTABLE)
+MC_RANGE = 3.0     # Monte Carlo errors either way: the test-set variances another bootstrap seed could give
+REFINE = (4, 16)   # the resamples a verdict near its level is judged again with, x the report's
 
 
 @dataclass(frozen=True)
@@ -309,6 +313,7 @@ class Verdict:
     p: float | None = None          # the test's p-value (directional: no difference; tie: TOST or beyond)
     p_holm: float | None = None     # Holm-adjusted within its family: the tested claims of its metric
     family: str = ""                # "primary (ppl)" or "secondary (bleu)" (empty: not tested)
+    note: str = ""                  # at the boundary: the range of Holm p the bootstrap seed could give
 
     @property
     def claim(self) -> Claim:
@@ -320,7 +325,7 @@ class Verdict:
 
     @property
     def reason(self) -> str:
-        return self.comparison.untestable
+        return self.comparison.untestable or self.note
 
 
 def _test(c: Comparison) -> tuple[float, str]:
@@ -337,15 +342,23 @@ def family(metric: Metric, primary: Metric = PRIMARY) -> str:
     return f"{'primary' if metric == primary else 'secondary'} ({metric})"
 
 
-def judge(comparisons: Sequence[Comparison], alpha: float = ALPHA, primary: Metric = PRIMARY) -> list[Verdict]:
-    """Verdicts for a report's claims: one Holm family per metric (the primary one's decides) over every
-    claim with an estimate whose preconditions hold."""
-    tested = [c for c in comparisons if c.estimate is not None and not c.untestable]
-    outcome = {id(c): _test(c) for c in tested}
+def _holm_by_family(tested: Sequence[Comparison], p: Mapping[int, float], alpha: float) -> dict[int, float]:
     adjusted = {}
     for metric in {c.claim.metric for c in tested}:
         members = [c for c in tested if c.claim.metric == metric]
-        adjusted.update(zip(map(id, members), holm([outcome[id(c)][0] for c in members], alpha)))
+        adjusted.update(zip(map(id, members), map(float, holm([p[id(c)] for c in members], alpha))))
+    return adjusted
+
+
+def _judge_once(comparisons: Sequence[Comparison], alpha: float, primary: Metric) -> tuple[list[Verdict], set[int]]:
+    """Verdicts, and the claims whose verdict another bootstrap seed could change: judged again with the
+    test-set variance MC_RANGE Monte Carlo errors lower and higher (lower and higher p), their verdicts differ."""
+    tested = [c for c in comparisons if c.estimate is not None and not c.untestable]
+    outcome = {id(c): _test(c) for c in tested}
+    q = _holm_by_family(tested, {k: p for k, (p, _) in outcome.items()}, alpha)
+    ends = [_holm_by_family(tested, {id(c): _test(replace(c, estimate=c.estimate.moved(k)))[0] for c in tested},
+                            alpha) for k in (-MC_RANGE, MC_RANGE)]
+    near = {id(c) for c in tested if (ends[0][id(c)] < alpha) != (ends[1][id(c)] < alpha)}
     out = []
     for c in comparisons:
         if c.estimate is None:
@@ -353,10 +366,43 @@ def judge(comparisons: Sequence[Comparison], alpha: float = ALPHA, primary: Metr
         elif c.untestable:
             out.append(Verdict(c, UNTESTABLE))
         else:
-            (p, finding), q = outcome[id(c)], float(adjusted[id(c)])
-            v = finding if q < alpha else ("inconclusive" if c.claim.tie else "within noise")
-            out.append(Verdict(c, v, p, q, family(c.claim.metric, primary)))
-    return out
+            (p, finding), qc = outcome[id(c)], q[id(c)]
+            v = finding if qc < alpha else ("inconclusive" if c.claim.tie else "within noise")
+            note = ""
+            if id(c) in near:
+                v, note = BOUNDARY, (f"Holm p {qc:.4f}, {ends[0][id(c)]:.4f}-{ends[1][id(c)]:.4f} within "
+                                     f"{MC_RANGE:g} Monte Carlo errors of its {c.estimate.resamples:,} resamples, "
+                                     f"either side of {alpha:g}: {finding} or not as the bootstrap seed goes")
+            out.append(Verdict(c, v, p, qc, family(c.claim.metric, primary), note))
+    return out, near
+
+
+def judge(comparisons: Sequence[Comparison], alpha: float = ALPHA, primary: Metric = PRIMARY,
+          refine: Callable[[Comparison, int], Comparison] | None = None) -> list[Verdict]:
+    """Verdicts for a report's claims: one Holm family per metric (the primary one's decides) over every
+    claim with an estimate whose preconditions hold.
+
+    A claim whose Holm p another bootstrap seed could put on the other side of `alpha` (within MC_RANGE
+    Monte Carlo errors) is measured again by `refine(comparison, factor)` with REFINE's times the resamples,
+    and the family judged again; still there after the last, it is judged BOUNDARY with its range of p, so
+    no verdict moves with the bootstrap seed."""
+    comparisons = list(comparisons)
+    for factor in (*REFINE, None):
+        verdicts, near = _judge_once(comparisons, alpha, primary)
+        if not near or refine is None or factor is None:
+            return verdicts
+        comparisons = [refine(c, factor) if id(c) in near else c for c in comparisons]
+    return verdicts
+
+
+def refiner(resampler: Callable[[int], Resampler]) -> Callable[[Comparison, int], Comparison]:
+    """`judge`'s refine for comparisons measured with `resampler(n)`: the same claim on the same rows, with
+    `factor` times its resamples (the first ones the same)."""
+    def again(c: Comparison, factor: int) -> Comparison:
+        if c.rows is None or not c.estimate or not c.estimate.sentences:
+            return c  # seeds only: no resamples to add (no Monte Carlo error either)
+        return replace(compare(c.claim, c.rows, lambda n: resampler(n).more(factor)), source=c.source)
+    return again
 
 
 @dataclass

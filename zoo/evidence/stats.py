@@ -28,7 +28,7 @@ product per trial, vectorised over all resamples.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Literal, Sequence
 
 import numpy as np
@@ -38,6 +38,7 @@ __all__ = ["BOOTSTRAP_SEED", "RESAMPLES", "Estimate", "Resampler", "holm"]
 
 Metric = Literal["bleu", "ppl"]
 RESAMPLES = 10_000
+CHUNK = 10_000  # resamples drawn at a time (Resampler.more draws past it chunk by chunk)
 BOOTSTRAP_SEED = 2017  # the default, fixed, so a report rebuilds identically
 METHOD = ("t interval, paired by seed: the per-seed differences' variance over seeds plus the test-set noise "
           "shared by all seeds (covariance across a bootstrap of sentences); the seeds' degrees of freedom")
@@ -104,6 +105,15 @@ class Estimate:
     resamples: int
     seed_se: float          # the seed part of se (seed and seed-specific sentence noise; shrinks with seeds)
     sentence_se: float      # the test-set part of se, shared by all seeds (does not shrink with seeds)
+    shared_mc: float = 0.0  # Monte Carlo error of sentence_se^2 (the mean over resamples it is)
+
+    def moved(self, k: float) -> "Estimate":
+        """This estimate with the test-set variance moved by k Monte Carlo errors (k = +-3: the range another
+        bootstrap seed could give): what a verdict at its threshold is checked against."""
+        v = max(self.sentence_se ** 2 + k * self.shared_mc, 0.0)
+        se = math.sqrt(self.seed_se ** 2 + v)
+        half = (self.hi - self.lo) / 2 * (se / self.se) if self.se > 0 else 0.0
+        return replace(self, se=se, lo=self.delta - half, hi=self.delta + half, sentence_se=math.sqrt(v))
 
     def t(self, shift: float = 0.0) -> float:
         """The t statistic of 'the difference is `shift`' (no noise at all: 0 when equal, else infinite)."""
@@ -132,16 +142,29 @@ class Resampler:
 
     def __init__(self, n_sentences: int, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED):
         self.n, self.resamples, self.seed = n_sentences, resamples, seed
-        self.rng = np.random.default_rng(seed)
-        idx = self.rng.integers(n_sentences, size=(resamples, n_sentences))
-        # counts[b, i]: how often resample b drew sentence i; a resampled sum is counts @ stats
-        flat = (idx + n_sentences * np.arange(resamples)[:, None]).ravel()
-        self.counts = np.bincount(flat, minlength=resamples * n_sentences).reshape(resamples, n_sentences)
-        self.counts = self.counts.astype(np.float64)
+        # counts[b, i]: how often resample b drew sentence i; a resampled sum is counts @ stats. Drawn CHUNK
+        # at a time (the memory of one chunk, n x CHUNK floats), the first kept: with more resamples than a
+        # chunk (`more`) the first CHUNK are the plain resampler's, and each later chunk has a seed of its own
+        self.counts = self._draw(np.random.default_rng(seed), min(resamples, CHUNK))
+
+    def _draw(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        idx = rng.integers(self.n, size=(size, self.n))
+        flat = (idx + self.n * np.arange(size)[:, None]).ravel()
+        return np.bincount(flat, minlength=size * self.n).reshape(size, self.n).astype(np.float64)
+
+    def _chunks(self):
+        yield self.counts
+        for i in range(1, -(-self.resamples // CHUNK)):
+            yield self._draw(np.random.default_rng([self.seed, i]), min(CHUNK, self.resamples - i * CHUNK))
+
+    def more(self, factor: int) -> "Resampler":
+        """The same resamples and `factor` times as many in all (a verdict near its threshold: Holm)."""
+        return Resampler(self.n, self.resamples * factor, self.seed)
 
     def figures(self, metric: Metric, side: Side) -> np.ndarray:
         """(resamples, seeds): each seed's figure on each resample of sentences."""
-        return np.stack([CORPUS[metric](self.counts @ s) for s in side.stats], axis=1)
+        return np.concatenate([np.stack([CORPUS[metric](c @ s) for s in side.stats], axis=1)
+                               for c in self._chunks()])
 
     def compare(self, metric: Metric, better: Side, worse: Side, alpha: float = 0.05) -> Estimate:
         """The difference better - worse (in `goodness` terms) with its noise."""
@@ -178,7 +201,7 @@ class Resampler:
         mc = q * float(shared.std()) / math.sqrt(B) / (2 * se) if se > 0 and sentences else 0.0
         return Estimate(delta, se, df, delta - q * se, delta + q * se, mc,
                         (len(better.seeds), len(worse.seeds)), paired, sentences, B,
-                        math.sqrt(v_seed), math.sqrt(v_shared))
+                        math.sqrt(v_seed), math.sqrt(v_shared), float(shared.std()) / math.sqrt(B) if sentences else 0.0)
 
 
 def _off_diagonal(x: np.ndarray) -> np.ndarray:
