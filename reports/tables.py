@@ -13,7 +13,7 @@ from zoo.reports import peaks
 from zoo.reports.cells import (CITED, COUNTING, PAPER_METRIC_NOTE, Run, Section, State, Table, col, columns, count,
                                decoding_note, paper_metric, pct, profile_notes, provenance_flags, sci, text_col)
 from zoo.reports.runs import Runs, paper_configs, table_specs, whose
-from zoo.reports.verdicts import claims_section, in_units, rank_section, reference, shared_resampler, versus
+from zoo.reports.verdicts import claims_section, rank_section, reference, shared_resampler, versus
 from zoo.text import duration
 
 
@@ -53,7 +53,7 @@ class T3Row:
     params: float | None = col("measured", "params (M)", "{:.3g}")
     flops: float | None = col("cost", "train FLOPs", sci)
     vs: str | None = text_col("yours against", "against")              # a user's row: its reference row
-    d_ppl: str | None = text_col("yours against", "Δ PPL [95%]")     # the row minus the reference, paired by seed
+    d_ppl: str | None = text_col("yours against", "Δ PPL [95%]")     # how much better than the reference (claims' sign)
     d_bleu: str | None = text_col("yours against", "Δ BLEU [95%]")
     provenance: str | None = text_col("run", "provenance differs")
     state: State | None = text_col("run", "state")
@@ -108,8 +108,8 @@ def _user_t3_row(runs: Runs, t, letter: str, resampler) -> T3Row:
         if e is None:
             diffs[metric] = comp.missing
             continue
-        d, lo, hi = in_units(e, metric)  # this row minus the reference
-        diffs[metric] = f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+        # how much better this row is (BLEU higher, PPL lower): the claims' sign, one sign on the page
+        diffs[metric] = f"{e.delta:+.2f} [{e.lo:+.2f}, {e.hi:+.2f}]"
     return T3Row(
         t.variant, paper.TABLE3_GROUPS.get(t.paper_group or "", t.paper_group or "yours"), letter=letter, run=run,
         whose=f"{whose(t)}: {t.spec}", **_shape(cfg),
@@ -171,8 +171,9 @@ def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None 
     if any(r.yours for r in rows):
         notes.insert(0, "Your rows: a spec that is not the paper's (not built in, no `paper_row: true`) shows its "
                      "rows after the paper's rows of the group its `paper:` names, never in their place; 'yours "
-                     "against' is the row minus its reference row (`paper: {compare_to: ROW}`, default base, of "
-                     "the same profile), mean over the seeds both ran, with its 95% interval (the claims' "
+                     "against' is how much better the row is than its reference row (`paper: {compare_to: ROW}`, default "
+                     "base, of the same profile; positive: better, BLEU higher or PPL lower, as in the claims), mean "
+                     "over the seeds both ran, with its 95% interval (the claims' "
                      "statistics: paired by seed, plus the test-set noise the seeds share).")
     for row, *_ in paper.TABLE3:  # two specs that both say they are the paper's row: which one shows
         specs = sorted({t.spec for t in runs.claimants(3, row)})

@@ -211,3 +211,15 @@ def test_table3_figures_show_both_metrics_with_a_key_not_labels(tmp_path, monkey
         assert [t.get_text() for t in key.get_texts()] == ["base", "A2", "A3", "A4"]
         markers = [h.get_marker() for h in key.legend_handles]
         assert len(set(markers[1:])) == 3  # the rows of one group: one colour, each its own marker
+
+
+def test_table3_shows_a_users_row_against_base_with_the_claims_sign(page):
+    """Table 3's 'yours against' and the page's claims: positive where the row is better (lower PPL here)."""
+    r = subprocess.run([sys.executable, "-m", "zoo.cli", "report", "--runs", "zoo.db", "--table", "3",
+                        "--out", "out3"], capture_output=True, text=True, cwd=page)
+    assert r.returncode == 0, r.stderr
+    text = (page / "out3" / "table3.md").read_text()
+    row = dict(zip(header(text, "pre_swiglu"), cells(text, "pre_swiglu")))
+    d_ppl = row["Δ PPL [95%]"].split(" [")[0]
+    assert d_ppl.startswith("+"), row  # 18.25 against base's 21.0: better, so positive
+    assert "how much better the row is than its reference row" in text
