@@ -36,7 +36,8 @@ predicted (the CPU's peak, bandwidth, matmul and attention speed at the steps' o
 measured in the same run), and prints the error. `--tiny` swaps the paper's models for the smoke
 profile's and small batches, and predicts them on this CPU too (scripts/first-gpu-run.sh --cpu: the code
 paths, not the figures).
-`--compile` measures whether train.compile pays on this CPU. `--json PATH` writes the figures.
+`--compile` measures whether train.compile pays on this CPU, and regional compilation (train.compile on)
+against compiling the whole model: warm-up and steady-state tokens/s. `--json PATH` writes the figures.
 """
 from __future__ import annotations
 
@@ -125,11 +126,11 @@ def batch_flops(m: ModelSpec, vocab: int, b: zdata.Batch) -> float:
 class Trainer:
     """One model trained by zoo.train.step.train_step with `cfg`'s choices (the loop's step); the timed steps' tallies."""
 
-    def __init__(self, model: nn.Module, cfg: Config, device="cpu"):
+    def __init__(self, model: nn.Module, cfg: Config, device="cpu", whole: bool = False):
         self.device, self.cfg = torch.device(device), cfg
         self.m, self.vocab = cfg.model, cfg.data.vocab_size
         self.model = model.to(self.device)
-        self.fwd, self.amp = step_setup(cfg, self.model, self.device)
+        self.fwd, self.amp = step_setup(cfg, self.model, self.device, whole)
         self.opt = make_optimizer(self.model, lr=1e-4)
         self.stats = torch.zeros(2, dtype=torch.float64, device=self.device)  # read once, after timing
         self.shapes: set = set()
@@ -220,7 +221,8 @@ def main():
                     help="source and target tokens per batch of the paper's models (default: the gpu profile's "
                     "train.batch_tokens, 25000; --tiny: 600)")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                    help="a spec field for the paper's models (train.compile=on)")
+                    help="a spec field for the paper's models (train.compile=on); --compile: for the cpu-profile base "
+                    "(model.N=6: the paper's depth)")
     ap.add_argument("--predict", action="store_true", help="the roofline prediction (GPUs and this CPU); no full bench")
     ap.add_argument("--check-steps", type=int, default=3, help="--predict: timed steps of each self-check shape")
     ap.add_argument("--tiny", action="store_true", help="the smoke profile's base and big, small batches: "
@@ -482,25 +484,37 @@ def _range(x: list, unit: str = "") -> str:
 
 
 def compile_pays(args) -> dict:
-    """The cpu-profile base, eager and under train.compile on (inductor, dynamic shapes), same batches."""
+    """The cpu-profile base eager, under train.compile on (regional: one compiled encoder layer and one decoder
+    layer, zoo.train.step.compiled), and compiled whole (the reference regional compilation replaced), on the
+    same batches: each one's warm-up (its compile) and steady-state tokens/s."""
     keep_freed_memory()
-    out = {}
-    for label, sets in (("eager", []), ("compiled", ["train.compile=on"])):
-        cpu = resolve("base", args.profile, ["train.precision=fp32", *sets])
+    import torch._inductor.config as inductor_config
+    inductor_config.force_disable_caches = True  # cold compiles, as on a fresh machine: no kernel from disk
+    out, warm = {}, {}
+    for label, sets in (("eager", []), ("regional", ["train.compile=on"]), ("whole", ["train.compile=on"])):
+        cpu = resolve("base", args.profile, ["train.precision=fp32", *args.set, *sets])
         m, V = cpu.model, cpu.data.vocab_size
         batches = load_batches(cpu.data.dataset, V, cpu.train.batch_tokens, args.base_steps)
+        torch._dynamo.reset()  # each compiles from nothing: no graph or kernel of the one before
         torch.manual_seed(0)
-        tr = Trainer(build_model(m, V), cpu)
+        tr = Trainer(build_model(m, V), cpu, whole=label == "whole")
         t = time.perf_counter()
-        tr.warm_up(batches)  # the compiled one compiles here (and again for a new shape class)
-        warm = time.perf_counter() - t
+        tr.warm_up(batches)  # a compiled one compiles here (and again for a new shape class)
+        warm[label] = time.perf_counter() - t
         tr.run(batches)
         out[label] = tr
-        print(f"{label:<9} warm-up ({len(tr.shapes)} shapes) {warm:6.1f} s; then {tr.tps:6.0f} target tokens/s")
-    gain = out["compiled"].tps / out["eager"].tps
+        print(f"{label:<9} warm-up ({len(tr.shapes)} shapes) {warm[label]:6.1f} s; then {tr.tps:6.0f} target tokens/s")
+    gain = out["regional"].tps / out["eager"].tps
     print(f"compile on this CPU: {gain:.2f}x the eager tokens/s in the steady state; "
           f"{'pays' if gain > 1.05 else 'does not pay'} here")
-    return {"gain": gain, **{k: {"tokens_per_s": tr.tps} for k, tr in out.items()}}
+    # compiling's own time: a warm-up's seconds beyond the eager model's over the same batches (one step a shape)
+    cost = {k: warm[k] - warm["eager"] for k in ("regional", "whole")}
+    print(f"compiling: regional {cost['regional']:.1f} s, whole {cost['whole']:.1f} s "
+          f"({cost['regional'] / cost['whole']:.2f}x; warm-up beyond eager's); steady-state tokens/s regional / whole "
+          f"{out['regional'].tps / out['whole'].tps:.2f}x ({m.N} + {m.N} layers)")
+    return {"gain": gain, "compile_s": cost, "compile_regional_over_whole": cost["regional"] / cost["whole"],
+            "tps_regional_over_whole": out["regional"].tps / out["whole"].tps,
+            **{k: {"tokens_per_s": tr.tps, "warmup_s": warm[k]} for k, tr in out.items()}}
 
 
 if __name__ == "__main__":

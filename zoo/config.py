@@ -231,7 +231,8 @@ class TrainSpec(Strict):
         "auto: on a GPU bf16 from d_model 512 on, TF32 below it (faster there), fp32 on a CPU; bf16 on a CPU needs its bf16 instructions (AVX512-BF16 or AMX), "
         "else training runs in fp32 and says so")
     compile: Literal["off", "on"] = Field(
-        "off", description="torch.compile the model (dynamic shapes: one graph for every batch shape); "
+        "off", description="torch.compile the model regionally: one graph for the encoder layer and one for the "
+        "decoder layer, each serving all N layers of its stack and every batch shape (dynamic shapes); "
         "the same arithmetic, so it is not part of the config hash")
     stop_if_not_learning: bool = Field(
         True, description="after warm-up (2 x warmup_steps), stop with exit 2 when the training NLL is not clearly "

@@ -22,9 +22,14 @@ __all__ = ["compiled", "data_parallel", "read_stats", "step_setup",
            "train_step"]  # what it lends outside its package (the door serves these)
 
 
-def compiled(module: torch.nn.Module, cfg: Config, backend: str = "inductor") -> torch.nn.Module:
-    """train.compile on: torch.compile with dynamic shapes, so the token-budget batches' ever-changing
-    (batch, length) shapes share one graph instead of compiling one each.
+def compiled(module: torch.nn.Module, cfg: Config, backend: str = "inductor", whole: bool = False) -> torch.nn.Module:
+    """train.compile on: the module the training forward runs through, compiled with dynamic shapes, so the
+    token-budget batches' ever-changing (batch, length) shapes share one graph instead of compiling one each.
+
+    Regionally: a Transformer (inside DDP or not) compiles its encoder layer and its decoder layer once each
+    (Transformer.compile_layers) and stays itself; the embeddings, the pre-softmax map and the loop over
+    layers run eagerly between the graphs. `whole` (or a model without compile_layers) compiles the whole
+    forward into one graph instead: the bench's reference (bench_train.py --compile).
 
     Duck sizing is off: with it, a first batch whose source and target lengths happen to be equal gives both
     one symbol, and the first batch where they differ compiles the model again (on an H100, recompiles up to
@@ -33,7 +38,11 @@ def compiled(module: torch.nn.Module, cfg: Config, backend: str = "inductor") ->
         return module
     import torch.fx.experimental._config as fx_config  # read when a graph is traced, so set before the first step
     fx_config.use_duck_shape = False
-    return torch.compile(module, dynamic=True, backend=backend)
+    model = getattr(module, "module", module)  # DDP holds the model as .module
+    if whole or not hasattr(model, "compile_layers"):
+        return torch.compile(module, dynamic=True, backend=backend)
+    model.compile_layers(dynamic=True, backend=backend)
+    return module
 
 
 def data_parallel(model: torch.nn.Module, device) -> torch.nn.Module:
@@ -52,10 +61,11 @@ def data_parallel(model: torch.nn.Module, device) -> torch.nn.Module:
                **{no_sync: False})
 
 
-def step_setup(cfg: Config, model: torch.nn.Module, device: torch.device) -> tuple[torch.nn.Module, torch.dtype | None]:
+def step_setup(cfg: Config, model: torch.nn.Module, device: torch.device,
+               whole: bool = False) -> tuple[torch.nn.Module, torch.dtype | None]:
     """(the module the forward runs through, the autocast dtype) of a one-process run of `cfg` on `device`
-    (the loop wraps the model in DDP first when it has several ranks)."""
-    return compiled(model, cfg), autocast_dtype(cfg.train.precision, device, cfg.model.d_model)
+    (the loop wraps the model in DDP first when it has several ranks); `whole`: see compiled."""
+    return compiled(model, cfg, whole=whole), autocast_dtype(cfg.train.precision, device, cfg.model.d_model)
 
 
 def train_step(cfg: Config, fwd: torch.nn.Module, opt: torch.optim.Optimizer, device: torch.device, parts: list,
