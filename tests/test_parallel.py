@@ -12,7 +12,7 @@ import torch.multiprocessing as mp
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from zoo import data as zdata
-from zoo.train import loop as ztrain, recipe, step as zstep
+from zoo.train import compiled_loss, loop as ztrain, recipe, step as zstep
 from zoo.model.transformer import build_model
 from zoo.config import Config, ModelSpec
 
@@ -35,13 +35,17 @@ def _pairs(n=40, seed=0):
 STEPS = [([7], 1), ([1, 2, 3], 2), ([10, 11, 12, 13, 14, 15], 2)]
 
 
-def _train_steps(rank: int, world: int, strict: bool = False) -> tuple[dict, list]:
-    """STEPS through zoo.train's _step and read_stats on this rank; (weights, [(loss, nll) per step])."""
+def _train_steps(rank: int, world: int, strict: bool = False, compile: bool = False, N: int = 1) -> tuple[dict, list]:
+    """STEPS through zoo.train's _step and read_stats on this rank; (weights, [(loss, nll) per step]).
+    compile: train.compile on, the module wrapped as the loop wraps it (compiled(data_parallel(model)))."""
     torch.manual_seed(0)
-    model = build_model(TINY, V)
+    model = build_model(TINY.model_copy(update={"N": N}), V)
     opt = recipe.make_optimizer(model, 1e-3)
-    cfg, cpu = _cfg(), torch.device("cpu")
+    cfg, cpu = _cfg(compile="on" if compile else "off"), torch.device("cpu")
     fwd = zstep.data_parallel(model, cpu)
+    if compile:  # dynamo's graphs without a C++ build, for the layers and the loss alike
+        compiled_loss.BACKEND = "aot_eager"
+        fwd = zstep.compiled(fwd, cfg, backend="aot_eager")
     stats = torch.zeros(2, dtype=torch.float64)
     pairs = _pairs()
     lengths = zdata.pair_lengths(pairs)
@@ -85,7 +89,7 @@ class DeviceStrict:
             setattr(dist, name, f)
 
 
-def _rank_main(rank: int, world: int, port: int, out: str, strict: bool) -> None:
+def _rank_main(rank: int, world: int, port: int, out: str, strict: bool, compile: bool = False) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world)
@@ -95,7 +99,7 @@ def _rank_main(rank: int, world: int, port: int, out: str, strict: bool) -> None
                 weights, read = _train_steps(rank, world, strict=True)
             assert ds.seen, "no collective was checked"
         else:
-            weights, read = _train_steps(rank, world)
+            weights, read = _train_steps(rank, world, compile=compile, N=2 if compile else 1)
         torch.save({"weights": weights, "read": read}, f"{out}.{rank}")
     finally:
         dist.destroy_process_group()
@@ -107,9 +111,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _spawn(tmp_path, strict=False) -> list[dict]:
+def _spawn(tmp_path, strict=False, compile=False) -> list[dict]:
     out = str(tmp_path / "rank")
-    mp.spawn(_rank_main, args=(2, _free_port(), out, strict), nprocs=2, join=True)
+    mp.spawn(_rank_main, args=(2, _free_port(), out, strict, compile), nprocs=2, join=True)
     return [torch.load(f"{out}.{r}", weights_only=True) for r in range(2)]
 
 
@@ -122,6 +126,18 @@ def test_two_ranks_on_batches_smaller_than_the_ranks_match_one_rank(tmp_path):
         for k in one:
             torch.testing.assert_close(r["weights"][k], one[k], rtol=1e-5, atol=1e-6)
         assert np.allclose(r["read"], one_read, rtol=1e-6)  # every step's (loss, NLL), summed over ranks
+
+
+def test_two_ranks_with_compiled_layers_match_one_eager_rank(tmp_path):
+    """train.compile on across ranks, as the loop runs it: DDP around the model, each rank's encoder and decoder
+    layers compiled regionally (2 + 2 layers, one graph a kind). DDP's all-reduce still sees every layer's
+    gradient: every step's update and loss equal one eager rank's."""
+    one, one_read = _train_steps(0, 1, N=2)
+    ranks = _spawn(tmp_path, compile=True)
+    for r in ranks:
+        for k in one:
+            torch.testing.assert_close(r["weights"][k], one[k], rtol=1e-5, atol=1e-6)
+        assert np.allclose(r["read"], one_read, rtol=1e-6)
 
 
 def test_every_collective_on_the_models_device(tmp_path):
