@@ -490,7 +490,7 @@ def compile_pays(args) -> dict:
     keep_freed_memory()
     import torch._inductor.config as inductor_config
     inductor_config.force_disable_caches = True  # cold compiles, as on a fresh machine: no kernel from disk
-    out, warm = {}, {}
+    out = {}
     for label, sets in (("eager", []), ("regional", ["train.compile=on"]), ("whole", ["train.compile=on"])):
         cpu = resolve("base", args.profile, ["train.precision=fp32", *args.set, *sets])
         m, V = cpu.model, cpu.data.vocab_size
@@ -498,23 +498,21 @@ def compile_pays(args) -> dict:
         torch._dynamo.reset()  # each compiles from nothing: no graph or kernel of the one before
         torch.manual_seed(0)
         tr = Trainer(build_model(m, V), cpu, whole=label == "whole")
-        t = time.perf_counter()
         tr.warm_up(batches)  # a compiled one compiles here (and again for a new shape class)
-        warm[label] = time.perf_counter() - t
         tr.run(batches)
         out[label] = tr
-        print(f"{label:<9} warm-up ({len(tr.shapes)} shapes) {warm[label]:6.1f} s; then {tr.tps:6.0f} target tokens/s")
+        print(f"{label:<9} warm-up ({len(tr.shapes)} shapes) {tr.warmup_s:6.1f} s; then {tr.tps:6.0f} target tokens/s")
     gain = out["regional"].tps / out["eager"].tps
     print(f"compile on this CPU: {gain:.2f}x the eager tokens/s in the steady state; "
           f"{'pays' if gain > 1.05 else 'does not pay'} here")
     # compiling's own time: a warm-up's seconds beyond the eager model's over the same batches (one step a shape)
-    cost = {k: warm[k] - warm["eager"] for k in ("regional", "whole")}
+    cost = {k: out[k].warmup_s - out["eager"].warmup_s for k in ("regional", "whole")}
     print(f"compiling: regional {cost['regional']:.1f} s, whole {cost['whole']:.1f} s "
           f"({cost['regional'] / cost['whole']:.2f}x; warm-up beyond eager's); steady-state tokens/s regional / whole "
           f"{out['regional'].tps / out['whole'].tps:.2f}x ({m.N} + {m.N} layers)")
     return {"gain": gain, "compile_s": cost, "compile_regional_over_whole": cost["regional"] / cost["whole"],
             "tps_regional_over_whole": out["regional"].tps / out["whole"].tps,
-            **{k: {"tokens_per_s": tr.tps, "warmup_s": warm[k]} for k, tr in out.items()}}
+            **{k: {"tokens_per_s": tr.tps, "warmup_s": tr.warmup_s} for k, tr in out.items()}}
 
 
 if __name__ == "__main__":
