@@ -118,7 +118,8 @@ def cmd_report(args) -> int:
     if runs.is_dir():
         runs = runs / "zoo.db"
     from zoo.runner.store import open_store
-    from zoo.runner.storefile import locate
+    from zoo.runner.storefile import locate, refuse_shadowing
+    refuse_shadowing(out, "--out")  # an --out at a store's path would hide it (zoo.db/ beside zoo.db.xz)
     if args.runs and not locate(runs).exists():  # a store named but absent is a mistake, as for `zoo status`
         from zoo.errors import UserError
         raise UserError(f"--runs {args.runs}: no results store at {runs}: run `zoo run SPEC` first, or point "
