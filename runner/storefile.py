@@ -147,8 +147,8 @@ def refuse_shadowing(folder: str | Path, option: str) -> None:
     """A user error (one line) when `folder` (an --out or --storage) is, or lies inside, a store's path."""
     if (part := shadowing(folder)) is not None:
         raise UserError(f"{option} {folder}: {part} is a results store's path ({part.name}); a folder made there "
-                        f"would hide the store beside it from every later read. Give a folder of its own (e.g. "
-                        f"{part.parent / 'report'}); nothing was created")
+                        f"would hide the store beside it from every later read. Give a folder of another name; "
+                        "nothing was created")
 
 
 _UNPACKED: dict[tuple, Path] = {}  # (compressed store, its stat) -> temp folder: decompressed once per process
