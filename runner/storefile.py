@@ -52,9 +52,8 @@ def read_copy(path: Path) -> Path | None:
                             "user who wrote the store (or on a copy of its folder that user made)") from None
         if head is None:
             return None  # no rows beside the store
-        with open(path, "rb") as f:
-            if f.read(16) not in (b"", b"SQLite format 3\x00"):  # b"": a new store, all of it in its WAL
-                return None  # not a database: identify() refuses it
+        if head_bytes(path, 16) not in (b"", b"SQLite format 3\x00"):  # b"": a new store, all in its WAL
+            return None  # not a database, or not a regular file: identify() refuses it
         tmp = Path(tempfile.mkdtemp(prefix="zoo-store-"))
         copy = tmp / STORE_NAME
         try:
@@ -250,8 +249,17 @@ def wal_header(wal: Path) -> bytes | None:
     """A WAL's 32-byte header (magic, page size, checkpoint count, salts), or None when the WAL is
     missing or shorter: without a whole header it holds no frames."""
     try:
-        with open(wal, "rb") as f:
-            head = f.read(32)
+        head = head_bytes(wal, 32)
     except FileNotFoundError:
         return None
-    return head if len(head) == 32 else None
+    return head if head and len(head) == 32 else None  # a FIFO or folder there holds no frames
+
+
+def head_bytes(path: Path, n: int) -> bytes | None:
+    """The first n bytes of a regular file; None for a FIFO, device or folder, opened without waiting
+    (a FIFO's plain open waits for a writer) and never read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        return os.pread(fd, n, 0) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    finally:
+        os.close(fd)

@@ -8,9 +8,11 @@ import lzma
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import zlib
 from pathlib import Path
 
@@ -203,3 +205,41 @@ def test_an_out_at_a_stores_path_is_refused_before_anything(tmp_path, tmp, capsy
         assert sorted(os.listdir(folder)) == ["zoo.db.xz"]
     assert main(["status", "--json", "--runs", str(folder / "zoo.db")]) == 0  # the reference still reads
     assert len(json.loads(capsys.readouterr().out)) == 2
+
+
+def _popen(tmp: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", "import sys; from zoo.cli import main; sys.exit(main(sys.argv[1:]))",
+                             *args], env=dict(os.environ, TMPDIR=str(tmp)), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_ctrl_c_while_decompressing_leaves_no_temp_folder(tmp_path, tmp):
+    db = bytearray(real_store())
+    db[92:96] = (int.from_bytes(db[24:28], "big") + 1).to_bytes(4, "big")  # only the cap bounds it (see above)
+    bomb = packed_at(tmp_path / "big", xz((bytes(db), 1), (bytes(BLOCK), CAP // BLOCK + 1)))
+    proc = _popen(tmp, "status", "--runs", str(bomb))
+    try:
+        deadline = time.monotonic() + 60
+        while not any(f.stat().st_size for f in tmp.glob("zoo-store-*/zoo.db")):  # caught half-way
+            assert proc.poll() is None and time.monotonic() < deadline, "it ended before it could be interrupted"
+            time.sleep(0.002)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert os.listdir(tmp) == []
+
+
+def test_a_fifo_beside_a_plain_store_is_not_waited_on(tmp_path, tmp):
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "zoo.db").write_bytes(real_store())
+    os.mkfifo(folder / "zoo.db-wal")  # a WAL that is a FIFO: no frames, and opening it must not wait
+    proc = _popen(tmp, "status", "--json", "--runs", str(folder))
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("zoo status hung on a FIFO named zoo.db-wal")
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and len(json.loads(out)) == 2, err
