@@ -80,6 +80,9 @@ def read_copy(path: Path) -> Path | None:
                     "run the same command again")
 
 
+_NOTED: set[str] = set()  # the stores whose compressed twin was mentioned (once per process)
+
+
 def locate(path: str | Path) -> Path:
     """The store a path names: the file itself, else its compressed form beside it (results/x/zoo.db finds
     results/x/zoo.db.xz), so a command given the usual path reads a committed reference store. When both
@@ -102,8 +105,8 @@ def locate(path: str | Path) -> Path:
         raise UserError(f"{path} is {what}, and {packed.name} beside it holds a compressed store: zoo will not "
                         f"guess which one you mean. To read the compressed one, name it ({packed}); if {path.name} "
                         "is nothing of yours, remove it")
-    if path not in _NOTED:
-        _NOTED.add(path)
+    if os.path.abspath(path) not in _NOTED:
+        _NOTED.add(os.path.abspath(path))
         print(f"zoo: note: {path.parent} holds both {STORE_NAME} and {packed.name}: using {path} (the "
               f"uncompressed store, the one `zoo run` writes); name {packed} to read the other", file=sys.stderr)
     return path
@@ -122,9 +125,6 @@ def refuse_target(store: Path, option: str) -> None:
     and the folder is not a store's path."""
     refuse_shadowing(store.parent, option)
     refuse_compressed(locate(store))
-
-
-_NOTED: set[Path] = set()  # the stores whose compressed twin was mentioned (once per process)
 
 
 def kind(mode: int) -> str:
@@ -234,7 +234,7 @@ def declared_size(head: bytes, path: Path, cap: int) -> int | None:
 def too_big(path: Path, cap: int) -> UserError:
     return UserError(f"{path}: this compressed store decompresses to more than {cap >> 20} MiB, zoo's cap for a "
                      "compressed store (the largest committed reference holds 25 MiB), so zoo stopped reading it "
-                     f"and wrote nothing. If you trust it, decompress it yourself (xz -dk {path}) and name the "
+                     f"and left nothing behind. If you trust it, decompress it yourself (xz -dk {path}) and name the "
                      f"{STORE_NAME} it writes: zoo reads an uncompressed store in place, uncapped")
 
 
