@@ -243,3 +243,7 @@ def test_a_fifo_beside_a_plain_store_is_not_waited_on(tmp_path, tmp):
     finally:
         proc.kill()
     assert proc.returncode == 0 and len(json.loads(out)) == 2, err
+
+
+def test_the_docs_state_the_cap():
+    assert f"cap of **{storefile.MAX_UNPACKED_MB} MiB**" in (REPO / "docs/references.md").read_text()
