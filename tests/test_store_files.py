@@ -205,6 +205,9 @@ def test_an_out_at_a_stores_path_is_refused_before_anything(tmp_path, tmp, capsy
         assert sorted(os.listdir(folder)) == ["zoo.db.xz"]
     assert main(["status", "--json", "--runs", str(folder / "zoo.db")]) == 0  # the reference still reads
     assert len(json.loads(capsys.readouterr().out)) == 2
+    # refused after --out was checked (a spec the store does not hold): the folders it made are gone
+    assert main(["report", "--runs", str(folder), "--spec", "nosuch", "--out", str(tmp_path / "new" / "deep")]) == 2
+    assert "nosuch" in capsys.readouterr().err and not (tmp_path / "new").exists()
 
 
 def _popen(tmp: Path, *args: str) -> subprocess.Popen:
