@@ -5,7 +5,8 @@ runs (`A1`) in a column of its own. Reads return zoo.result.Trial and Point reco
 a finished row with the same hash means "already done, skip". Training curves go to `points`
 (one row per logged step). Plain sqlite3, no ORM, no Ray: reports import this module too.
 A store opened read-only (zoo status, zoo report) is never written, nor is anything beside it.
-A compressed store (zoo.db.xz: how results/ commits its reference stores) reads as the store it holds.
+A compressed store (zoo.db.xz: how results/ commits its reference stores) reads as the store it holds,
+streamed within a cap (zoo.runner.storefile.MAX_UNPACKED_MB).
 """
 from __future__ import annotations
 
