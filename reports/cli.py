@@ -118,7 +118,8 @@ def cmd_report(args) -> int:
     if runs.is_dir():
         runs = runs / "zoo.db"
     from zoo.runner.store import open_store
-    from zoo.runner.storefile import locate
+    from zoo.runner.storefile import locate, refuse_shadowing
+    refuse_shadowing(out, "--out")  # an --out at a store's path would hide it (zoo.db/ beside zoo.db.xz)
     if args.runs and not locate(runs).exists():  # a store named but absent is a mistake, as for `zoo status`
         from zoo.errors import UserError
         raise UserError(f"--runs {args.runs}: no results store at {runs}: run `zoo run SPEC` first, or point "
@@ -132,9 +133,18 @@ def cmd_report(args) -> int:
     if args.sweep is not None and not args.sweep.strip():  # `--spec ''` is a mistake, not the whole report
         from zoo.errors import UserError
         raise UserError("--spec needs a spec: a file (specs/mine.yaml) or the name of a spec in the store")
+    made = [p for p in (out, *out.parents) if not p.exists()]  # the folders --out creates, deepest first
     _check_out(out, args.force)
-    written = build_sweep(runs, out, args.sweep, formats, args.profile) if args.sweep else \
-        build(runs, out, tables, formats, args.profile, args.bootstrap_seed, tuple(args.addon or ()), plan)
+    try:
+        written = build_sweep(runs, out, args.sweep, formats, args.profile) if args.sweep else \
+            build(runs, out, tables, formats, args.profile, args.bootstrap_seed, tuple(args.addon or ()), plan)
+    except BaseException:  # refused (an unknown --spec, ...) or interrupted: the empty folders it made go
+        for folder in made:
+            try:
+                folder.rmdir()  # only an empty one: a page written meanwhile stays, with its folder
+            except OSError:
+                break
+        raise
     docs = [p for p in written if p.suffix != ".png"]
     print(f"report written to {out} ({len(docs)} pages, {len(written) - len(docs)} figures in "
           f"{out / 'img'}, {time.time() - t0:.1f} s)")

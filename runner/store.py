@@ -5,7 +5,8 @@ runs (`A1`) in a column of its own. Reads return zoo.result.Trial and Point reco
 a finished row with the same hash means "already done, skip". Training curves go to `points`
 (one row per logged step). Plain sqlite3, no ORM, no Ray: reports import this module too.
 A store opened read-only (zoo status, zoo report) is never written, nor is anything beside it.
-A compressed store (zoo.db.xz: how results/ commits its reference stores) reads as the store it holds.
+A compressed store (zoo.db.xz: how results/ commits its reference stores) reads as the store it holds,
+streamed within a cap (zoo.runner.storefile.MAX_UNPACKED_MB).
 """
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ from pydantic import BaseModel, ValidationError
 from zoo.config import Config
 from zoo.errors import UserError
 from zoo.result import Point, Trial, TrialStatus
-from zoo.runner.storefile import (COMPRESSED, STORE_NAME, NotAStore, locate, read_copy, unpacked,
-                                 wal_header)
+from zoo.runner.storefile import (STORE_NAME, NotAStore, locate, read_copy, refuse_compressed, refuse_shadowing,
+                                 unpacked, wal_header)
 
 STATES = tuple(s.value for s in TrialStatus)
 
@@ -104,11 +105,8 @@ class Store:
         self._decoded: dict[tuple, Trial] = {}  # read-only: (rowid, updated_at) -> Trial: a row decoded once
         self._keys: dict[str, str] = {}  # table -> its trial column (_key)
         self.damaged: list[str] = []  # read-only: the rows a read skipped, one line each (see _decode_row)
-        if self.path.suffix == COMPRESSED and not readonly:  # its rows would go to a temp copy, then be lost
-            raise UserError(f"{self.path} is a compressed results store (xz): zoo reads it but cannot write into "
-                            f"it. To run or merge into it, decompress it first (xz -dk {self.path} writes "
-                            f"{self.path.with_suffix('')} beside it, which zoo then opens instead), or give "
-                            "another --storage or merge target")
+        if not readonly:  # its rows would go to a temp copy, then be lost
+            refuse_compressed(self.path)
         plain = unpacked(self.path)
         copy = read_copy(plain)  # a temp copy when a WAL is beside the store (see there)
         if copy:  # removed when this Store goes
@@ -458,6 +456,9 @@ def open_store(path: str | Path, write: bool = False) -> Store:
     (created when missing). A file that is not a store, or one a run cannot write, is a user error."""
     from zoo.errors import UserError
     path = locate(path)
+    if write:  # before anything is created: not into a compressed store, nor a folder that would hide one
+        refuse_shadowing(path.parent, "the store's folder")
+        refuse_compressed(path)
     if write and not _writable(path):  # opening an existing store writes nothing: the first result would fail
         raise UserError(f"{path} is read-only: `zoo run` records every trial there; make it (and its folder) "
                         "writable or give the run another --storage") from None

@@ -31,6 +31,7 @@ from zoo.result import TrialStatus
 from zoo.runner.folders import FRESH, spec_folder, stale, trial_folders, wipe
 from zoo.runner.local import check_shared
 from zoo.runner.store import DEFAULT_STORAGE, Store, default_path
+from zoo.runner.storefile import refuse_target
 from zoo.runner.trackers import logger_callbacks
 from zoo.spec import auto_profile
 
@@ -101,6 +102,7 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
                         "a path that every node mounts at the same place (NFS, Lustre, ...) or a cloud URI "
                         "such as s3://bucket/zoo-runs")
     st = Storage(storage)
+    refuse_target(st.store_path, "--storage")  # a compressed store, a store's path: refused before the lock
     st.make()
     from zoo.runner.local import RunLock
     lock = RunLock(st.local).acquire()  # one run per storage, for the whole run

@@ -151,6 +151,8 @@ def cmd_train(args) -> int:
     # and must stay inside runs/train/ (zoo.paths.inside refuses a name that leads elsewhere)
     out = Path(args.out) if args.out else inside(Path("runs") / "train", Path(args.spec).stem,
                                                  f"{cfg.variant}-{cfg.profile}")
+    from zoo.runner.storefile import refuse_shadowing
+    refuse_shadowing(out, "--out")  # a run folder named zoo.db would hide a compressed store beside it
     done = _finished(out, cfg)
     if done is not None:  # said first, so an old summary never passes for a run just trained
         print(f"already finished at step {done.steps_done}: nothing trained; --out elsewhere to train again\n"
