@@ -89,8 +89,11 @@ def one_try(seconds: int = 10):
     try:
         yield
     finally:
-        for k, v in keep.items():
-            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+        for k, v in keep.items():  # as they were
+            if v is None:
+                del os.environ[k]
+            else:
+                os.environ[k] = v
 
 
 def probe_mlflow(mlflow) -> None:
