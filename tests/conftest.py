@@ -77,9 +77,9 @@ def as_nobody():
         readable_zoo(root / "src")
         env = os.environ | {"PYTHONPATH": str(root / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
 
-        def run(*args, timeout=600):
-            r = subprocess.run([*DROP, sys.executable, "-m", "zoo.cli", *map(str, args)], cwd=root, env=env, capture_output=True, text=True,
-                               timeout=timeout)
+        def run(*args, timeout=600, extra_env=None):
+            r = subprocess.run([*DROP, sys.executable, "-m", "zoo.cli", *map(str, args)], cwd=root,
+                               env=env | (extra_env or {}), capture_output=True, text=True, timeout=timeout)
             return r.returncode, r.stdout, r.stderr
 
         probe = subprocess.run([*DROP, sys.executable, "-c", "import torch, zoo.cli, zoo.runner.store; "

@@ -51,3 +51,12 @@ def test_profile_schema_refuses_unknown_scale(capsys):
     assert not v.is_valid({"scale": {"height": 0.5}})
     assert not v.is_valid({"scale": {"width": 0}})
     assert not v.is_valid({"set": {"train": {"steps": "ten"}}})
+
+
+def test_profile_schema_refuses_a_corpus_the_registry_lacks(capsys):
+    """As `zoo validate` does (tests/test_profile_mistakes.py): a datasets: key, dataset: or prefer: dataset:."""
+    v = _schema(capsys, "--profile-file")
+    assert v.is_valid({"datasets": {"wmt14_en_de": {"dataset": "multi30k", "prefer": {"dataset": "wmt14_en_de"}}}})
+    assert not v.is_valid({"datasets": {"wmt14_en_dee": {"dataset": "multi30k"}}})
+    assert not v.is_valid({"datasets": {"wmt14_en_de": {"dataset": "multi30kk"}}})
+    assert not v.is_valid({"datasets": {"wmt14_en_de": {"dataset": "multi30k", "prefer": {"dataset": "nosuch_corpus"}}}})

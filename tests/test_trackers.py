@@ -3,12 +3,18 @@ then the run read back by the tracker's own reader: MLflow's client on a SQLite 
 records of an offline run. Both must hold the trial's resolved config by its `--set` names and the
 curve and final scores that zoo's own store holds (runner.trackers.tracked: tracker_params, tracker_metrics).
 TensorBoard's files are checked in test_runner. No network: MLflow writes a file, W&B runs offline.
+
+A tracker that cannot start (issue 51) is one `zoo: error:` line naming the setting to fix, exit 2, before
+Ray starts: the storage folder is never even made. These need neither Ray nor the network (a server that
+does not answer is a closed port on 127.0.0.1); the read-only cases run as user nobody (root writes anywhere).
 """
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -160,3 +166,104 @@ def test_wandb_offline_run_holds_the_config_the_curve_and_the_final_scores(tmp_p
     assert not {k for h in history for k in h if k.startswith(("config/", "zoo/", "time_", "pid"))}
     exits = [r.exit for r in records if r.WhichOneof("record_type") == "exit"]
     assert exits and exits[-1].exit_code == 0
+
+
+# -- a tracker that cannot start: one line, exit 2, no trial --------------------------------------------
+
+def refused(code: int, out: str, err: str, storage: Path, *setting: str) -> str:
+    """Exit 2, one `zoo: error:` line naming each of `setting`, no traceback, and no trial: the run refused
+    before it made its storage folder (where the store, Ray's experiment and every trial's folder go)."""
+    msg = (out + err).strip()
+    assert code == 2 and "Traceback" not in msg, (code, msg)
+    (line,) = [x for x in err.splitlines() if x.startswith("zoo: error:")]
+    assert "--logger" in line and all(s in line for s in setting), line
+    assert not storage.exists(), f"{storage} was made: the run went on"
+    return line
+
+
+def zoo_run(logger: str, storage: Path, env: dict) -> tuple:
+    """`zoo run` of A1 with `--logger`, the trackers' settings only from `env`, HOME a folder without a
+    W&B login (no netrc key)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "WANDB_"))}
+    cmd = [sys.executable, "-m", "zoo.cli", "run", SPEC, "--profile", "smoke", "--variant", "A1",
+           "--storage", str(storage), "--logger", logger, *[x for s in SMALL for x in ("--set", s)]]
+    r = subprocess.run(cmd, cwd=REPO, env=clean | {"HOME": str(storage.parent)} | env, capture_output=True,
+                       text=True, timeout=RUN)
+    return r.returncode, r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("uri, said", [
+    ("nosuchscheme://x", "unsupported URI"),  # a scheme MLflow does not know
+    ("http://127.0.0.1:1", "127.0.0.1"),      # a server that does not answer (tried once, not for minutes)
+])
+def test_an_mlflow_store_it_cannot_open_is_one_line_before_any_trial(tmp_path, uri, said):
+    storage = tmp_path / "runs"
+    line = refused(*zoo_run("mlflow", storage, {"MLFLOW_TRACKING_URI": uri}), storage,
+                   f"MLFLOW_TRACKING_URI={uri}", said)
+    assert "sqlite:///" in line  # what to set instead
+
+
+@pytest.mark.parametrize("logger", ["wandb", "mlflow"])
+def test_a_tracker_that_fails_to_import_is_one_line(tmp_path, logger):
+    """An installed package that is broken (here one shadowing the real one, raising as a missing
+    dependency would)."""
+    broken = tmp_path / "site" / logger
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise ImportError('cannot import name core (a version clash)')\n")
+    storage = tmp_path / "runs"
+    refused(*zoo_run(logger, storage, {"PYTHONPATH": str(tmp_path / "site"), "WANDB_MODE": "offline"}), storage,
+            f"`{logger}` fails to import", "a version clash", f"--force-reinstall {logger}")
+
+
+def test_wandb_online_without_a_key_is_refused_before_the_network(tmp_path):
+    storage = tmp_path / "runs"
+    # W&B's server a closed port: were the key not checked first, the line would name the server instead
+    refused(*zoo_run("wandb", storage, {"WANDB_BASE_URL": "http://127.0.0.1:1"}), storage,
+            "no API key", "WANDB_API_KEY", "WANDB_MODE=offline")
+
+
+def test_wandb_online_with_a_key_but_no_server_is_refused_at_once(tmp_path):
+    storage = tmp_path / "runs"
+    refused(*zoo_run("wandb", storage, {"WANDB_API_KEY": "x" * 40, "WANDB_BASE_URL": "http://127.0.0.1:1"}),
+            storage, "http://127.0.0.1:1 cannot be reached", "WANDB_BASE_URL", "WANDB_MODE=offline")
+
+
+def test_a_wandb_mode_that_is_none_is_refused(tmp_path):
+    storage = tmp_path / "runs"
+    refused(*zoo_run("wandb", storage, {"WANDB_MODE": "ofline"}), storage, "WANDB_MODE=ofline", "offline")
+
+
+@pytest.fixture
+def read_only(as_nobody):
+    """A folder user nobody may read but not write (root's, mode 0755), a --storage path nobody could make
+    (removed afterwards only if a run made it), and zoo run as nobody."""
+    folder = Path(tempfile.mkdtemp(prefix="zoo-ro-"))  # not under pytest's root-only folder
+    storage = Path(tempfile.mkdtemp(prefix="zoo-never-"))
+    storage.rmdir()  # a name no one else uses, for a folder the run must not make
+    try:
+        folder.chmod(0o755)
+        yield folder, storage, as_nobody
+    finally:
+        shutil.rmtree(folder)
+        shutil.rmtree(storage, ignore_errors=True)  # only there if a refused run made it
+
+
+def nobody_run(as_nobody, logger: str, storage: Path, env: dict) -> tuple:
+    return as_nobody("run", "table3_A", "--profile", "smoke", "--variant", "A1", "--storage", storage,
+                     "--logger", logger, timeout=RUN, extra_env=env)
+
+
+@pytest.mark.parametrize("store", ["file", "sqlite"])
+def test_a_read_only_mlflow_store_is_one_line_before_any_trial(read_only, store):
+    folder, storage, as_nobody = read_only
+    uri = f"file://{folder}/mlruns" if store == "file" else f"sqlite:///{folder}/mlflow.db"
+    refused(*nobody_run(as_nobody, "mlflow", storage, {"MLFLOW_TRACKING_URI": uri, "MLFLOW_ALLOW_FILE_STORE": "true"}),
+            storage, f"MLFLOW_TRACKING_URI={uri}", "not a store zoo may write")
+    assert list(folder.iterdir()) == []
+
+
+def test_wandb_offline_with_a_read_only_dir_is_refused_not_sent_to_tmp(read_only):
+    folder, storage, as_nobody = read_only
+    line = refused(*nobody_run(as_nobody, "wandb", storage, {"WANDB_MODE": "offline", "WANDB_DIR": str(folder)}),
+                   storage, f"WANDB_DIR={folder}", "/wandb instead")
+    assert "writable folder" in line and list(folder.iterdir()) == []

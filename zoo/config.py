@@ -151,11 +151,12 @@ class OptimizerSpec(Strict):
     betas: tuple[StrictFloat, StrictFloat] = Field((0.9, 0.98), strict=False)  # a YAML list is fine
     eps: float = Field(1e-9, gt=0, le=1)
 
-    @model_validator(mode="after")
-    def _betas_range(self):
-        if not all(0 <= b < 1 for b in self.betas):
-            raise ValueError(f"betas must lie in [0, 1) (got {list(self.betas)})")
-        return self
+    @field_validator("betas")  # a field's rule, so an error names train.optimizer.betas, not its section
+    @classmethod
+    def _betas_range(cls, v):
+        if not all(0 <= b < 1 for b in v):
+            raise ValueError("each of the two betas must lie in [0, 1)")  # the value is quoted where it was set
+        return v
 
 
 def dotted(d: dict, prefix: str = "") -> dict:

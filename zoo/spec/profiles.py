@@ -116,6 +116,7 @@ def apply_profile(doc: Doc, profile_path: Path | None, data_dir: str | Path | No
     if not isinstance(maps, dict) or not all(isinstance(v, dict) for v in maps.values()):
         raise SpecError(prof.where(("datasets",)), "datasets",
                         "must map a corpus name to data settings, e.g. {wmt14_en_de: {dataset: multi30k}}")
+    _check_corpora(prof, maps)
     data_sec = doc.data.get("data")
     # a spec without `data:` trains on the default corpus, which the profile maps like any other
     name = data_sec.get("dataset", DataSpec().dataset) if isinstance(data_sec, dict) else \
@@ -256,6 +257,20 @@ def _keep_checkpoint_share(doc: Doc, before: dict, base_t: "TrainSpec") -> Doc:
     if ints and new_steps != old_steps and new_every == old_every:  # cadence untouched by the profile
         t["checkpoint_every"] = max(1, round(old_every * new_steps / old_steps))
     return doc
+
+
+def _check_corpora(prof: Doc, maps: dict) -> None:
+    """Every corpus a `datasets:` map names (its keys, each entry's `dataset:` and `prefer: {dataset:}`) is
+    in the registry: a misspelt key would never match a spec's corpus, so the spec would silently run as
+    written, and a misspelt `prefer:` would never be present, so the fallback would always run."""
+    from zoo.data import CORPORA  # no torch there
+    for name, entry in maps.items():
+        pref = entry.get("prefer")
+        for at, corpus in ((("datasets", name), name), (("datasets", name, "dataset"), entry.get("dataset")),
+                           (("datasets", name, "prefer", "dataset"), pref.get("dataset") if isinstance(pref, dict) else None)):
+            if corpus not in CORPORA and (isinstance(corpus, str) or at == ("datasets", name)):  # values: also typed later
+                raise SpecError(prof.where(at), ".".join(map(shorten, at)),
+                                unknown_key("corpus", corpus, CORPORA) + " (see `zoo data list`)")
 
 
 def _prefer(prof: Doc, name: str, entry: dict, m_locs: dict, data_dir, notes: list[str] | None) -> dict:

@@ -115,11 +115,17 @@ def profile_schema() -> dict:
             "scale": scale,
             "set": {**sections, "description": "fields set on every spec run under this profile"},
             "seeds": SEEDS,
-            "datasets": {"type": "object", "propertyNames": NAME, "additionalProperties": _dataset_entry(sections, scale),
+            "datasets": {"type": "object", "propertyNames": _corpus(), "additionalProperties": _dataset_entry(sections, scale),
                          "description": "corpus named by a spec -> data settings used instead"},
         },
         "$defs": _defs(),
     }
+
+
+def _corpus() -> dict:
+    """A corpus name: one of the registry's (zoo.data.CORPORA, as `zoo validate` checks a profile)."""
+    from zoo.data import CORPORA  # no torch there
+    return {"type": "string", "enum": sorted(CORPORA), "description": "a corpus of the registry (`zoo data list`)"}
 
 
 def _dataset_entry(sections: dict, scale: dict) -> dict:
@@ -127,6 +133,7 @@ def _dataset_entry(sections: dict, scale: dict) -> dict:
     `set`: other sections' fields set for this corpus only (parsing's own recipe), and `scale`: the profile's
     scale replaced for this corpus (a model it supports)."""
     data = _defs()["DataSpec"]
+    data = {**data, "properties": {**data["properties"], "dataset": {**_corpus(), **data["properties"]["dataset"], "enum": _corpus()["enum"]}}}
     only = {**sections, "description": "fields set on every spec whose corpus this is (e.g. a parsing recipe, a "
             "budget in epochs); with `prefer:`, for the fallback corpus only"}
     prefer = {**data, "properties": {**data["properties"], "set": {
