@@ -5,7 +5,10 @@ HOME there, canaries beside and inside the folder named); the scripts run from a
 The GPU check's old bug: `--out <a regular file>` made its work folder /work, which it then removed. Those cases run in
 a mount namespace where /work is a sandbox folder holding a canary, so even that pattern could reach only the sandbox.
 loopback_ray_head.sh's cases run in a PID namespace of their own (its old trap killed every process naming
-127.0.0.1:PORT..., anyone's), with a stand-in `.venv/bin/ray` that starts one process naming the head's address."""
+127.0.0.1:PORT..., anyone's), with a stand-in `.venv/bin/ray` that starts one process naming the head's address.
+ZOO_SCRIPTS_UNDER_TEST=DIR runs these cases against another scripts/ folder (an older commit's: `git show
+fd0ba20:scripts/X`); give it only the cases that cannot reach a real path there (the old GPU check's `--out` of a
+regular file, an empty one or a folder it cannot write removed /work and wrote at /)."""
 import os
 import shutil
 import subprocess
@@ -38,7 +41,7 @@ def sb():
     each holding a canary."""
     root = Path(tempfile.mkdtemp(prefix="zoo-canary-", dir="/tmp"))
     root.chmod(0o755)
-    shutil.copytree(REPO / "scripts", root / "ck" / "scripts")
+    shutil.copytree(os.environ.get("ZOO_SCRIPTS_UNDER_TEST") or REPO / "scripts", root / "ck" / "scripts")
     for d in ("caller", "home", "fakework"):
         (root / d).mkdir()
         (root / d / "precious.txt").write_text(f"{d}'s canary\n")
@@ -91,7 +94,8 @@ def test_gpu_check_refuses_a_regular_file_as_out(sb, script):
         assert tree(sb) == before
 
 
-@pytest.mark.parametrize("args", [["--out"], ["--cpu", "--out"], ["--out", ""], ["--out="], ["--outt", "x"], ["x"]])
+@pytest.mark.parametrize("args", [["--out"], ["--cpu", "--out"], ["--out", ""], ["--out="], ["--outt", "x"], ["x"]],
+                         ids=["no-value", "no-value-last", "empty", "empty-joined", "misspelt", "stray-word"])
 def test_gpu_check_refuses_a_missing_or_empty_out_and_unknown_words(sb, args):
     before = tree(sb)
     rc, said = run(sb, "gpu-check.sh", *args)
@@ -110,9 +114,9 @@ def test_gpu_check_keeps_a_users_work_folder_and_logs(sb):
     before = tree(sb)
     for arg in ("mine", str(out)):  # relative: from the caller's folder, where mine/ is (the checkout has none)
         rc, said = run(sb, "gpu-check.sh", "--out", arg)  # no --cpu: the old script stops after step 1 here
+        assert tree(sb) == before
         refused(rc, said)
         assert str(out / "work") in said and "not a folder this check made" in said, said
-        assert tree(sb) == before
 
 
 def test_gpu_check_keeps_what_a_work_link_points_to(sb):
