@@ -208,6 +208,8 @@ def out_folder(arg: str) -> Path:
     if out.exists() and not out.is_dir():
         raise Refused(f"--out {arg}: {out} is not a folder; give a folder it may create or write")
     work = out / "work"
+    if (out / "logs").is_symlink():
+        raise Refused(f"--out {arg}: {out / 'logs'} is a link; its logs go in a folder of its own there")
     if work.is_symlink() or (work.exists() and not (work.is_dir() and owned(work))):
         raise Refused(f"--out {arg}: {work} is not a folder this check made (no {work / '.gitignore'} of its own); "
                       "move it or give another --out")
@@ -238,11 +240,15 @@ def remove_made(c: Check, step: Step):
             shutil.rmtree(p)
 
 
-def log_file(c: Check, name: str):
-    p = c.out / "logs" / name
-    if p.is_symlink():  # rewrite its own log, never a file a link points to
+def fresh(p: Path):
+    """A file of its own opened to write: a link there is replaced, never the file it points to."""
+    if p.is_symlink():
         p.unlink()
     return open(p, "w")
+
+
+def log_file(c: Check, name: str):
+    return fresh(c.out / "logs" / name)
 
 
 # -- running the steps ---------------------------------------------------------------------------------------------
@@ -262,6 +268,7 @@ class Running:
 
 
 def start(c: Check, s: Step):
+    remove_made(c, s)  # run or skipped, the report never reads the last run's
     with log_file(c, f"{s.name}.log") as log:
         why = s.skip(c)
         limit = min(s.limit[c.mode.cpu], int(c.left()))
@@ -272,12 +279,11 @@ def start(c: Check, s: Step):
             record(c, s.name, f"skipped: {why}", 0, 0)
             print(f"[{s.name}] skipped: {why}", flush=True)
             return None
-    remove_made(c, s)
     argv = [str(a) for a in s.argv(c)]
     with open(c.out / "logs" / "all.log", "a") as f:
         f.write(f"== {s.name} (limit {limit} s): {' '.join(argv)}\n")
     log = log_file(c, f"{s.name}.log")
-    files = [log] + ([open(c.out / s.stdout, "w")] if s.stdout else [])
+    files = [log] + ([fresh(c.out / s.stdout)] if s.stdout else [])
     proc = subprocess.Popen(argv, cwd=c.work if s.in_work else ROOT, env={**os.environ, **dict(s.env)},
                             stdin=subprocess.DEVNULL, stdout=files[-1], stderr=log, start_new_session=True)
     return Running(s, proc, limit, files)
@@ -309,6 +315,21 @@ def wait(c: Check, running: list):
     finally:  # interrupted: end what it started, nothing else
         for r in running:
             signal_group(r, signal.SIGKILL)
+
+
+def run_steps(c: Check, steps: list) -> str:
+    """Runs the steps in order (side by side where one says so); returns why the check stops early, or ""."""
+    group = []
+    for s in steps:
+        r = start(c, s)
+        group += [r] if r else []
+        if s.beside_next:
+            continue
+        wait(c, group)
+        group = []
+        if why := s.then(c):
+            return why
+    return ""
 
 
 def finish(c: Check, r: Running):
@@ -378,23 +399,14 @@ def main(argv=None) -> int:
     data = os.environ.get("ZOO_DATA_DIR") or str(ROOT.parent / "shared" / "data")
     os.environ.update(ZOO_DATA_DIR=os.path.abspath(data), PYTHONUNBUFFERED="1")  # as for zoo: from the caller's folder
     c = Check(out, CPU if cpu else GPU, zoo_command(sys.executable))
-    (out / "steps.tsv").write_text("")
-    with log_file(c, "all.log"):
-        pass
+    for f in (fresh(out / "steps.tsv"), log_file(c, "all.log")):
+        f.close()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # ended: its steps' processes go with it (wait's finally)
     print(f"gpu-check: {'CPU rehearsal' if cpu else 'GPU check'} into {out}, {TOTAL} s at most; zoo: {' '.join(c.zoo)}",
           flush=True)
-    group = []
-    for s in STEPS:
-        r = start(c, s)
-        group += [r] if r else []
-        if s.beside_next:
-            continue
-        wait(c, group)
-        group = []
-        if why := s.then(c):
-            print(f"gpu-check: {why}", file=sys.stderr)
-            return 2
+    if why := run_steps(c, STEPS):
+        print(f"gpu-check: {why}", file=sys.stderr)
+        return 2
     rc = run_report(c)
     print(f"gpu-check: {round(time.monotonic() - c.t0)} s in all; {out / 'report.md'}")
     return rc

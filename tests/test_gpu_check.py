@@ -162,3 +162,34 @@ def test_headlines_from_a_made_up_run(repo, made_up):
     assert rep.headline(r, "2-predict") == "no prediction (see logs/2-predict.log)"
     (out / "torch.json").write_text('{"device": 3}')
     assert rep.headline(r, "2-predict").startswith("(no headline: AttributeError")
+
+
+def test_a_step_past_its_limit_is_ended_with_its_processes(repo, tmp_path, capsys):
+    """The check's own time limit, as `timeout -k 5` kept it: TERM to the step's process group at its limit (exit
+    124), KILL 5 s later for one that ignores TERM (137), side by side; a step with no time left is skipped."""
+    import sys
+    sys.path.insert(0, str(repo / "scripts"))
+    try:
+        import gpu_check as gc
+    finally:
+        sys.path.remove(str(repo / "scripts"))
+    c = gc.Check(gc.out_folder(str(tmp_path / "out")), gc.CPU, ["zoo"])
+    for f in (gc.fresh(c.out / "steps.tsv"), gc.log_file(c, "all.log")):
+        f.close()
+    pids = tmp_path / "pids"
+    sleeper = f"sleep 60 & echo $! >> {pids}; "
+    steps = [gc.Step("t-term", (6, 6), lambda c: ["sh", "-c", sleeper + "sleep 60"], beside_next=True),
+             gc.Step("t-stubborn", (6, 6), lambda c: ["sh", "-c", "trap '' TERM; " + sleeper + "sleep 60"])]
+    t0 = time.monotonic()
+    assert gc.run_steps(c, steps) == ""
+    assert 10 <= time.monotonic() - t0 < 20
+    rows = (c.out / "steps.tsv").read_text().splitlines()
+    assert sorted(r.split("\t")[:2] for r in rows) == [["t-stubborn", "137"], ["t-term", "124"]], rows
+    for pid in pids.read_text().split():  # the background sleeps went with their steps
+        assert not os.path.exists(f"/proc/{pid}") or "zombie" in open(f"/proc/{pid}/status").read().lower()
+    said = capsys.readouterr().out
+    assert re.search(r"^\[t-term\] TIMED OUT \(exit 124\), [67] s \(limit 6 s\): $", said, re.M), said
+    c.t0 -= gc.TOTAL  # nothing left of the budget
+    assert gc.run_steps(c, steps[1:]) == ""
+    assert (c.out / "steps.tsv").read_text().splitlines()[-1] == \
+        f"t-stubborn\tskipped: out of the {gc.TOTAL}-second budget\t0\t0"

@@ -119,9 +119,10 @@ def test_gpu_check_keeps_a_users_work_folder_and_logs(sb):
         assert str(out / "work") in said and "not a folder this check made" in said, said
 
 
-def test_gpu_check_keeps_what_a_work_link_points_to(sb):
+@pytest.mark.parametrize("link", ["work", "logs"])
+def test_gpu_check_keeps_what_a_link_in_out_points_to(sb, link):
     (sb / "caller" / "out").mkdir()
-    (sb / "caller" / "out" / "work").symlink_to(sb / "home")
+    (sb / "caller" / "out" / link).symlink_to(sb / "home")
     before = tree(sb)
     refused(*run(sb, "gpu-check.sh", "--out", "out", "--cpu"))
     assert tree(sb) == before
