@@ -368,7 +368,7 @@ def zoo_command(py: str) -> list:
 
 
 def parse(argv: list) -> tuple:
-    """(OUT as given, --cpu); a mistake raises Refused."""
+    """(OUT as given, --cpu); OUT None for --help; a mistake raises Refused."""
     out, cpu, args = str(ROOT / "results" / "gpu-check"), False, list(argv)
     while args:
         a = args.pop(0)
@@ -380,18 +380,20 @@ def parse(argv: list) -> tuple:
             out = a[len("--out="):]
         elif a == "--cpu":
             cpu = True
+        elif a in ("-h", "--help"):
+            return None, cpu
         else:
             raise Refused(f"unknown argument {a!r} (--out DIR, --cpu, --help)")
     return out, cpu
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] in ("-h", "--help"):
-        print(__doc__.strip())
-        return 0
     try:
-        arg, cpu = parse(argv)
+        arg, cpu = parse(sys.argv[1:] if argv is None else argv)
+        if arg is None:
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `--help | head` ends quietly
+            print(__doc__.strip())
+            return 0
         out = out_folder(arg)
     except Refused as e:
         print(f"gpu-check: {e}", file=sys.stderr)
