@@ -66,8 +66,8 @@ def run(sb: Path, script: str, *args, nobody=False, env=(), bind_work=True, time
     if bind_work and MOUNT_NS:  # /work, where the old bug's rm -rf landed, is the sandbox's canary folder here
         cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", 'mount --bind "$0" /work && exec "$@"',
                str(sb / "fakework"), *cmd]
-    e = {"PATH": os.environ["PATH"], "HOME": str(sb / "home"), "PYTHON": PY, "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
-         **dict(env)}
+    e = {"PATH": os.environ["PATH"], "HOME": str(sb / "home"), "PYTHON": PY, "LANG": "C.UTF-8",
+         "PYTHONDONTWRITEBYTECODE": "1", **dict(env)}
     r = subprocess.run(cmd, cwd=sb / "caller", env=e, capture_output=True, text=True, timeout=timeout)
     return r.returncode, (r.stdout + r.stderr).strip()
 
