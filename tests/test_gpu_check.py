@@ -169,6 +169,8 @@ def test_a_step_past_its_limit_is_ended_with_its_processes(repo, tmp_path, capsy
     124), KILL 5 s later for one that ignores TERM (137), side by side; a step with no time left is skipped."""
     import sys
     sys.path.insert(0, str(repo / "scripts"))
+    for name in ("gpu_check", "gpu_check_report"):  # this folder's, not one an earlier test imported
+        sys.modules.pop(name, None)
     try:
         import gpu_check as gc
     finally:

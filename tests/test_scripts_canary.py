@@ -148,6 +148,8 @@ def test_gpu_check_makes_work_its_own_and_removes_only_its_runs(sb):
     """What a run may remove: in the work/ it marked, the runs its steps make; a user's file there, the user's
     files beside it in OUT and its logs stay."""
     sys.path.insert(0, str(sb / "ck" / "scripts"))
+    for name in ("gpu_check", "gpu_check_report"):  # this folder's, not one an earlier test imported
+        sys.modules.pop(name, None)
     try:
         import gpu_check
     finally:
