@@ -1,6 +1,7 @@
 """scripts/gpu-check.sh --cpu (issue 44, item 6): the GPU check rehearsed on this CPU with tiny shapes and few steps,
 every step under its own time limit with a one-line summary as it ends, into a report that covers learning,
-checkpoint share and tokens/s; the whole run within the script's 8 minutes (about six on this busy 2-core machine)."""
+checkpoint share and tokens/s; the whole run within the script's 8 minutes (about six on this busy 2-core machine).
+The report's code (scripts/gpu_check_report.py) is tested on its own below, on a made-up OUT."""
 import json
 import os
 import re
@@ -16,6 +17,9 @@ STEPS = ["1-torch", "2-predict", "2-bench-eager", "2-bench-compiled", "3-learn-n
 @pytest.mark.slow
 def test_gpu_check_rehearses_every_step_on_the_cpu(repo, data_root, tmp_path):
     out = tmp_path / "gc"
+    (out / "logs").mkdir(parents=True)  # a user's files beside its own: a run rewrites only its own
+    (out / "logs" / "notes.log").write_text("mine\n")
+    (out / "notes.md").write_text("mine\n")
     t0 = time.monotonic()
     r = subprocess.run([str(repo / "scripts" / "gpu-check.sh"), "--cpu", "--out", str(out)], cwd=tmp_path,
                        capture_output=True, text=True, timeout=900, env={**os.environ, "ZOO_DATA_DIR": str(data_root)})
@@ -58,3 +62,136 @@ def test_gpu_check_rehearses_every_step_on_the_cpu(repo, data_root, tmp_path):
     if raw.get("shared") and steps["5-shared"]["exit"] == "0":
         assert raw["shared"]["finished"] == 4 and raw["shared"]["summed_tokens_per_s"] > 0
     assert (out / "work" / ".gitignore").exists()
+    assert (out / "logs" / "notes.log").read_text() == (out / "notes.md").read_text() == "mine\n"
+
+
+# -- the report on its own: a made-up OUT (steps.tsv, torch.json, the bench's JSON and logs, runs' summaries) ------
+def report_module(repo):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("gpu_check_report", repo / "scripts" / "gpu_check_report.py")
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+def jsonl(path, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def summary(path, seconds, tokens, checkpoint, dtype):
+    path.mkdir(parents=True)
+    (path / "summary.json").write_text(json.dumps({
+        "train_seconds": seconds, "tokens_seen": tokens, "checkpoint_seconds": checkpoint, "steps_done": 300,
+        "hardware": {"compute_dtype": dtype, "device": "cuda:0"}, "dev_ppl": 42.4}))
+
+
+@pytest.fixture
+def made_up(tmp_path):
+    """One GPU run's OUT as the steps leave it: the compiled bench timed out (its log kept base), a step skipped
+    for the budget, no Ray; big eager 100 ms against a predicted 60-70 ms; a 100 s trial 5% waiting on checkpoints."""
+    out, ref = tmp_path / "out", tmp_path / "ref"
+    (out / "logs").mkdir(parents=True)
+    (out / "steps.tsv").write_text("1-torch\t0\t3\t15\n2-predict\t0\t20\t40\n2-bench-eager\t0\t20\t45\n"
+                                   "2-bench-compiled\t124\t150\t150\n3-learn-new\t0\t25\t50\n3-learn-old\t0\t27\t50\n"
+                                   "4-trial\t0\t110\t40\n4-trial-other\tskipped: out of the 480-second budget\t0\t0\n"
+                                   "5-shared\tskipped: no Ray here\t0\t0\n6-no-cuda\t2\t4\t15\n")
+    (out / "torch.json").write_text(json.dumps({"cuda": True, "device": "NVIDIA H100 80GB HBM3", "gpus": 1, "bf16": True,
+                                                "torch": "2.11.0", "cuda_version": "13.0", "python": "3.12.3",
+                                                "threads": 16}))
+    entry = lambda e, c: {"eager": {"ms": e}, "compiled": {"ms": c}}
+    (out / "predict.json").write_text(json.dumps({"cpu_check": [], "models": {
+        "base": {"steps": 10, "H100 SXM": entry([50, 60, 70], [35, 40, 50])},
+        "big": {"H100 SXM": entry([60, 65, 70], [50, 55, 60])}}}))
+    (out / "bench-eager.json").write_text(json.dumps({"models": {
+        "base": {"step_ms": 62.0, "tokens_per_s": 400000, "mfu_spec_peak": 0.12},
+        "big": {"step_ms": 100.0, "tokens_per_s": 250000, "mfu_spec_peak": 0.2}}}))
+    (out / "logs" / "2-bench-compiled.log").write_text(
+        "compiling\nbase: d_model 512, 6+6 layers, 25000-token batches,    440000 target tokens/s, 41.5 ms a step, peak "
+        "memory 12.8 GiB\n")
+    (out / "logs" / "6-no-cuda.log").write_text("zoo: resources.gpus=1 but torch sees 0 CUDA devices\n")
+    jsonl(out / "work" / "learn-new" / "metrics.jsonl", [{"step": 1, "nll": 9.9}, {"step": 20, "nll": 9.0}])
+    jsonl(ref / "new" / "metrics.jsonl", [{"step": 1, "nll": 9.8}, {"step": 20, "nll": 8.9}])
+    summary(out / "work" / "trial-auto", 100.0, 10_000_000, 5.0, "fp32")
+    return out, ref
+
+
+def test_report_lines_from_a_made_up_run(repo, made_up):
+    rep = report_module(repo)
+    out, ref = made_up
+    r = rep.Results(out, cpu=False, ref=ref)
+    lines = rep.write(r)
+    text = (out / "report.md").read_text()
+    assert lines[-1] == "report.md: 4 figure(s) outside the prediction or not as expected"
+    assert text.startswith("# GPU check: NVIDIA H100 80GB HBM3\n")
+    assert "| base | eager | 62 | 60 (50-70) | 400000 | 0.12 | exit 0, 20 s of 45 |" in text
+    assert "| big | eager | 100 **outside** | 65 (60-70) |" in text  # past 65 x 1.15, the widened range
+    assert "| base | compiled | 41.5 | 40 (35-50) | 440000 | - | exit 124, 150 s of 150 (**timed out**) |" in text
+    assert "| big | compiled | not measured | 55 (50-60) |" in text
+    assert "base compiled / eager speed: 1.49x (predicted 1.50x, 1.17-1.80)" in text
+    assert "The compiled bench ran out of its 150 s" in text
+    assert "new: this device minus the CPU reference at 2 equal steps: mean +0.100, largest +0.100" in text
+    assert "The CPU reference's old curve is not there yet" in text
+    assert "precision auto chose **fp32** on cuda:0; 100000 tokens/s over 300 steps; 5.0% of 100 s waiting on " \
+           "checkpoints: **over** the 2% target" in text
+    assert "| trial-auto | 100.0 | 100000 | 5.0% | **missed** |" in text
+    assert "5. four trials sharing the device: skipped: no Ray here" in text
+    assert "6. GPU asked, CUDA hidden: exit 2, says what torch sees: as expected" in text
+    raw = json.loads((out / "measured.json").read_text())
+    assert raw["outside"] == ["big eager bench: 100 ms a step (predicted 65 (60-70))",
+                              "trial-auto: 5.0% waiting on checkpoints (target 2%)",
+                              "step 2-bench-compiled timed out at its 150 s limit",
+                              "step 4-trial-other skipped: out of the 480-second budget"]
+    assert raw["bench_compiled"]["models"]["base"]["partial"] is True
+    assert sorted(p.name for p in out.iterdir()) == ["bench-eager.json", "logs", "measured.json", "predict.json",
+                                                     "report.md", "steps.tsv", "torch.json", "work"]  # no partial file
+
+
+def test_headlines_from_a_made_up_run(repo, made_up):
+    rep = report_module(repo)
+    out, ref = made_up
+    r = rep.Results(out, cpu=False, ref=ref)
+    assert rep.headline(r, "1-torch") == "NVIDIA H100 80GB HBM3, bf16 True, torch 2.11.0 (CUDA 13.0)"
+    assert rep.headline(r, "2-predict") == "H100 SXM: base 60 (50-70) ms eager, 40 (35-50) ms compiled; big 65 (60-70) ms eager"
+    assert rep.headline(r, "2-bench-compiled") == "base 41.5 ms/step (440000 tok/s) (finished before the limit)"
+    assert rep.headline(r, "3-learn-new") == "training NLL 9.000 at step 20 (CPU reference 8.900)"
+    assert rep.headline(r, "3-learn-old") == "no training NLL logged"
+    assert rep.headline(r, "4-trial") == "precision auto chose fp32: 100000 tok/s; 5.0% of 100 s waiting on checkpoints"
+    assert rep.headline(r, "6-no-cuda") == "exit 2, says what torch sees"
+    (out / "predict.json").write_text("{")  # a damaged file: a line saying so, never a traceback
+    assert rep.headline(r, "2-predict") == "no prediction (see logs/2-predict.log)"
+    (out / "torch.json").write_text('{"device": 3}')
+    assert rep.headline(r, "2-predict").startswith("(no headline: AttributeError")
+
+
+def test_a_step_past_its_limit_is_ended_with_its_processes(repo, tmp_path, capsys):
+    """The check's own time limit, as `timeout -k 5` kept it: TERM to the step's process group at its limit (exit
+    124), KILL 5 s later for one that ignores TERM (137), side by side; a step with no time left is skipped."""
+    import sys
+    sys.path.insert(0, str(repo / "scripts"))
+    for name in ("gpu_check", "gpu_check_report"):  # this folder's, not one an earlier test imported
+        sys.modules.pop(name, None)
+    try:
+        import gpu_check as gc
+    finally:
+        sys.path.remove(str(repo / "scripts"))
+    c = gc.Check(gc.out_folder(str(tmp_path / "out")), gc.CPU, ["zoo"])
+    for f in (gc.fresh(c.out / "steps.tsv"), gc.log_file(c, "all.log")):
+        f.close()
+    pids = tmp_path / "pids"
+    sleeper = f"sleep 60 & echo $! >> {pids}; "
+    steps = [gc.Step("t-term", (6, 6), lambda c: ["sh", "-c", sleeper + "sleep 60"], beside_next=True),
+             gc.Step("t-stubborn", (6, 6), lambda c: ["sh", "-c", "trap '' TERM; " + sleeper + "sleep 60"])]
+    t0 = time.monotonic()
+    assert gc.run_steps(c, steps) == ""
+    assert 10 <= time.monotonic() - t0 < 20
+    rows = (c.out / "steps.tsv").read_text().splitlines()
+    assert sorted(r.split("\t")[:2] for r in rows) == [["t-stubborn", "137"], ["t-term", "124"]], rows
+    for pid in pids.read_text().split():  # the background sleeps went with their steps
+        assert not os.path.exists(f"/proc/{pid}") or "zombie" in open(f"/proc/{pid}/status").read().lower()
+    said = capsys.readouterr().out
+    assert re.search(r"^\[t-term\] TIMED OUT \(exit 124\), [67] s \(limit 6 s\): $", said, re.M), said
+    c.t0 -= gc.TOTAL  # nothing left of the budget
+    assert gc.run_steps(c, steps[1:]) == ""
+    assert (c.out / "steps.tsv").read_text().splitlines()[-1] == \
+        f"t-stubborn\tskipped: out of the {gc.TOTAL}-second budget\t0\t0"
