@@ -47,7 +47,7 @@ from zoo.train.prepared import Prepared, build, prepare
 from zoo.train.recipe import make_optimizer, smoothed_loss
 from zoo.train.step import draws_key
 
-__all__ = ["Seat", "stack_problem", "train_stacked"]
+__all__ = ["Seat", "stack_problem", "stack_size", "train_stacked"]
 
 # what seeds of one stack may differ in: values that keep every tensor's shape (and the trial's name)
 FREE = ("train.seed", "train.label_smoothing", "train.schedule.", "trial", "variant", "name", "seeds")
@@ -74,6 +74,16 @@ def stack_problem(cfgs: list[Config]) -> str | None:
     if c.train.max_tokens_per_device and c.train.max_tokens_per_device < c.train.batch_tokens:
         return "train.max_tokens_per_device splits a step into micro-batches (a stack takes whole steps)"
     return None
+
+
+def stack_size(cfg: Config, seeds: int, have: int) -> int:
+    """K: how many of `seeds` runs of `cfg` one device of `have` bytes trains stacked. Each seed holds its own
+    weights, gradients, Adam moments and activations (zoo.model.train_memory's estimate); the process's runtime
+    is paid once."""
+    from zoo.model import train_memory
+    est = train_memory(cfg)
+    one = est["total"] - est["runtime"]
+    return max(1, min(seeds, (have - est["runtime"]) // max(one, 1)))
 
 
 class Batches:
