@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zoo.model import components
+from zoo.model import components, dropout
 from zoo.config import ModelSpec
 
 from zoo.tokens import PAD  # the token ids have one home, on the ground floor
@@ -110,7 +110,7 @@ class FeedForward(nn.Module):
         self.drop = nn.Dropout(dropout)  # tensor2tensor's relu_dropout; 0 in the paper's specs
 
     def forward(self, x):
-        return self.w_2(self.drop(self.act(self.w_1(x))))
+        return self.w_2(dropout.counter_dropout(self.drop, self.act(self.w_1(x))))
 
 
 class GeluFeedForward(FeedForward):
@@ -130,7 +130,7 @@ class SwiGLU(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x):
-        return self.w_2(self.drop(self.act(self.w_1(x)) * self.w_3(x)))
+        return self.w_2(dropout.counter_dropout(self.drop, self.act(self.w_1(x)) * self.w_3(x)))
 
 
 class GEGLU(SwiGLU):
@@ -166,8 +166,9 @@ class Residual(nn.Module):
         p = self.drop.p
         # x + Dropout(s) in one pass on a CPU, eagerly; compiled, dropout is fused by the compiler
         # (and _keep_mask's in-place random_ would break the graph)
-        if self.training and 0 < p < 1 and x.device.type == "cpu" and not torch.compiler.is_compiling():
-            keep, scale = _keep_mask(sublayer_out, p)
+        draws = dropout.active_draws()  # counter-based masks (zoo.model.dropout), when training turned them on
+        if self.training and 0 < p < 1 and (draws or x.device.type == "cpu" and not torch.compiler.is_compiling()):
+            keep, scale = draws.keep(sublayer_out, p) if draws else _keep_mask(sublayer_out, p)
             y = torch.addcmul(x, sublayer_out, keep, value=scale)
         else:
             y = x + self.drop(sublayer_out)
@@ -370,7 +371,7 @@ class Transformer(nn.Module):
         x = table(tokens) * math.sqrt(self.spec.d_model)
         pos = self.pos_embed.embed(start, T)
         x = x if pos is None else x + pos
-        return self.drop(x if extra is None else x + extra)
+        return dropout.counter_dropout(self.drop, x if extra is None else x + extra)
 
     def src_mask(self, src: torch.Tensor) -> torch.Tensor:
         return (src != self.pad_id)[:, None, None, :]  # (B, 1, 1, S): True = may attend

@@ -27,6 +27,7 @@ import torch
 from zoo.config import Config
 from zoo.data import collate, make_batches, pair_lengths, shard
 from zoo.errors import UserError
+from zoo.model import drawing
 from zoo.paths import atomic_write_text
 from zoo.result import Done, Event, Hardware, LogPoint, Resumed, RunResult, wire
 from zoo.train.checkpointing import (Interrupt, State, averaged_from, clear_unfinished, config_changes, ready_folder,
@@ -37,7 +38,7 @@ from zoo.train.evaluation import dev_perplexity, score
 from zoo.train.learning import check_from, levels, stop
 from zoo.train.prepared import Prepared, build, prepare
 from zoo.train.recipe import make_optimizer
-from zoo.train.step import compiled, data_parallel, gradients, read_stats, train_step
+from zoo.train.step import compiled, data_parallel, draws_key, gradients, read_stats, train_step
 from zoo.train.writer import Writer
 
 __all__ = ["NonFiniteLoss", "rank_parts", "train"]  # what it lends outside its package (the door serves these)
@@ -215,7 +216,8 @@ def _loop(cfg: Config, out: Path, model: torch.nn.Module, opt, p: Prepared, devi
             work = loader.next()
             st.step += 1
             lr = cfg.train.schedule.lr(st.step, cfg.model.d_model, cfg.train.steps)
-            pad_frac = _step(cfg, fwd, opt, device, work, stats, amp, lr)
+            with drawing(draws_key(cfg, st.step, rank, device)):
+                pad_frac = _step(cfg, fwd, opt, device, work, stats, amp, lr)
             st.epoch, st.cursor = work.epoch, work.cursor
             st.tokens_seen += work.n_tgt
             log_tokens += work.n_tgt

@@ -15,10 +15,11 @@ import torch
 import torch.distributed as dist
 
 from zoo.config import Config
+from zoo.model import dropout_key
 from zoo.train import compiled_loss, recipe
 from zoo.train.device import autocast, autocast_dtype, rank_and_world
 
-__all__ = ["compiled", "data_parallel", "read_stats", "step_setup",
+__all__ = ["compiled", "data_parallel", "draws_key", "read_stats", "step_setup",
            "train_step"]  # what it lends outside its package (the door serves these)
 
 
@@ -114,3 +115,10 @@ def read_stats(stats: torch.Tensor) -> tuple[float, float]:
     loss_sum, nll_sum = stats.tolist()
     stats.zero_()
     return loss_sum, nll_sum
+
+
+def draws_key(cfg: Config, step: int, rank: int = 0, device=None):
+    """The key of a step's dropout masks (zoo.model.dropout): a function of (seed, rank, step), so a seed trained
+    beside others (zoo.train.stacked) draws what it draws alone. None when compiled: the compiler fuses torch's
+    own dropout into its kernels."""
+    return None if cfg.train.compile == "on" else dropout_key(cfg.train.seed, step, rank=rank, device=device)

@@ -1,0 +1,314 @@
+"""Seeds side by side: K runs that differ only in values that keep the shapes (the seed, label smoothing, the
+learning rate schedule) trained as one stacked model in one process, each exactly as it would train alone.
+
+How: each seed is its own solo run in every respect but the forward pass. Its model is built as the solo run
+builds it (torch.manual_seed(seed), then zoo.train.prepared.build), with its own Adam, lr schedule, data order
+(make_batches of its seed), loss statistics, log, checkpoints (the solo checkpoint's form, so a solo run can
+resume a stacked seed and back) and resume. Each step the K models' parameters are stacked (torch.stack: the
+gradients flow back into each model's own .grad) and one vmapped forward and backward serves all K: one kernel
+per op for the K of them. The K batches of a step are padded to one shape: padding rows hold one source token
+(an all-pad row would make attention NaN) and no target, so they add nothing to any loss or gradient, and
+extra columns are padding, masked in the encoder and after every real target in the causal decoder. Dropout is
+zoo.model.dropout's counter-based masks, keyed by (seed, step): a seed draws at its real positions what it
+draws alone, whatever the padding and the other seeds. The loss is each seed's own (its label smoothing),
+normalised by its own target tokens.
+
+A seed whose loss goes non-finite, or that the learning guard stops, ends alone (its error is its result)
+while the others go on; the stack shrinks. CPU attention has no vmap rule in torch (it loops over the K
+seeds inside the vmapped forward; a GPU's fused kernels batch), which costs speed, not exactness.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+from torch.func import functional_call, vmap
+
+from zoo.config import Config
+from zoo.data import Batch, collate, make_batches, pair_lengths
+from zoo.errors import UserError
+from zoo.model import drawing
+from zoo.paths import atomic_write_text
+from zoo.result import Done, Event, Hardware, LogPoint, Resumed, RunResult, wire
+from zoo.tokens import EOS, PAD
+from zoo.train.checkpointing import (Checkpoint, State, averaged_from, clear_unfinished, config_changes, ready_folder,
+                                     refuse_other_model, resume, write_checkpoint)
+from zoo.train.device import autocast, autocast_dtype, train_device
+from zoo.train.evaluation import dev_perplexity, score
+from zoo.train.learning import check_from, levels, stop
+from zoo.train.prepared import Prepared, build, prepare
+from zoo.train.recipe import make_optimizer, smoothed_loss
+from zoo.train.step import draws_key
+
+__all__ = ["Seat", "stack_problem", "stack_size", "train_stacked"]
+
+# what seeds of one stack may differ in: values that keep every tensor's shape (and the trial's name)
+FREE = ("train.seed", "train.label_smoothing", "train.schedule.", "trial", "variant", "name", "seeds")
+
+Report = Callable[[int, Event], None]
+
+
+def stack_problem(cfgs: list[Config]) -> str | None:
+    """Why these configs cannot train as one stack, or None."""
+    from zoo.config import dotted
+    first = dotted(cfgs[0].model_dump(mode="json"))
+    for c in cfgs[1:]:
+        d = dotted(c.model_dump(mode="json"))
+        differ = [k for k in first.keys() | d.keys() if first.get(k) != d.get(k) and not k.startswith(FREE)]
+        if differ:
+            return f"they differ in {', '.join(sorted(differ)[:4])} (a stack may differ only in {', '.join(FREE[:3])})"
+    c = cfgs[0]
+    if c.train.compile == "on":
+        return "train.compile is on (a stack runs eagerly)"
+    if c.model.attention_dropout:
+        return "model.attention_dropout draws inside the fused attention kernel (no counter-based masks there)"
+    if c.resources.workers > 1:
+        return "resources.workers > 1 (a stack is one process)"
+    if c.train.max_tokens_per_device and c.train.max_tokens_per_device < c.train.batch_tokens:
+        return "train.max_tokens_per_device splits a step into micro-batches (a stack takes whole steps)"
+    return None
+
+
+def stack_size(cfg: Config, seeds: int, have: int) -> int:
+    """K: how many of `seeds` runs of `cfg` one device of `have` bytes trains stacked. Each seed holds its own
+    weights, gradients, Adam moments and activations (zoo.model.train_memory's estimate); the process's runtime
+    is paid once."""
+    from zoo.model import train_memory
+    est = train_memory(cfg)
+    one = est["total"] - est["runtime"]
+    return max(1, min(seeds, (have - est["runtime"]) // max(one, 1)))
+
+
+class Batches:
+    """One seed's batches, in the solo loop's order (zoo.train.loop: make_batches of its seed and epoch, one
+    whole batch a step), from where its State left off."""
+
+    def __init__(self, cfg: Config, pairs, lengths, epoch: int, cursor: int):
+        self.cfg, self.pairs, self.lengths, self.epoch, self.cursor = cfg, pairs, lengths, epoch, cursor
+        self.order = make_batches(lengths, cfg.train.batch_tokens, cfg.train.seed, epoch)
+
+    def next(self) -> Batch:
+        if self.cursor >= len(self.order):
+            self.epoch, self.cursor = self.epoch + 1, 0
+            self.order = make_batches(self.lengths, self.cfg.train.batch_tokens, self.cfg.train.seed, self.epoch)
+        batch = self.order[self.cursor]
+        self.cursor += 1
+        return collate(self.pairs, batch)
+
+
+@dataclass
+class Seat:
+    """One seed's run inside the stack: what its solo run would keep."""
+    cfg: Config
+    out: Path
+    model: torch.nn.Module
+    opt: torch.optim.Optimizer
+    st: State
+    batches: Batches
+    stats: torch.Tensor  # summed loss and NLL since the last log, on the device
+    log_tokens: int = 0
+    last_log: float = field(default_factory=time.time)
+    saved_at: float = 0.0
+    elapsed0: float = 0.0  # training seconds before this process
+    padding: float = 0.0  # its last batch's padding fraction (of its own batch, as solo)
+    dev_ppl: float | None = None
+    error: Exception | None = None  # why it ended alone (non-finite loss, not learning)
+    result: RunResult | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.error is None and self.result is None and self.st.step < self.cfg.train.steps
+
+
+def _pad(batches: list[Batch], device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The K batches of a step as (K, B, S) source, (K, B, T) decoder input and labels, padded to one shape."""
+    K, B = len(batches), max(b.src.size(0) for b in batches)
+    S, T = max(b.src.size(1) for b in batches), max(b.tgt_in.size(1) for b in batches)
+    src = torch.full((K, B, S), PAD, dtype=torch.int64)
+    src[:, :, 0] = EOS  # a padding row's one source token: attention over no key at all is NaN
+    tgt_in, tgt_out = torch.full((K, B, T), PAD, dtype=torch.int64), torch.full((K, B, T), PAD, dtype=torch.int64)
+    for k, b in enumerate(batches):
+        n, s, t = b.src.size(0), b.src.size(1), b.tgt_in.size(1)
+        src[k, :n, :s], tgt_in[k, :n, :t], tgt_out[k, :n, :t] = b.src, b.tgt_in, b.tgt_out
+        src[k, :n, s:] = PAD
+    return src.to(device), tgt_in.to(device), tgt_out.to(device)
+
+
+def _forward(skeleton: torch.nn.Module, params: dict, src, tgt_in, key) -> torch.Tensor:
+    """One seed's logits, inside vmap: the skeleton's forward over this seed's weights and dropout key."""
+    with drawing(key):
+        return functional_call(skeleton, params, (src, tgt_in))
+
+
+def stacked_step(seats: list[Seat], skeleton: torch.nn.Module, device, amp=None) -> None:
+    """One optimizer step of every seat in `seats`, their forward and backward as one vmapped pass."""
+    batches = [s.batches.next() for s in seats]
+    for s in seats:
+        s.st.step += 1
+        s.opt.zero_grad(set_to_none=True)
+    named = [dict(s.model.named_parameters()) for s in seats]
+    params = {n: torch.stack([p[n] for p in named]) for n in named[0]}
+    keys = torch.stack([draws_key(s.cfg, s.st.step, device=device) for s in seats])
+    src, tgt_in, tgt_out = _pad(batches, device)
+    with warnings.catch_warnings():  # CPU attention's missing vmap rule: a loop over the seeds (see above)
+        warnings.filterwarnings("ignore", message=".*batching rule.*")
+        with autocast(device, amp):
+            logits = vmap(lambda p, a, b, k: _forward(skeleton, p, a, b, k))(params, src, tgt_in, keys)
+        total = 0.0
+        for k, (s, b) in enumerate(zip(seats, batches)):
+            loss, nll = smoothed_loss(logits[k], tgt_out[k], s.cfg.train.label_smoothing)
+            total = total + loss * (1.0 / b.n_tgt_tokens)  # each seed's loss normalised as its solo step's
+            s.stats += torch.stack([loss.detach(), nll]).double()
+        total.backward()
+    for s, b in zip(seats, batches):
+        for g in s.opt.param_groups:
+            g["lr"] = _lr(s.cfg, s.st.step)
+        s.opt.step()
+        s.st.epoch, s.st.cursor = s.batches.epoch, s.batches.cursor
+        s.st.tokens_seen += b.n_tgt_tokens
+        s.log_tokens += b.n_tgt_tokens
+        s.padding = b.padding_fraction
+
+
+def _lr(cfg: Config, step: int) -> float:
+    return cfg.train.schedule.lr(step, cfg.model.d_model, cfg.train.steps)
+
+
+def train_stacked(cfgs: list[Config], outs: list[Path], data_root: Path | None = None,
+                  report: Report | None = None) -> list[RunResult | Exception]:
+    """Train (or resume) the runs of `cfgs` into `outs` side by side, then score each; per run its result, or
+    the error that ended it alone (as its solo run would have raised it)."""
+    if len(cfgs) != len(outs) or not cfgs:
+        raise ValueError("one out folder per config")
+    if problem := stack_problem(cfgs):
+        raise UserError(f"these {len(cfgs)} runs cannot train side by side: {problem}; run them one by one")
+    report = report or (lambda k, e: None)
+    cfg0, device = cfgs[0], train_device(cfgs[0])
+    amp = autocast_dtype(cfg0.train.precision, device, cfg0.model.d_model)
+    p = prepare(cfg0, data_root)
+    lengths = pair_lengths(p.train)
+    seats = [_seat(cfg, Path(out), p, lengths, device, lambda e, k=k: report(k, e)) for k, (cfg, out) in
+             enumerate(zip(cfgs, outs))]
+    skeleton = copy.deepcopy(seats[0].model).train()  # the forward's code; its own weights are never used
+    judge_from = check_from(cfg0)
+    lv = levels(p.train, p.tgt_vocab_size or p.vocab_size) if judge_from else None
+    t0 = time.time()
+    for s in seats:
+        s.model.train()
+        s.saved_at = s.elapsed0 = s.st.elapsed
+    while live := [s for s in seats if s.running]:
+        stacked_step(live, skeleton, device, amp)
+        for s in live:
+            k = seats.index(s)
+            try:
+                _after_step(s, p, device, lv, judge_from, t0, lambda e, k=k: report(k, e))
+            except UserError as e:  # NonFiniteLoss, NotLearningError  # this seed ends alone; the others go on
+                s.error = e
+    results: list[RunResult | Exception] = []
+    for k, s in enumerate(seats):
+        if s.error is None and s.result is None:
+            s.result = _finish(s, p, device, amp, lambda e, k=k: report(k, e))
+        results.append(s.error or s.result)
+    return results
+
+
+def _seat(cfg: Config, out: Path, p: Prepared, lengths, device, report) -> Seat:
+    """One seed's run made ready as zoo.train.loop.train makes it: its model from its seed, its folder, its resume."""
+    refuse_other_model(out, cfg)
+    changes = config_changes(out, cfg)
+    ready_folder(out)
+    atomic_write_text(out / "config.json", json.dumps(cfg.model_dump(mode="json"), indent=2))
+    clear_unfinished(out)
+    done = _finished(out / "summary.json")
+    torch.manual_seed(cfg.train.seed)
+    model = build(cfg, p.sp, p.tgt_vocab).to(device)
+    opt = make_optimizer(model, 0.0, tuple(cfg.train.optimizer.betas), cfg.train.optimizer.eps)
+    ck = resume(out, model, opt, device, report, changes)
+    st = ck.state if ck else State()
+    if ck:
+        report(Resumed(step=st.step))
+    seat = Seat(cfg, out, model, opt, st, Batches(cfg, p.train, lengths, st.epoch, st.cursor),
+                torch.zeros(2, dtype=torch.float64, device=device))
+    if done is not None and done.config_hash == cfg.config_hash():
+        seat.result = done  # finished before: nothing to redo
+    return seat
+
+
+def _finished(path: Path) -> RunResult | None:
+    try:
+        return RunResult.model_validate_json(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _after_step(s: Seat, p: Prepared, device, lv, judge_from, t0: float, report) -> None:
+    """The solo loop's cadences for one seat after its step: log, dev perplexity, checkpoint (zoo.train.loop)."""
+    cfg, st = s.cfg, s.st
+    final = st.step == cfg.train.steps
+    on_grid = st.step % cfg.train.checkpoint_every == 0
+    log = st.step % cfg.train.log_every == 0 or st.step == 1 or final
+    evaluate_now = st.step % cfg.train.eval_every == 0 or final
+    st.elapsed = s.elapsed0 + time.time() - t0  # the stack's clock: each seed trained all of it
+    point = None
+    lr = _lr(cfg, st.step)
+    if log or evaluate_now or on_grid:
+        loss_sum, nll_sum = s.stats.tolist()
+        if not math.isfinite(loss_sum):
+            from zoo.train.loop import NonFiniteLoss  # the solo run's error (here: no import at load time)
+            raise NonFiniteLoss(f"non-finite loss at step {st.step} (lr {lr:.3g}); lower train.schedule.lr_scale")
+        if log:
+            now = time.time()
+            point = LogPoint(step=st.step, steps=cfg.train.steps, loss=loss_sum / s.log_tokens,
+                             nll=nll_sum / s.log_tokens, lr=lr, elapsed_s=st.elapsed,
+                             tokens_per_s=s.log_tokens / max(now - s.last_log, 1e-9), epoch=st.epoch,
+                             padding_fraction=s.padding, tokens_seen=st.tokens_seen)
+            s.last_log, s.log_tokens = now, 0
+            s.stats.zero_()
+            if lv is not None and st.step >= judge_from and lv.problem(point.nll, st.step):
+                raise stop(cfg, st.step, point.nll, lv, lr)
+    if evaluate_now:
+        s.dev_ppl = dev_perplexity(s.model, p.dev, cfg.train.batch_tokens)
+        s.model.train()
+        point = point or LogPoint(step=st.step, steps=cfg.train.steps, elapsed_s=st.elapsed)
+        point.dev_ppl = s.dev_ppl
+    if point:
+        with open(s.out / "metrics.jsonl", "a") as f:
+            f.write(json.dumps(wire(point)) + "\n")
+        report(point)
+    saving = final or on_grid and (st.step > averaged_from(cfg) or
+                                   st.elapsed - s.saved_at >= 60 * cfg.train.checkpoint_minutes)
+    if saving:
+        s.saved_at = st.elapsed
+        t = time.perf_counter()
+        ck = Checkpoint(st, s.model.state_dict(), torch.get_rng_state(), cfg.model_dump(mode="json"),
+                        torch.cuda.get_rng_state(device) if device.type == "cuda" else None, s.opt.state_dict())
+        write_checkpoint(copy.deepcopy(ck.as_dict()), s.out, cfg.train.keep_checkpoints)
+        st.save_seconds += time.perf_counter() - t
+
+
+def _finish(s: Seat, p: Prepared, device, amp, report) -> RunResult:
+    """The seat's result as zoo.train.loop.train writes a solo run's: scored, in summary.json."""
+    cfg, st = s.cfg, s.st
+    if s.dev_ppl is None and st.step:
+        s.dev_ppl = dev_perplexity(s.model, p.dev, cfg.train.batch_tokens)
+    result = RunResult(
+        config_hash=cfg.config_hash(), variant=cfg.variant, profile=cfg.profile, steps_done=st.step,
+        tokens_seen=st.tokens_seen, train_seconds=st.elapsed, checkpoint_seconds=st.save_seconds,
+        dev_ppl=s.dev_ppl, vocab_size_actual=p.vocab_size, tgt_vocab_size=p.tgt_vocab_size, bpe_model=str(p.sp_path),
+        dataset=cfg.data.dataset, train_pairs=len(p.train), eval_split=cfg.eval.split,
+        hardware=Hardware(device=str(device), threads=torch.get_num_threads(), workers=1,
+                          device_name=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+                          compute_dtype="bf16" if amp else "fp32"))
+    t = time.time()
+    score(cfg, s.out, s.model, p, device, result)
+    result.total_seconds = st.elapsed + time.time() - t
+    atomic_write_text(s.out / "summary.json", result.model_dump_json(indent=2))
+    report(Done(result=result))
+    return result
