@@ -41,8 +41,9 @@ _FIGURE = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d+(?=\s
 
 def prose(text: str) -> str:
     """The README's prose: no code, no link targets, no generated block."""
-    text = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), " ", text, flags=re.S)
-    text = re.sub(r"```.*?```", " ", text, flags=re.S)
+    lines = lambda m: "\n" * m.group(0).count("\n") or " "  # keep the line numbers
+    text = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), lines, text, flags=re.S)
+    text = re.sub(r"```.*?```", lines, text, flags=re.S)
     text = re.sub(r"`[^`]*`", " ", text)
     text = re.sub(r"\]\([^)]*\)", "]", text)
     text = re.sub(r"\bresults/[\w./-]+", " ", text)
@@ -93,17 +94,87 @@ def pages(ref: Path) -> str:
     return text + "\n".join(re.findall(re.escape(BEGIN) + r"(.*?)" + re.escape(END), readme, flags=re.S))
 
 
+# the names a figure is tied to: a table row's first cell (a row, a claim id, a comparison, a profile)
+_NAME = re.compile(r"^\|\s*\**([^|*]+?)\**\s*(?:\(|\|)")
+_METRIC = re.compile(r"-(?:bleu|ppl)$")
+_IDENT = re.compile(r"[A-Z]\d+|[A-Za-z]\w*[-_]\w[\w-]*")  # A3, C-depth-bleu, C1_pre, trend_64
+_ROW = re.compile(r"[a-z][a-z0-9]*|[A-Z]\d*")                # a first cell of one word: base, rmsnorm, E
+_NOT_NAMES = {"overall", "total", "none", "all", "only", "and", "the", "size", "heads", "dropout", "yes", "no"}
+
+
+def names(page_text: str) -> set[str]:
+    """The names the pages' table rows carry (not their headers): rows, claims, comparisons (the words of
+    a row's first cell: `C-depth @ 32` names C-depth)."""
+    lines = page_text.splitlines()
+    out = set()
+    for i, line in enumerate(lines):
+        if i + 1 < len(lines) and re.match(r"\|\s*:?-{3}", lines[i + 1]):
+            continue  # a header
+        m = _NAME.match(line)
+        if m and len(m.group(1)) <= 40:
+            cell = m.group(1).strip()
+            words = [cell] if " " not in cell else re.split(r"[\s@>≈=,/()]+|&gt;", cell)
+            out |= {w for w in words if _IDENT.fullmatch(w) or (w == cell and _ROW.fullmatch(w) and w not in _NOT_NAMES)}
+    return out
+
+
+def carried(page_text: str) -> dict[str, set[str]]:
+    """A claim's rows, from the pages' `A3 &gt; A4` (or `>`, `≈`) beside its id: a line naming the claim
+    names its rows too."""
+    out: dict[str, set[str]] = {}
+    for line in page_text.splitlines():
+        for claim in re.findall(r"(?<![\w-])([A-Za-z][\w]*(?:-[\w]+)+)", line):
+            for a, b in re.findall(r"([\w]+)\s*(?:&gt;|>|≈)\s*([\w]+)", line):
+                out.setdefault(_METRIC.sub("", claim), set()).update({a, b})
+    return out
+
+
+def _said(name: str, text: str) -> bool:
+    """Does the text name `name` (a claim id also by its stem: C-depth for C-depth-bleu)?"""
+    stems = {name, _METRIC.sub("", name)}
+    return any(re.search(r"(?<![\w.-])" + re.escape(x) + r"(?![\w])", text, flags=re.I) for x in stems)
+
+
+def sentences(text: str) -> list[tuple[int, str]]:
+    """(first line, sentence) of the prose: split at a full stop or colon before a capital, a bullet, a
+    blank line or a table row."""
+    out, start, buf = [], 1, []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or re.match(r"\s*(?:[-*] |\||#)", line):
+            if buf:
+                out.append((start, " ".join(buf)))
+            buf, start = ([line] if line.strip() else []), n
+            continue
+        if not buf:
+            start = n
+        buf.append(line)
+    if buf:
+        out.append((start, " ".join(buf)))
+    split = []
+    for n, s in out:
+        split += [(n, x) for x in re.split(r"(?<=[.;])\s+(?=[A-Z*(])", s)]
+    return split
+
+
 def offenders(ref: Path) -> list[str]:
+    """A figure is shown when the pages print it; where its sentence names rows or claims the pages have
+    (A3, C-depth, rmsnorm), on a page line that names one of them too, not anywhere on a page."""
     readme = (ref / "README.md").read_text()
-    values = page_values(pages(ref))
+    page = pages(ref)
     for other in sorted(set(re.findall(r"results/([\w-]+)", readme)) - {ref.name}):
         if (RESULTS / other).is_dir():  # a figure quoted from another reference counts there too
-            more = page_values(pages(RESULTS / other))
-            values = (values[0] | more[0], values[1] | more[1])
+            page += "\n" + pages(RESULTS / other)
+    values, known, rows_of = page_values(page), names(page), carried(page)
+    page_lines = [(line, {x for x in known if _said(x, line)}) for line in page.splitlines()]
+    for line, has in page_lines:
+        for claim in list(has):
+            has |= rows_of.get(_METRIC.sub("", claim), set())
     bad = []
-    for n, line in enumerate(prose(readme).splitlines(), 1):
-        bad += [f"{ref.name}/README.md:{n}: {f}{'%' if pct else ''}" for f, pct in figures(line)
-                if not shown(f, pct, values)]
+    for n, sentence in sentences(prose(readme)):
+        said = {x for x in known if _said(x, sentence)}
+        near = values if not said else page_values("\n".join(line for line, has in page_lines if has & said))
+        bad += [f"{ref.name}/README.md:{n}: {f}{'%' if pct else ''}" + (f" (near {', '.join(sorted(said))})"
+                if said else "") for f, pct in figures(sentence) if not shown(f, pct, near)]
     return bad
 
 
