@@ -8,6 +8,12 @@ standard error sqrt(seed variance / S + shared test-set variance), at the level 
 claim of the claim's own family (alpha / the claims on its metric), the strictest one. The shared part
 does not shrink with seeds (each seed's own sentence noise is in the seed variance, and does): a claim
 whose effect is smaller than the test set's shared noise is not reachable by seeds alone.
+
+The test set's part comes from a finite bootstrap, so the count has a Monte Carlo error, stated as the
+claims state theirs (zoo.evidence.claims: the test-set variance moved MC_RANGE Monte Carlo errors down and
+up): the counts at both ends. Where they span more than MC_SPREAD of the count, the claim is sized again
+with REFINE's times the resamples (the first ones kept), so the counts of two bootstrap seeds agree to
+within MC_SPREAD; a range still wider is printed beside the count.
 """
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ from scipy import stats as st
 
 from zoo import evidence as E
 from zoo import paper
+from zoo.evidence.claims import MC_RANGE, REFINE
 from zoo.reports.runs import Runs
 from zoo.spec import MAX_SEEDS  # a spec may ask no more: advice beyond it could not be run
 from zoo.reports.verdicts import claim_rows, comparison, user_comparison, user_rows_of
@@ -27,6 +34,8 @@ POWER = 0.8
 # A stated prior where no pilot has run: per-seed sd of a row difference and the sentence se, in the
 # units of the ablation reference (2000 steps, 1014 dev sentences): BLEU sd 1.5, PPL sd 2.5.
 PRIOR = {"bleu": (1.5, 0.3), "ppl": (2.5, 0.1)}
+RESAMPLES = 2000   # the first try; a claim whose count moves with the bootstrap seed gets REFINE's times more
+MC_SPREAD = 0.1    # the share of a count its Monte Carlo range may span before it is sized again
 
 
 @dataclass(frozen=True)
@@ -39,6 +48,8 @@ class Need:
     seeds: int | None             # seeds per row for 80% power (None: not reachable by seeds)
     have: int = 0
     note: str = ""                # untestable, or why there is no figure
+    mc: tuple = (None, None)      # the counts at the test-set variance MC_RANGE Monte Carlo errors down, up
+    resamples: int = 0            # the bootstrap resamples behind sentence_se (0: none, seeds only or prior)
 
 
 def power(effect: float, seed_sd: float, sentence_se: float, seeds: int, alpha: float, tie_margin: float = 0.0) -> float:
@@ -71,10 +82,24 @@ def family_size(metric: str, claims=None, source: str = "") -> int:
 
 
 def seeds_needed(effect, seed_sd, sentence_se, alpha, tie_margin=0.0, cap=MAX_SEEDS) -> int | None:
-    for n in range(2, cap + 1):
-        if power(effect, seed_sd, sentence_se, n, alpha, tie_margin) >= POWER:
-            return n
-    return None
+    """The fewest seeds (2..cap) with 80% power; power rises with the seeds, so a bisection finds it."""
+    ok = lambda n: power(effect, seed_sd, sentence_se, n, alpha, tie_margin) >= POWER
+    if not ok(cap):
+        return None
+    lo, hi = 1, cap  # not ok(lo) (1 seed has no test), ok(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return hi
+
+
+def _spread(mc: tuple, n: int | None) -> bool:
+    """Do the counts at both Monte Carlo ends span more than MC_SPREAD of the count (one end unreachable,
+    the other not: yes)?"""
+    lo, hi = mc
+    if lo is None or hi is None:
+        return (lo is None) != (hi is None)
+    return hi - lo > MC_SPREAD * (n or hi)
 
 
 @dataclass(frozen=True)
@@ -84,7 +109,7 @@ class Plan:
     hours: dict[str, float]         # mean hours per trial of each row in the pilot
 
 
-def plan(runs: Runs, claims: list[E.Claim] | None = None) -> Plan:
+def plan(runs: Runs, claims: list[E.Claim] | None = None, resamples: int = 2000, seed: int = E.BOOTSTRAP_SEED) -> Plan:
     """Seeds needed per claim, from the store's runs where two rows have 2+ seeds, else the prior."""
     claims = claims or E.CLAIMS
     rows = claim_rows(runs)
@@ -93,21 +118,31 @@ def plan(runs: Runs, claims: list[E.Claim] | None = None) -> Plan:
         t = runs.pick(3, row)
         secs = [x.result.total_seconds or x.result.train_seconds for x in runs.seeds(t)]
         hours[row] = sum(secs) / len(secs) / 3600 if secs else 0.0
-    resamplers: dict[int, E.Resampler] = {}
-    resampler = lambda n: resamplers.setdefault(n, E.Resampler(n, 2000, E.BOOTSTRAP_SEED))
+    resamplers: dict[tuple[int, int], E.Resampler] = {}  # drawn once per (sentences, resamples)
+
+    def resampler(b: int):
+        def get(n: int) -> E.Resampler:
+            if (n, b) not in resamplers:
+                resamplers[n, b] = E.Resampler(n, b, seed)
+            return resamplers[n, b]
+        return get
+
+    def compare(c, b: int):
+        if c.source:  # a user's claim: its rows by name in its spec (zoo.reports.verdicts.user_comparison)
+            return user_comparison(runs, c, runs.profile, resampler(b))
+        return comparison(runs, {runs.profile: rows}, c, resampler(b))
+
     out = []
     for c in claims:
-        if c.source:  # a user's claim: its rows by name in its spec (zoo.reports.verdicts.user_comparison)
-            comp = user_comparison(runs, c, runs.profile, resampler)
+        comp = compare(c, resamples)
+        if c.source:
             rows.update({r: v for r, v in (comp.rows or {}).items() if r not in rows})
             for r, t in user_rows_of(runs, c, runs.profile).items():
                 secs = [x.result.total_seconds or x.result.train_seconds for x in runs.seeds(t)] if t else []
                 hours.setdefault(r, sum(secs) / len(secs) / 3600 if secs else 0.0)
-        else:
-            comp = comparison(runs, {runs.profile: rows}, c, resampler)
         e, have = comp.estimate, min((len(rows.get(r) or []) for r in c.rows), default=0)
         if e is not None:
-            seed_sd, sent_se, source = e.seed_se * math.sqrt(min(e.seeds)), e.sentence_se, \
+            seed_sd, source = e.seed_se * math.sqrt(min(e.seeds)), \
                 f"pilot: {min(e.seeds)} seeds" + ("" if e.sentences else ", no sentence part")
             level = comp.level
         else:
@@ -124,13 +159,25 @@ def plan(runs: Runs, claims: list[E.Claim] | None = None) -> Plan:
             # the paper's effect as a share of its row, at our row's level (the paper's own where we have none)
             effect = abs(c.paper_delta) / paper_level * abs(level if level else paper_level)
             margin = c.margin * abs(level if level else paper_level) if c.tie else 0.0
-        n = seeds_needed(effect, seed_sd, sent_se, alpha, margin)
+        mc, b = (None, None), 0
+        if e is not None:
+            for factor in (1, *REFINE):  # sized again with more resamples while the bootstrap seed moves it
+                if factor > 1:
+                    e = compare(c, resamples * factor).estimate
+                sent_se, b = e.sentence_se, e.resamples if e.sentences else 0
+                n = seeds_needed(effect, seed_sd, sent_se, alpha, margin)
+                mc = tuple(seeds_needed(effect, seed_sd, e.moved(k).sentence_se, alpha, margin)
+                           for k in (-MC_RANGE, MC_RANGE))
+                if not b or not _spread(mc, n):
+                    break
+        else:
+            n = seeds_needed(effect, seed_sd, sent_se, alpha, margin)
         note = f"{E.UNTESTABLE}: {comp.untestable}" if comp.untestable else ""
         if n is None:  # the sentence part alone, at any number of seeds
             never = power(effect, 0.0, sent_se, 10 ** 6, alpha, margin) < POWER
             note = "; ".join(x for x in (note, f"not reachable in {MAX_SEEDS} seeds" + (
                 ": the test set's own noise is too large for this effect" if never else "")) if x)
-        out.append(Need(c, margin if c.tie else effect, seed_sd, sent_se, source, n, have, note))
+        out.append(Need(c, margin if c.tie else effect, seed_sd, sent_se, source, n, have, note, mc, b))
     return Plan(out, {r: len(v) for r, v in rows.items()}, hours)
 
 
@@ -142,15 +189,20 @@ def print_plan(p: Plan, stream=None) -> None:
           "for a claim of yours, the pilot's own difference, an optimistic guide) "
           f"at Holm's strictest level in the claim's family (alpha {E.ALPHA:g} / the claims on its metric: "
           + ", ".join(f"{m} {family_size(m)}" for m in ("ppl", "bleu")) + "):", file=stream)
-    table = [("claim", "effect", "seed sd", "sent se", "source", "have", "need", "")]
+    table = [("claim", "effect", "seed sd", "sent se", "source", "have", "need", "MC range", "resamples", "")]
     per_row: dict[str, int] = {}
     for r in rows:
         table.append((r.claim.id, f"{r.effect:.2f}", f"{r.seed_sd:.2f}", f"{r.sentence_se:.2f}", r.source, r.have,
-                      "-" if r.seeds is None else r.seeds, f"({r.note})" if r.note else ""))
+                      "-" if r.seeds is None else r.seeds, _range(r.mc) if r.resamples else "",
+                      f"{r.resamples:,}" if r.resamples else "", f"({r.note})" if r.note else ""))
         if r.seeds and not r.note:
             for row in r.claim.rows:
                 per_row[row] = max(per_row.get(row, 0), r.seeds)
-    print(text_table(table, right=(1, 2, 3, 4, 5, 6), last_free=True), file=stream)
+    print(text_table(table, right=(1, 2, 3, 4, 5, 6, 7, 8), last_free=True), file=stream)
+    print(f"(MC range: the seeds needed at the test-set variance {MC_RANGE:g} Monte Carlo errors down and up, the "
+          f"counts another bootstrap seed could give; a claim whose range spans more than {MC_SPREAD:.0%} of its count "
+          f"at {RESAMPLES:,} resamples is sized again with {' then '.join(f'{RESAMPLES * f:,}' for f in REFINE)}.)",
+          file=stream)
     extra = {row: max(n - p.have.get(row, 0), 0) for row, n in per_row.items()}
     trials = sum(extra.values())
     known = [h for h in p.hours.values() if h]
@@ -160,6 +212,11 @@ def print_plan(p: Plan, stream=None) -> None:
           + ", ".join(f"{row} +{n}" for row, n in sorted(extra.items()) if n) + f"), about {hours:.1f} hours of "
           "trial time at the pilot's mean per-trial time (claims untestable at this budget and ones no seed count "
           "reaches left out).", file=stream)
+
+
+def _range(mc: tuple) -> str:
+    lo, hi = ("-" if x is None else str(x) for x in mc)
+    return lo if lo == hi else f"{lo}-{hi}"
 
 
 def trend_slopes(runs: Runs, plan) -> list:

@@ -8,11 +8,17 @@ table, equation and issue numbers, version numbers, and plain integers (widths, 
 trial counts: the plan's design, which the pages' profile notes state). Code (fenced blocks and `inline`)
 is commands and names, not prose. A figure is also found where the README names another reference
 (results/<other>): that reference's pages count for it, as the prose quotes them.
+
+A figure is found in its context, not anywhere on a page: where its sentence names rows or claims that
+the pages' tables name (A3, C-depth, rmsnorm; a claim also names its rows), the figure must be on a page
+line that names one of them, or that names none (a note, a baseline). A row most claims compare against
+(base) counts only where the sentence names it just before the figure ("against base's 15.16").
 """
 from __future__ import annotations
 
 import re
 import subprocess
+from collections import Counter
 import sys
 from pathlib import Path
 
@@ -41,10 +47,11 @@ _FIGURE = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d+(?=\s
 
 def prose(text: str) -> str:
     """The README's prose: no code, no link targets, no generated block."""
-    text = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), " ", text, flags=re.S)
-    text = re.sub(r"```.*?```", " ", text, flags=re.S)
-    text = re.sub(r"`[^`]*`", " ", text)
-    text = re.sub(r"\]\([^)]*\)", "]", text)
+    lines = lambda m: "\n" * m.group(0).count("\n") or " "  # keep the line numbers
+    text = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), lines, text, flags=re.S)
+    text = re.sub(r"```.*?```", lines, text, flags=re.S)
+    text = re.sub(r"`[^`]*`", lines, text)
+    text = re.sub(r"\]\([^)]*\)", lambda m: "]" + "\n" * m.group(0).count("\n"), text)
     text = re.sub(r"\bresults/[\w./-]+", " ", text)
     for pattern in _SKIP:
         text = re.sub(pattern, " ", text)
@@ -93,17 +100,102 @@ def pages(ref: Path) -> str:
     return text + "\n".join(re.findall(re.escape(BEGIN) + r"(.*?)" + re.escape(END), readme, flags=re.S))
 
 
+# the names a figure is tied to: a table row's first cell (a row, a claim id, a comparison, a profile)
+_NAME = re.compile(r"^\|\s*\**([^|*]+?)\**\s*(?:\(|\|)")
+_METRIC = re.compile(r"-(?:bleu|ppl)$")
+_IDENT = re.compile(r"[A-Z]\d+|[A-Za-z]\w*[-_]\w[\w-]*")  # A3, C-depth-bleu, C1_pre, trend_64
+_ROW = re.compile(r"[a-z][a-z0-9]*|[A-Z]\d*")                # a first cell of one word: base, rmsnorm, E
+_NOT_NAMES = {"overall", "total", "none", "all", "only", "and", "the", "size", "heads", "dropout", "yes", "no"}
+
+
+def names(page_text: str) -> set[str]:
+    """The names the pages' table rows carry (not their headers): rows, claims, comparisons (the words of
+    a row's first cell: `C-depth @ 32` names C-depth)."""
+    lines = page_text.splitlines()
+    out = set()
+    for i, line in enumerate(lines):
+        if i + 1 < len(lines) and re.match(r"\|\s*:?-{3}", lines[i + 1]):
+            continue  # a header
+        m = _NAME.match(line)
+        if m and len(m.group(1)) <= 40:
+            cell = m.group(1).strip()
+            words = [cell] if " " not in cell else re.split(r"[\s@>≈=,/()]+|&gt;", cell)
+            out |= {w for w in words if _IDENT.fullmatch(w) or (w == cell and _ROW.fullmatch(w) and w not in _NOT_NAMES)}
+    return out
+
+
+def carried(page_text: str, known: set[str]) -> dict[str, set[str]]:
+    """A claim's rows, from the pages' `A3 &gt; A4` (or `>`, `≈`) on the row that the claim's id begins:
+    a line naming the claim names its rows too."""
+    out: dict[str, set[str]] = {}
+    for line in page_text.splitlines():
+        m = _NAME.match(line)
+        for claim in [m.group(1).strip()] if m and m.group(1).strip() in known and "-" in m.group(1) else []:
+            for a, b in re.findall(r"([\w]+)\s*(?:&gt;|>|≈)\s*([\w]+)", line):
+                out.setdefault(_METRIC.sub("", claim), set()).update({a, b})
+    return out
+
+
+def _said(name: str, text: str) -> bool:
+    """Does the text name `name` (a claim id also by its stem: C-depth for C-depth-bleu)?"""
+    stems = {name, _METRIC.sub("", name)}
+    return any(re.search(r"(?<![\w.-])" + re.escape(x) + r"(?![\w])", text, flags=re.I) for x in stems)
+
+
+def sentences(text: str) -> list[tuple[int, str]]:
+    """(first line, sentence) of the prose: split at a full stop before a capital or a digit, a bullet, a
+    blank line; a table row is one sentence."""
+    out, start, buf = [], 1, []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or re.match(r"\s*(?:[-*] |\||#)", line):
+            if buf:
+                out.append((start, " ".join(buf)))
+            buf, start = ([line] if line.strip() else []), n
+            continue
+        if not buf:
+            start = n
+        buf.append(line)
+    if buf:
+        out.append((start, " ".join(buf)))
+    split = []
+    for n, s in out:
+        split += [(n, x) for x in ([s] if s.startswith("|") else re.split(r"(?<=\.)\s+(?=[A-Z*(\d])", s))]
+    return split
+
+
 def offenders(ref: Path) -> list[str]:
+    """A figure is shown when the pages print it; where its sentence names rows or claims the pages have
+    (A3, C-depth, rmsnorm; a claim names its rows too), on a page line that names one of them too or names
+    none (a note, a baseline), not on another row's line."""
     readme = (ref / "README.md").read_text()
-    values = page_values(pages(ref))
+    page = pages(ref)
     for other in sorted(set(re.findall(r"results/([\w-]+)", readme)) - {ref.name}):
         if (RESULTS / other).is_dir():  # a figure quoted from another reference counts there too
-            more = page_values(pages(RESULTS / other))
-            values = (values[0] | more[0], values[1] | more[1])
+            page += "\n" + pages(RESULTS / other)
+    values, known = page_values(page), names(page)
+    rows_of = carried(page, known)
+    page_lines = [(line, {x for x in known if _said(x, line)}) for line in page.splitlines()]
+    for line, has in page_lines:
+        for claim in list(has):
+            has |= rows_of.get(_METRIC.sub("", claim), set())
+    # a row most claims compare against (base) does not stand for a claim: its lines carry every figure
+    shared = {r for r, k in Counter(r for rows in rows_of.values() for r in rows).items() if k > 2}
+    lines_of = lambda names: page_values("\n".join(line for line, has in page_lines if not has or has & names))
     bad = []
-    for n, line in enumerate(prose(readme).splitlines(), 1):
-        bad += [f"{ref.name}/README.md:{n}: {f}{'%' if pct else ''}" for f, pct in figures(line)
-                if not shown(f, pct, values)]
+    for n, sentence in sentences(prose(readme)):
+        said = {x for x in known if _said(x, sentence)}
+        said |= {r for x in said for r in rows_of.get(_METRIC.sub("", x), ()) if r not in shared}
+        near = values if not said else lines_of(said - shared if said - shared else said)
+        for f, pct in figures(sentence):
+            if shown(f, pct, near):
+                continue
+            # a shared row's figure (base's 14.91) counts when the sentence names that row just before it
+            at = sentence.find(f)
+            before = {x for x in said & shared if _said(x, sentence[max(0, at - 120):at])}
+            if before and shown(f, pct, lines_of(before)):
+                continue
+            bad.append(f"{ref.name}/README.md:{n}: {f}{'%' if pct else ''}" + (f" (near {', '.join(sorted(said))})"
+                       if said else ""))
     return bad
 
 
@@ -117,6 +209,25 @@ def test_extraction_finds_and_skips_what_it_says():
     assert shown("32", True, values) and shown("0.0051", False, values) and shown("4,546", False, values)
     assert shown("58", True, values) and shown("250", False, values)
     assert not shown("48", True, values) and not shown("0.005", True, values) and not shown("0.02", False, values)
+
+
+def test_a_figure_counts_only_beside_what_its_sentence_names(tmp_path):
+    """Issue 51: modern-cpu2's "a 1.5% margin (0.23 PPL)" for RMSNorm and GQA passed because 0.23 was on the
+    page, as another claim's Holm p (0.232); the margin its rows' lines print is 0.25."""
+    (tmp_path / "table3.md").write_text(
+        "| claim | rows | Δ | Holm p | note |\n|---|---|---|---|---|\n"
+        "| rmsnorm-ties | rmsnorm ≈ base | -0.22 | 0.943 | margin ±0.25 (1.5% of base) |\n"
+        "| gqa-ties | gqa ≈ base | -1.16 | 0.456 | margin ±0.25 (1.5% of base) |\n"
+        "| alibi-ties | alibi ≈ base | +3.20 | 0.232 | margin ±0.25 (1.5% of base) |\n"
+        "| mqa-worse | base > mqa | +6.76 | 0.393 | |\n\n| row | dev PPL |\n|---|---|\n"
+        "| base | 15.16 |\n| rmsnorm | 15.38 |\n| gqa | 16.19 |\n| alibi | 12.30 |\n| mqa | 21.29 |\n")
+    readme = tmp_path / "README.md"
+    readme.write_text("The ties cannot be shown at a 1.5% margin (0.23 PPL): RMSNorm (-0.22) and GQA sit near the base row.\n")
+    assert [b.split(": ", 1)[1].split()[0] for b in offenders(tmp_path)] == ["0.23"]
+    readme.write_text("The ties cannot be shown at a 1.5% margin (0.25 PPL): RMSNorm (-0.22) and GQA sit near the base row.\n")
+    assert offenders(tmp_path) == []
+    readme.write_text("ALiBi's Holm p is 0.23.\n")  # its own line: shown
+    assert offenders(tmp_path) == []
 
 
 @pytest.mark.parametrize("ref", references(), ids=lambda p: p.name)
