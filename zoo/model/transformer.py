@@ -443,7 +443,7 @@ class Transformer(nn.Module):
             packed = None
         else:
             packed = packing.Packed.of(src_seg, tgt_seg, self)
-            memory, mask = self.encode(src, packed), packed.cross_mask
+            memory, mask = self.encode(src, packed)[0], packed.cross_mask
         y = self.decode_states(tgt_in, memory, mask, None, packed)
         return y if states else self.logits(y)
 
