@@ -25,18 +25,19 @@ def rows_of(lengths: np.ndarray, row: int) -> list[list[int]]:
     """First-fit decreasing of pairs of (source, target) `lengths` into rows of max(row, the longest) tokens a
     side: each row the positions (into lengths) of its pairs, in the order they were placed."""
     lengths = np.asarray(lengths).reshape(-1, 2)
-    width = np.maximum(lengths.max(0) if len(lengths) else 0, row)
+    ws, wt = (max(row, int(lengths[:, j].max())) for j in (0, 1)) if len(lengths) else (row, row)
     rows: list[list[int]] = []
-    used: list[np.ndarray] = []
+    used: list[list[int]] = []  # each row's (source, target) tokens so far
     for i in np.lexsort((lengths.sum(1), lengths.max(1)))[::-1].tolist():  # longest first
+        s, t = int(lengths[i, 0]), int(lengths[i, 1])
         for r, u in enumerate(used):
-            if (u + lengths[i] <= width).all():
+            if u[0] + s <= ws and u[1] + t <= wt:
                 rows[r].append(i)
-                used[r] = u + lengths[i]
+                u[0], u[1] = u[0] + s, u[1] + t
                 break
         else:
             rows.append([i])
-            used.append(lengths[i].copy())
+            used.append([s, t])
     return rows
 
 

@@ -5,8 +5,9 @@ zoo.train.recipe.smoothed_loss takes the model's logits: for the paper's base ba
 37,000) 0.9 GB in bf16, kept for the backward, plus its gradient of the same size. Here the loss takes the
 decoder's final states h (N, d_model) and the output matrix W (V, d_model; the tied embedding where the
 model ties them) and, for each chunk of rows, computes logits = h W^T, the loss in closed form and the
-log-sum-exp; only h, W and one float a row are kept. The backward recomputes each chunk's logits and
-writes d loss / d logits = (softmax - q) * scale for that chunk only, then dh = g W and dW += g^T h.
+log-sum-exp, and from the same chunk d loss / d logits = softmax - q (padding rows 0), then dh = g W and
+dW += g^T h (the loss is a sum: the backward only scales them by its one incoming number). Held from the
+forward to the backward: dh and dW, the size of h and W.
 
 Smoothing in closed form, as the recipe defines it: q puts 1 - eps on the target and eps / (V - 2) on every
 token but the target and padding, so loss = (1 - eps) nll + eps / (V - 2) ((V - 2) lse - (sum of logits -
@@ -46,50 +47,56 @@ def _chunk_loss(x: torch.Tensor, target: torch.Tensor, eps: float):
 
 
 class FusedSmoothedLoss(torch.autograd.Function):
-    """recipe.smoothed_loss(h @ W^T, target, eps) (summed loss, summed NLL over non-pad targets), in chunks."""
+    """recipe.smoothed_loss(h @ W^T, target, eps) (summed loss, summed NLL over non-pad targets), in chunks.
+
+    The loss is a sum, so its gradient is d loss / d logits times one number (the backward's grad_loss): each
+    chunk's gradients of h and W are made in the forward, from the chunk's logits still at hand, and the
+    backward only scales them. Three matmuls over the vocabulary a step, as with the logits made whole; no
+    second pass over them."""
 
     @staticmethod
     def forward(ctx, h, W, target, eps, chunk):
         dtype = _compute_dtype(h)
         N, V = h.size(0), W.size(0)
         rows = max(1, chunk // V)
+        other = eps / (V - 2) if eps else 0.0  # q on every token but the target and padding
+        keep = target != PAD
+        grads = any(ctx.needs_input_grad[:2])
         with torch.autocast(h.device.type, enabled=False):
             hc, Wc = (h, W) if dtype is None else (h.to(dtype), W.to(dtype))
             loss, nll = h.new_empty(N, dtype=torch.float32), h.new_empty(N, dtype=torch.float32)
-            lse = h.new_empty(N, dtype=torch.float32)
+            dh = torch.empty_like(hc) if grads else None
+            dW = torch.zeros(W.shape, dtype=torch.float32, device=W.device) if grads else None
             for a in range(0, N, rows):
                 r = slice(a, a + rows)
-                loss[r], nll[r], lse[r] = _chunk_loss((hc[r] @ Wc.t()).float(), target[r], eps)
-        keep = target != PAD
-        ctx.save_for_backward(h, W, target, keep)
-        ctx.eps, ctx.rows, ctx.dtype = eps, rows, dtype
+                x = (hc[r] @ Wc.t()).float()  # this chunk's logits, rounded as the model's own would be
+                loss[r], nll[r], lse = _chunk_loss(x, target[r], eps)
+                if not grads:
+                    continue
+                # d loss / d logits = softmax - q on kept rows; the softmax, not exp(x - lse): torch.exp takes
+                # a slow path below -87 on a CPU (recipe.py)
+                g = torch.softmax(x, 1)
+                if other:
+                    g.sub_(other)
+                    g[:, PAD] += other
+                g.scatter_add_(1, target[r, None], g.new_full((g.size(0), 1), other - (1 - eps)))
+                g = g.mul_(keep[r, None]).to(hc.dtype)  # the gradient of the logits, in their dtype
+                torch.mm(g, Wc, out=dh[r])
+                if dW.dtype == g.dtype:
+                    dW.addmm_(g.t(), hc[r])
+                else:
+                    dW += g.t() @ hc[r]  # summed in fp32 over the chunks
+        ctx.save_for_backward(dh, dW)
+        ctx.dtypes = h.dtype, W.dtype
         nll = torch.where(keep, nll, 0.0).sum()
         ctx.mark_non_differentiable(nll)
         return torch.where(keep, loss, 0.0).sum(), nll
 
     @staticmethod
     def backward(ctx, grad_loss, grad_nll):
-        h, W, target, keep = ctx.saved_tensors
-        eps, rows, dtype = ctx.eps, ctx.rows, ctx.dtype
-        V = W.size(0)
-        other = eps / (V - 2) if eps else 0.0  # q on every token but the target and padding
-        scale = grad_loss * keep  # (N,): 0 on padding rows
-        with torch.autocast(h.device.type, enabled=False):
-            hc, Wc = (h, W) if dtype is None else (h.to(dtype), W.to(dtype))
-            dh = torch.empty_like(hc)
-            dW = torch.zeros(W.shape, dtype=torch.float32, device=W.device)
-            for a in range(0, h.size(0), rows):
-                r = slice(a, a + rows)
-                # the softmax, not exp(x - lse): torch.exp takes a slow path below -87 on a CPU (recipe.py)
-                g = torch.softmax(hc[r] @ Wc.t(), -1, dtype=torch.float32)
-                if other:
-                    g.sub_(other)
-                    g[:, PAD] += other
-                g.scatter_add_(1, target[r, None], g.new_full((g.size(0), 1), other - (1 - eps)))
-                g = g.mul_(scale[r, None]).to(hc.dtype)  # the gradient of the logits, in their dtype
-                torch.mm(g, Wc, out=dh[r])
-                dW += g.t() @ hc[r]  # summed in fp32 over the chunks
-        return dh.to(h.dtype), dW.to(W.dtype), None, None, None
+        dh, dW = ctx.saved_tensors
+        h_dtype, W_dtype = ctx.dtypes
+        return (dh * grad_loss).to(h_dtype), (dW * grad_loss).to(W_dtype), None, None, None
 
 
 def smoothed_loss(h: torch.Tensor, W: torch.Tensor, target: torch.Tensor, eps: float,
