@@ -19,18 +19,25 @@ a chunk in bf16, upcast to fp32 for the softmax); the gradient of W sums the chu
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import torch
 
 from zoo.tokens import PAD
 
 __all__ = []  # nothing outside its package: the package's parts import it by module
 
-CHUNK = 2 ** 22  # logits per chunk (16 MB in fp32): 113 rows of a 37,000-token vocabulary
+# logits per chunk: on a GPU 2^26 (256 MB in fp32, 1813 rows of a 37,000-token vocabulary: 7 chunks of the
+# paper's base batch, whose ~25 kernels each the host queues at ~28 us; smaller chunks leave an H100 waiting
+# on the host, bench/bench_speed.py --part predict); on a CPU, which runs each kernel itself, 2^22 (16 MB)
+CHUNK = {"cuda": 2 ** 26, "cpu": 2 ** 22}
 
 
 def _compute_dtype(x: torch.Tensor) -> torch.dtype | None:
     """The autocast dtype the model's matmuls take here, or None (no autocast: the inputs' own)."""
     kind = x.device.type
+    if not torch.amp.is_autocast_available(kind):  # the meta device (bench/roofline.py's trace)
+        return None
     return torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else None
 
 
@@ -62,7 +69,7 @@ class FusedSmoothedLoss(torch.autograd.Function):
         other = eps / (V - 2) if eps else 0.0  # q on every token but the target and padding
         keep = target != PAD
         grads = any(ctx.needs_input_grad[:2])
-        with torch.autocast(h.device.type, enabled=False):
+        with torch.autocast(h.device.type, enabled=False) if dtype else nullcontext():
             hc, Wc = (h, W) if dtype is None else (h.to(dtype), W.to(dtype))
             loss, nll = h.new_empty(N, dtype=torch.float32), h.new_empty(N, dtype=torch.float32)
             dh = torch.empty_like(hc) if grads else None
@@ -100,7 +107,8 @@ class FusedSmoothedLoss(torch.autograd.Function):
 
 
 def smoothed_loss(h: torch.Tensor, W: torch.Tensor, target: torch.Tensor, eps: float,
-                  chunk: int = CHUNK) -> tuple[torch.Tensor, torch.Tensor]:
+                  chunk: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """recipe.smoothed_loss of the logits h @ W^T without them: h (..., d_model) the decoder's final states,
     W (V, d_model) the pre-softmax matrix (Transformer.output_weight), target (...) the labels."""
+    chunk = chunk or CHUNK.get(h.device.type, CHUNK["cuda"])
     return FusedSmoothedLoss.apply(h.reshape(-1, h.size(-1)), W, target.reshape(-1), float(eps), chunk)
