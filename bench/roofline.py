@@ -283,13 +283,15 @@ COMPILED_LOSS_ACCESSES = 4  # per logit, each of the logits' element size
 
 
 def step(model, src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor, loss_fn, fused: bool = False,
-         amp: bool = False, compiled_loss: bool = False, attention_fp32: bool = False) -> tuple[Trace, list]:
+         amp: bool = False, compiled_loss: bool = False, attention_fp32: bool = False, states: bool = False,
+         segments: dict | None = None) -> tuple[Trace, list]:
     """The kernels of one training step of `model` (fp32 weights, on the meta device) on these shapes, and
     its attention calls. compiled_loss: the loss as its compiled kernels (COMPILED_LOSS_ACCESSES), not as
-    the eager ops traced."""
+    the eager ops traced. states: the model gives its decoder's final states and loss_fn(states, tgt_out)
+    applies the pre-softmax map itself (train.fused_loss on); segments: a packed batch's src_seg, tgt_seg."""
     count, fns = _Count(fused), _Functions(amp, attention_fp32)
     with fns, count:
-        logits = model(src, tgt_in)
+        logits = model(src, tgt_in, **(segments or {}), **({"states": True} if states else {}))
         fns.cache.clear()
         if compiled_loss:  # the eager loss's ops are not traced: its grad enters the graph as one tensor
             nbytes = COMPILED_LOSS_ACCESSES * _bytes(logits)

@@ -235,6 +235,10 @@ class TrainSpec(Strict):
         "off", description="torch.compile the model regionally: one graph for the encoder layer and one for the "
         "decoder layer, each serving all N layers of its stack and every batch shape (dynamic shapes); "
         "the same arithmetic, so it is not part of the config hash")
+    fused_loss: Literal["off", "on"] = Field(
+        "off", description="on: the pre-softmax map and the label-smoothed loss in one, chunk by chunk, so the "
+        "(tokens x vocabulary) logits are never held whole (zoo.train.fused_loss); the same loss and gradients "
+        "to float rounding, so it is not part of the config hash")
     stop_if_not_learning: bool = Field(
         True, description="after warm-up (2 x warmup_steps), stop with exit 2 when the training NLL is not clearly "
         "below the target pieces' unigram level or is above the uniform one (zoo.train.learning); false: go on "
@@ -464,7 +468,8 @@ class Config(Strict):
                                # how it runs, like resources: compiled or eager, the same arithmetic; a
                                # save reads the state and changes nothing (the averaged checkpoints'
                                # steps follow checkpoint_every, which stays in)
-                               exclude={"train": {"compile", "checkpoint_minutes", "stop_if_not_learning"}})
+                               exclude={"train": {"compile", "fused_loss", "checkpoint_minutes",
+                                                  "stop_if_not_learning"}})
         # fields added later leave the hash of a config that does not use them as it was, so finished
         # trials of a store stay finished (the field off changes no result)
         for *path, name in ADDED_LATER:

@@ -124,6 +124,8 @@ class Batch:
     n_tgt_tokens: int  # non-pad target positions = tokens the loss is summed over
     padding_fraction: float  # pad / all positions, source and target together
     indices: list[int] = field(default_factory=list)
+    src_seg: torch.Tensor | None = None  # packed (zoo.data.packing): (B, S) each token's sentence, 1.. a row; 0 pad
+    tgt_seg: torch.Tensor | None = None  # (B, T), the same numbering: target k is source k's
 
     def to(self, device) -> "Batch":
         """On device; to a GPU from pinned memory (see pinned), so the copy does not wait for the host."""
@@ -138,8 +140,9 @@ class Batch:
         return self._map(lambda t: t.pin_memory())
 
     def _map(self, f) -> "Batch":
+        seg = [None if t is None else f(t) for t in (self.src_seg, self.tgt_seg)]
         return Batch(f(self.src), f(self.tgt_in), f(self.tgt_out),
-                     self.n_src_tokens, self.n_tgt_tokens, self.padding_fraction, self.indices)
+                     self.n_src_tokens, self.n_tgt_tokens, self.padding_fraction, self.indices, *seg)
 
 
 def _flat(seqs: list) -> tuple[np.ndarray, np.ndarray]:

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zoo.model import components, dropout
+from zoo.model import components, dropout, packing
 from zoo.config import ModelSpec
 
 from zoo.tokens import PAD  # the token ids have one home, on the ground floor
@@ -199,9 +199,11 @@ class DecoderLayer(nn.Module):
         self.ffn = components.build(m, "ffn")
         self.res1, self.res2, self.res3 = (residual(m) for _ in range(3))
 
-    def forward(self, y, memory, src_mask, cache=None, pos=None, start=0):
-        # masked self-attention: position i sees positions <= i (causal; the cache holds the past)
-        y = self.res1(y, self.self_attn(self.res1.inner(y), causal=True, cache=cache, pos=pos, start=start))
+    def forward(self, y, memory, src_mask, cache=None, pos=None, start=0, self_mask=None):
+        # masked self-attention: position i sees positions <= i (causal; the cache holds the past);
+        # self_mask: a packed row's own (causal within each sentence, zoo.model.packing)
+        y = self.res1(y, self.self_attn(self.res1.inner(y), mask=self_mask, causal=self_mask is None, cache=cache,
+                                        pos=pos, start=start))
         # encoder-decoder attention, without positions; with a cache, memory's K and V are projected once
         kv = None
         if cache is not None:
@@ -364,21 +366,25 @@ class Transformer(nn.Module):
         if isinstance(self.pos_embed, LearnedPositions):
             nn.init.normal_(self.pos_embed.weight, 0.0, self.spec.d_model ** -0.5)
 
-    def _embed(self, table: nn.Embedding, tokens: torch.Tensor, start: int = 0, extra=None) -> torch.Tensor:
+    def _embed(self, table: nn.Embedding, tokens: torch.Tensor, start: int = 0, extra=None,
+               positions: torch.Tensor | None = None) -> torch.Tensor:
+        """positions: each token's own (B, T), a packed row's (counting from 0 in each sentence)."""
         T = tokens.size(1)
-        if start + T > self.spec.max_len:
+        if positions is None and start + T > self.spec.max_len:
             raise ValueError(f"sequence of {start + T} positions exceeds model.max_len={self.spec.max_len}")
         x = table(tokens) * math.sqrt(self.spec.d_model)
         pos = self.pos_embed.embed(start, T)
+        if positions is not None and pos is not None:
+            pos = self.pos_embed.embed(0, self.spec.max_len)[positions]
         x = x if pos is None else x + pos
         return dropout.counter_dropout(self.drop, x if extra is None else x + extra)
 
     def src_mask(self, src: torch.Tensor) -> torch.Tensor:
         return (src != self.pad_id)[:, None, None, :]  # (B, 1, 1, S): True = may attend
 
-    def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        mask = self.src_mask(src)
-        x = self._embed(self.src_embed, src)
+    def encode(self, src: torch.Tensor, packed=None) -> tuple[torch.Tensor, torch.Tensor]:
+        mask = self.src_mask(src) if packed is None else packed.enc_mask
+        x = self._embed(self.src_embed, src, positions=None if packed is None else packed.src_pos)
         for layer in self.encoder:
             x = self._layer(layer, x, mask, self.pos_embed)
         if self.enc_norm is not None:
@@ -402,26 +408,45 @@ class Transformer(nn.Module):
         k = k.clamp(max=memory.size(1) - 1)
         return self.w_pointer(memory.gather(1, k[..., None].expand(-1, -1, memory.size(2))))
 
-    def decode(self, tgt_in, memory, src_mask, cache: list[dict] | None = None) -> torch.Tensor:
+    def decode(self, tgt_in, memory, src_mask, cache: list[dict] | None = None, packed=None) -> torch.Tensor:
         """Logits for every position of tgt_in; with a cache, tgt_in holds only the new token(s)."""
+        return self.logits(self.decode_states(tgt_in, memory, src_mask, cache, packed))
+
+    def decode_states(self, tgt_in, memory, src_mask, cache=None, packed=None) -> torch.Tensor:
+        """The decoder's final states (B, T, d_model): decode's input to the pre-softmax map. packed: a
+        zoo.model.packing.Packed's masks and positions (several sentences a row; src_mask its cross mask)."""
         start = cache[0].get("pos", 0) if cache is not None else 0  # tokens decoded before these
         extra = None if self.w_pointer is None else self._pointer(tgt_in, memory, cache)
-        y = self._embed(self.tgt_embed, tgt_in, start, extra)
+        y = self._embed(self.tgt_embed, tgt_in, start, extra, None if packed is None else packed.tgt_pos)
+        self_mask = None if packed is None else packed.dec_mask
         for i, layer in enumerate(self.decoder):
             if cache is None:
-                y = self._layer(layer, y, memory, src_mask, None, self.pos_embed)
+                y = self._layer(layer, y, memory, src_mask, None, self.pos_embed, 0, self_mask)
             else:
                 y = layer(y, memory, src_mask, cache[i], self.pos_embed, start)
         if cache is not None:
             cache[0]["pos"] = start + tgt_in.size(1)
-        return self.logits(y if self.dec_norm is None else self.dec_norm(y))
+        return y if self.dec_norm is None else self.dec_norm(y)
+
+    def output_weight(self) -> torch.Tensor:
+        """The pre-softmax matrix (V_tgt, d_model): the tied target embedding, or out_proj's own."""
+        return self.tgt_embed.weight if self.out_proj is None else self.out_proj.weight
 
     def logits(self, y: torch.Tensor) -> torch.Tensor:
         return y @ self.tgt_embed.weight.t() if self.out_proj is None else self.out_proj(y)
 
-    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
-        memory, mask = self.encode(src)
-        return self.decode(tgt_in, memory, mask)
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, src_seg=None, tgt_seg=None,
+                states: bool = False) -> torch.Tensor:
+        """Logits (B, T, V); states: the decoder's final states instead (train.fused_loss applies the
+        pre-softmax map inside the loss). src_seg, tgt_seg: a packed batch's sentence ids (zoo.data.packing)."""
+        if src_seg is None:
+            memory, mask = self.encode(src)
+            packed = None
+        else:
+            packed = packing.Packed.of(src_seg, tgt_seg, self)
+            memory, mask = self.encode(src, packed)[0], packed.cross_mask
+        y = self.decode_states(tgt_in, memory, mask, None, packed)
+        return y if states else self.logits(y)
 
     # -- incremental decoding --------------------------------------------------------------
     def new_cache(self) -> list[dict]:

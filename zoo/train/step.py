@@ -16,7 +16,7 @@ import torch.distributed as dist
 
 from zoo.config import Config
 from zoo.model import dropout_key
-from zoo.train import compiled_loss, recipe
+from zoo.train import compiled_loss, fused_loss, recipe
 from zoo.train.device import autocast, autocast_dtype, rank_and_world
 
 __all__ = ["compiled", "data_parallel", "draws_key", "read_stats", "step_setup",
@@ -97,11 +97,16 @@ def gradients(cfg: Config, fwd: torch.nn.Module, opt: torch.optim.Optimizer, dev
         b = b.to(device)
         sync = world == 1 or i == len(parts) - 1
         with nullcontext() if sync else fwd.no_sync():
+            eps, fused = cfg.train.label_smoothing, cfg.train.fused_loss == "on"
+            seg = {} if b.src_seg is None else {"src_seg": b.src_seg, "tgt_seg": b.tgt_seg}  # a packed batch
             with autocast(device, amp):
-                logits = fwd(b.src, b.tgt_in)
-            eps = cfg.train.label_smoothing
-            loss, nll = (compiled_loss.smoothed_loss(logits, b.tgt_out, eps, recipe.LOSS_CHUNK)
-                         if cfg.train.compile == "on" else recipe.smoothed_loss(logits, b.tgt_out, eps))
+                out = fwd(b.src, b.tgt_in, **seg, **({"states": True} if fused else {}))
+                if fused:  # the decoder's states: the pre-softmax map runs inside the loss, chunk by chunk
+                    loss, nll = fused_loss.smoothed_loss(out, getattr(fwd, "module", fwd).output_weight(),
+                                                         b.tgt_out, eps)
+            if not fused:
+                loss, nll = (compiled_loss.smoothed_loss(out, b.tgt_out, eps, recipe.LOSS_CHUNK)
+                             if cfg.train.compile == "on" else recipe.smoothed_loss(out, b.tgt_out, eps))
             (loss * (weight * scale)).backward()
         stats += torch.stack([loss.detach(), nll]).double() * weight
     return b.padding_fraction
