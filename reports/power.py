@@ -24,7 +24,6 @@ from scipy import stats as st
 
 from zoo import evidence as E
 from zoo import paper
-from zoo.evidence.claims import MC_RANGE, REFINE
 from zoo.reports.runs import Runs
 from zoo.spec import MAX_SEEDS  # a spec may ask no more: advice beyond it could not be run
 from zoo.reports.verdicts import claim_rows, comparison, user_comparison, user_rows_of
@@ -161,13 +160,13 @@ def plan(runs: Runs, claims: list[E.Claim] | None = None, resamples: int = 2000,
             margin = c.margin * abs(level if level else paper_level) if c.tie else 0.0
         mc, b = (None, None), 0
         if e is not None:
-            for factor in (1, *REFINE):  # sized again with more resamples while the bootstrap seed moves it
+            for factor in (1, *E.REFINE):  # sized again with more resamples while the bootstrap seed moves it
                 if factor > 1:
                     e = compare(c, resamples * factor).estimate
                 sent_se, b = e.sentence_se, e.resamples if e.sentences else 0
                 n = seeds_needed(effect, seed_sd, sent_se, alpha, margin)
                 mc = tuple(seeds_needed(effect, seed_sd, e.moved(k).sentence_se, alpha, margin)
-                           for k in (-MC_RANGE, MC_RANGE))
+                           for k in (-E.MC_RANGE, E.MC_RANGE))
                 if not b or not _spread(mc, n):
                     break
         else:
@@ -199,9 +198,9 @@ def print_plan(p: Plan, stream=None) -> None:
             for row in r.claim.rows:
                 per_row[row] = max(per_row.get(row, 0), r.seeds)
     print(text_table(table, right=(1, 2, 3, 4, 5, 6, 7, 8), last_free=True), file=stream)
-    print(f"(MC range: the seeds needed at the test-set variance {MC_RANGE:g} Monte Carlo errors down and up, the "
+    print(f"(MC range: the seeds needed at the test-set variance {E.MC_RANGE:g} Monte Carlo errors down and up, the "
           f"counts another bootstrap seed could give; a claim whose range spans more than {MC_SPREAD:.0%} of its count "
-          f"at {RESAMPLES:,} resamples is sized again with {' then '.join(f'{RESAMPLES * f:,}' for f in REFINE)}.)",
+          f"at {RESAMPLES:,} resamples is sized again with {' then '.join(f'{RESAMPLES * f:,}' for f in E.REFINE)}.)",
           file=stream)
     extra = {row: max(n - p.have.get(row, 0), 0) for row, n in per_row.items()}
     trials = sum(extra.values())

@@ -38,7 +38,7 @@ from zoo.config import ClaimSpec, CrossFieldError, Strict
 from zoo.spec import read_yaml, specs_dir
 from zoo.evidence.stats import Estimate, Metric, Resampler, Side, holm
 
-__all__ = ["ALPHA", "BOUNDARY", "CLAIMS", "Claim", "Comparison", "RowRun", "TIE_MARGIN", "Tally", "UNTESTABLE",
+__all__ = ["ALPHA", "BOUNDARY", "CLAIMS", "Claim", "Comparison", "MC_RANGE", "REFINE", "RowRun", "TIE_MARGIN", "Tally", "UNTESTABLE",
            "VERDICTS", "compare", "from_specs", "judge", "kendall_tau", "refiner"]  # what it lends outside its package (the door serves these)
 
 ALPHA = 0.05
