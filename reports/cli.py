@@ -123,8 +123,12 @@ def cmd_report(args) -> int:
         from zoo.errors import UserError
         raise UserError(f"--runs {args.runs}: no results store at {runs}: run `zoo run SPEC` first, or point "
                         "--runs at the zoo.db inside the --storage folder a run used")
-    if locate(runs).exists():  # not a zoo store: refused before --out is created
-        open_store(runs)
+    # not a zoo store, or one with no trials: refused before --out is created (pages of "not run" say nothing)
+    if not locate(runs).exists() or not open_store(runs).trials():
+        from zoo.errors import UserError
+        where = "no results store" if not locate(runs).exists() else "a results store with no trials"
+        raise UserError(f"--runs {runs}: {where}, so nothing to report: run `zoo run SPEC --storage DIR` first "
+                        "(then `zoo report --runs DIR`), or point --runs at a store that holds runs")
     plan = None
     if args.analysis:  # validated before --out is touched
         from zoo import evidence as E
