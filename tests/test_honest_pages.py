@@ -34,3 +34,39 @@ def test_status_of_a_spec_file_lists_only_that_files_rows(tmp_path, capsys, monk
     assert code == 0 and "two-seed1" in out and "one-seed1" not in out, out
     code, out, _ = run("status", "exp", "--runs", "zoo.db", capsys=capsys)
     assert code == 0 and "one-seed1" in out and "two-seed1" in out, out
+
+
+def test_no_nan_reaches_a_page(tmp_path, capsys):
+    """Every finished Table 3 row with the same BLEU and perplexity (a constant column): rank agreement is
+    undefined, and the pages say so in words; no 'nan' is printed as a figure (Kendall printed
+    `+nan, 95% interval [+nan, +nan]`)."""
+    from test_report import synthetic_store
+    db = synthetic_store(tmp_path / "zoo.db")
+    st = Store(db)
+    for t in st.trials():
+        if t.status == "finished" and t.paper_table == 3:
+            m = t.result.model_copy(deep=True)
+            m.primary.bleu, m.dev_ppl = 5.0, 40.0
+            st.upsert(t.spec, t.trial, t.profile, metrics=m)
+    code, _, err = run("report", "--runs", db, "--out", tmp_path / "out", "--table", "3", "--format", "md",
+                       capsys=capsys)
+    assert code == 0, err
+    md = (tmp_path / "out" / "table3.md").read_text()
+    assert "Kendall tau (BLEU, 11 rows): undefined where one side is constant" in md
+    found = [f"{p.name}: {line}" for p in (tmp_path / "out").rglob("*") if p.suffix in (".md", ".csv", ".yml")
+             for line in p.read_text().splitlines() if re.search(r"\bnan\b", line, re.I)]
+    assert not found, found
+
+
+@pytest.mark.parametrize("a,b,sign", [("C3", "C1", "-"), ("C1", "C3", "+")])
+def test_compare_signs_a_difference_as_the_pages_do(a, b, sign, capsys):
+    """How much better A is than B, positive when A is better, as the claims and Table 3's "yours against" sign
+    it (compare printed A minus B in perplexity: +14.58 where C3 is worse), and the header says so."""
+    repo = Path(__file__).resolve().parents[1]
+    code, out, err = run("compare", a, b, "--runs", repo / "results/ablation2-cpu2/zoo.db", "--profile", "ablation",
+                         capsys=capsys)
+    assert code == 0, err
+    assert f"Δ positive when {a} is better (lower dev perplexity), as the pages sign it" in out.splitlines()[0], out
+    interval = "[-19.78, -9.37]" if sign == "-" else "[+9.37, +19.78]"
+    assert f"Δ {sign}14.58 (how much better {a} is than {b}), 95% interval {interval}," in out, out
+    assert "C1 beats C3 by 14.58 PPL" in out
