@@ -30,12 +30,13 @@ def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], pro
     built = pages.build(request)
     nav = pages.nav(built, out)
     written, index_figures = [], []
+    draw = any(f != pages.LATEX for f in formats)  # LaTeX pages are tables only: no figure a .tex would not use
     for t in built:
-        figures = pages.page_of(t.name).draw(t, img)
+        figures = pages.page_of(t.name).draw(t, img) if draw else []
         if t.name == "table3":  # the index shows its first figure
             index_figures = figures[:1]
         cards = []
-        for label, trial in t.trials:
+        for label, trial in t.trials if draw else ():
             files = {"curves": plots.curves(trial, runs.points(trial), img)}
             if trial.finished:
                 files["attention"] = plots.attention(trial, img)
@@ -60,11 +61,12 @@ def build_sweep(runs_path: Path, out: Path, spec: str, formats: list[str], profi
     warn_damaged(runs.store)
     table = sweep.sweep_table(runs, spec)
     img = out / "img"
-    figures = pages.page_of(table.name).draw(table, img)
+    draw = any(f != pages.LATEX for f in formats)  # LaTeX pages are tables only: no figure a .tex would not use
+    figures = pages.page_of(table.name).draw(table, img) if draw else []
     meta = render.meta(runs_path, profile, len(runs.trials), runs.note)
     meta["index"] = (out / f"{pages.INDEX}.html").exists()  # a spec page alone writes no index
     cards, written = [], [img / f for _, f in figures]
-    for label, trial in table.trials:
+    for label, trial in table.trials if draw else ():
         files = {"curves": plots.curves(trial, runs.points(trial), img)}
         cards.append(render.trial_view(label, trial, files))
         written += [img / f for f in files.values() if f]

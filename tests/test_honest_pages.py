@@ -79,3 +79,26 @@ def test_compare_signs_a_difference_as_the_pages_do(a, b, sign, capsys):
     interval = "[-19.78, -9.37]" if sign == "-" else "[+9.37, +19.78]"
     assert f"Δ {sign}14.58 (how much better {a} is than {b}), 95% interval {interval}," in out, out
     assert "C1 beats C3 by 14.58 PPL" in out
+
+
+def test_latex_tables_fit_a_page_and_draw_no_figure_they_do_not_use(tmp_path, capsys):
+    """`--format latex`: no tabular wider than the row names and 8 columns (Table 3 was 26 columns, its claims 12
+    with 100-character sentences in `l` columns), no cell over 24 characters (a longer one is a numbered
+    reference, its text listed below the table), and no PNG that no .tex includes (23 were drawn)."""
+    from zoo.reports.latex import MAX_CELL, MAX_COLS
+    repo = Path(__file__).resolve().parents[1]
+    code, _, err = run("report", "--runs", repo / "results/quick-cpu2/zoo.db", "--format", "latex",
+                       "--out", tmp_path, capsys=capsys)
+    assert code == 0, err
+    text = "".join(p.read_text() for p in sorted(tmp_path.glob("*.tex")))
+    specs = re.findall(r"\\begin\{tabular\}\{([lr]+)\}", text)
+    assert specs and max(map(len, specs)) <= MAX_COLS + 1, specs
+    unescape = lambda c: re.sub(r"\\ensuremath\{\\(\w+)\}|\\textgreater\{\}|\\(.)", "x", c).strip()
+    bodies = re.findall(r"\\midrule(.*?)\\bottomrule", text, re.S)  # the rows, below the headers
+    cells = [unescape(c) for body in bodies for line in body.splitlines() if line.endswith("\\\\")
+             and "\\multicolumn" not in line for c in re.split(r"(?<!\\)&", line[:-2])[1:]]
+    assert cells and max(map(len, cells)) <= MAX_CELL, max(cells, key=len)
+    assert re.search(r"\\item\[\(\d+\)\] C-depth-ppl, sentence: C3 against C1 on PPL", text)  # the sentences, below
+    used = set(re.findall(r"\\includegraphics(?:\[[^]]*\])?\{([^}]+)\}", text))
+    drawn = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.png")}
+    assert drawn == used and all((tmp_path / f).is_file() for f in used), (drawn, used)
