@@ -26,7 +26,11 @@ def pages_of(db: Path, out: Path, formats: list[str]) -> list[Path]:
     built = pages.build(pages.Request(runs, db, tuple(pages.paper_tables()), None, None))
     meta = render.meta(db, None, len(runs.trials), runs.note) | {"index": True}
     written = [p for t in built for p in render.write_table(t, out, formats, meta, [], [], [])]
-    return written + render.write_index(built, out, formats, meta, [], [])
+    from zoo.reports import share  # and the data files a whole report writes beside its pages
+    (out / "results.csv").write_text(runs.csv())
+    (out / "model-index.yml").write_text(share.model_index(runs))
+    return [*written, *render.write_index(built, out, formats, meta, [], []), out / "results.csv",
+            out / "model-index.yml"]
 
 
 def test_status_of_a_spec_file_lists_only_that_files_rows(tmp_path, capsys, monkeypatch):
@@ -102,3 +106,20 @@ def test_latex_tables_fit_a_page_and_draw_no_figure_they_do_not_use(tmp_path, ca
     used = set(re.findall(r"\\includegraphics(?:\[[^]]*\])?\{([^}]+)\}", text))
     drawn = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.png")}
     assert drawn == used and all((tmp_path / f).is_file() for f in used), (drawn, used)
+
+
+@pytest.mark.parametrize("text, lines", [
+    # a variant of the wrong shape (read before the values) beside another variant's wrong value
+    ("extends: base\nvariants:\n  a: {model: {dropout: 2}}\n  b: {seeds: [1, 2]}\n", [3, 4]),
+    ("extends: base\nvariants:\n  a: {compare_to: nosuch}\n  b: {model: {dropout: 2}}\n", [3, 4]),
+    # a claim naming no row (checked once the variants resolve) beside a variant's wrong value
+    ("extends: base\nclaims:\n  - {id: x, metric: bleu, better: a, than: zz}\nvariants:\n  a: {model: {h: 2}}\n"
+     "  b: {model: {dropout: 2}}\n", [3, 6])])
+def test_every_mistake_of_a_file_in_one_pass(tmp_path, capsys, text, lines):
+    """Two mistakes in two variants found by different layers: both said, by line (only one was, one layer
+    at a time: fix it, run again, meet the next)."""
+    f = tmp_path / "exp.yaml"
+    f.write_text(text)
+    code, out, err = run("validate", f, capsys=capsys)
+    fails = [line for line in out.splitlines() if line.startswith("FAIL  ")]
+    assert code == 2 and [int(x.split(":")[1]) for x in fails] == lines, out + err
