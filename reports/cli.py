@@ -125,12 +125,6 @@ def cmd_report(args) -> int:
         from zoo.errors import UserError
         raise UserError(f"--runs {args.runs}: no results store at {runs}: run `zoo run SPEC` first, or point "
                         "--runs at the zoo.db inside the --storage folder a run used")
-    # not a zoo store, or one with no trials: refused before --out is created (pages of "not run" say nothing)
-    if not locate(runs).exists() or not open_store(runs).trials():
-        from zoo.errors import UserError
-        where = "no results store" if not locate(runs).exists() else "a results store with no trials"
-        raise UserError(f"--runs {runs}: {where}, so nothing to report: run `zoo run SPEC --storage DIR` first "
-                        "(then `zoo report --runs DIR`), or point --runs at a store that holds runs")
     plan = None
     if args.analysis:  # validated before --out is touched
         from zoo import evidence as E
@@ -138,6 +132,12 @@ def cmd_report(args) -> int:
     if args.sweep is not None and not args.sweep.strip():  # `--spec ''` is a mistake, not the whole report
         from zoo.errors import UserError
         raise UserError("--spec needs a spec: a file (specs/mine.yaml) or the name of a spec in the store")
+    # not a zoo store, or one with no trials: refused before --out is created (pages of "not run" say nothing)
+    if not locate(runs).exists() or not open_store(runs).trials():
+        from zoo.errors import UserError
+        where = "no results store" if not locate(runs).exists() else "a results store with no trials"
+        raise UserError(f"--runs {runs}: {where}, so nothing to report: run `zoo run SPEC --storage DIR` first "
+                        "(then `zoo report --runs DIR`), or point --runs at a store that holds runs")
     _check_out(out, args.force)
     written = build_sweep(runs, out, args.sweep, formats, args.profile) if args.sweep else \
         build(runs, out, tables, formats, args.profile, args.bootstrap_seed, tuple(args.addon or ()), plan)
