@@ -37,11 +37,12 @@ def extra_page(request) -> list[Table]:  # a page beside the tables, built whene
 
 @pytest.fixture
 def dummy(monkeypatch, tmp_path):
-    """The registry holding only a test's pages, and an empty store to report from."""
+    """The registry holding only a test's pages, and a store of one pending row to report from (an empty store
+    is refused: nothing to report)."""
     monkeypatch.setattr(pages, "PAGES", (pages.Page("table5", "Table 5", table5_page, table=5),
                                          pages.Page("table6", "Table 6", table6_page, table=6),
                                          pages.Page("extra", "Extra", extra_page)))
-    Store(tmp_path / "zoo.db")
+    Store(tmp_path / "zoo.db").upsert("specs/base.yaml", "base", "smoke", status="pending")
     return tmp_path
 
 
