@@ -68,7 +68,7 @@ def test_the_pages_nav_and_index_come_from_the_list(dummy, capsys):
     code, err = report("--runs", dummy / "zoo.db", "--out", dummy / "o", capsys=capsys)  # the default: all
     assert code == 0, err
     out = dummy / "o"
-    assert sorted(p.name for p in out.iterdir()) == sorted(["index.md", "index.html",
+    assert sorted(p.name for p in out.iterdir()) == sorted(["index.md", "index.html", "results.csv", "model-index.yml",
                                                             *(f for p in pages.PAGES for f in p.files)])
     index = (out / "index.md").read_text()
     assert "[Table 5](table5.md)" in index and "[Table 6](table6.md)" in index and "[Extra](extra.md)" in index
