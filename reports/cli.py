@@ -30,12 +30,13 @@ def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], pro
     built = pages.build(request)
     nav = pages.nav(built, out)
     written, index_figures = [], []
+    draw = any(f != pages.LATEX for f in formats)  # LaTeX pages are tables only: no figure a .tex would not use
     for t in built:
-        figures = pages.page_of(t.name).draw(t, img)
+        figures = pages.page_of(t.name).draw(t, img) if draw else []
         if t.name == "table3":  # the index shows its first figure
             index_figures = figures[:1]
         cards = []
-        for label, trial in t.trials:
+        for label, trial in t.trials if draw else ():
             files = {"curves": plots.curves(trial, runs.points(trial), img)}
             if trial.finished:
                 files["attention"] = plots.attention(trial, img)
@@ -60,11 +61,12 @@ def build_sweep(runs_path: Path, out: Path, spec: str, formats: list[str], profi
     warn_damaged(runs.store)
     table = sweep.sweep_table(runs, spec)
     img = out / "img"
-    figures = pages.page_of(table.name).draw(table, img)
+    draw = any(f != pages.LATEX for f in formats)  # LaTeX pages are tables only: no figure a .tex would not use
+    figures = pages.page_of(table.name).draw(table, img) if draw else []
     meta = render.meta(runs_path, profile, len(runs.trials), runs.note)
     meta["index"] = (out / f"{pages.INDEX}.html").exists()  # a spec page alone writes no index
     cards, written = [], [img / f for _, f in figures]
-    for label, trial in table.trials:
+    for label, trial in table.trials if draw else ():
         files = {"curves": plots.curves(trial, runs.points(trial), img)}
         cards.append(render.trial_view(label, trial, files))
         written += [img / f for f in files.values() if f]
@@ -124,8 +126,6 @@ def cmd_report(args) -> int:
         from zoo.errors import UserError
         raise UserError(f"--runs {args.runs}: no results store at {runs}: run `zoo run SPEC` first, or point "
                         "--runs at the zoo.db inside the --storage folder a run used")
-    if locate(runs).exists():  # not a zoo store: refused before --out is created
-        open_store(runs)
     plan = None
     if args.analysis:  # validated before --out is touched
         from zoo import evidence as E
@@ -133,6 +133,12 @@ def cmd_report(args) -> int:
     if args.sweep is not None and not args.sweep.strip():  # `--spec ''` is a mistake, not the whole report
         from zoo.errors import UserError
         raise UserError("--spec needs a spec: a file (specs/mine.yaml) or the name of a spec in the store")
+    # not a zoo store, or one with no trials: refused before --out is created (pages of "not run" say nothing)
+    if not locate(runs).exists() or not open_store(runs).trials():
+        from zoo.errors import UserError
+        where = "no results store" if not locate(runs).exists() else "a results store with no trials"
+        raise UserError(f"--runs {runs}: {where}, so nothing to report: run `zoo run SPEC --storage DIR` first "
+                        "(then `zoo report --runs DIR`), or point --runs at a store that holds runs")
     made = [p for p in (out, *out.parents) if not p.exists()]  # the folders --out creates, deepest first
     _check_out(out, args.force)
     try:

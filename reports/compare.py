@@ -33,8 +33,8 @@ class Result:
     profile: str
     metric: str
     seeds: tuple[int, int]
-    delta: float | None          # a minus b in the metric's units (None: not measured, `missing` says why)
-    lo: float | None
+    delta: float | None          # how much better a is than b, in the metric's units, as the pages and claims sign it:
+    lo: float | None             # positive when a is better (lower perplexity, higher BLEU); None: not measured
     hi: float | None
     p: float | None
     verdict: str
@@ -86,7 +86,7 @@ def compare(runs: Runs, a_name: str, b_name: str, metric: str = "dev_ppl", profi
             resamples: int | None = None, bootstrap_seed: int | None = None, alpha: float = 0.05,
             storage: str | None = None) -> Result:
     """Row A against row B on one metric: the report's paired difference, interval, p and verdict."""
-    from zoo.reports.verdicts import in_units, shared_resampler, versus
+    from zoo.reports.verdicts import shared_resampler, versus
     a = find(runs, a_name, profile)
     b = find(runs, b_name, profile or a.profile)
     m = METRICS[metric]
@@ -100,7 +100,7 @@ def compare(runs: Runs, a_name: str, b_name: str, metric: str = "dev_ppl", profi
                       verdict="no verdict" if comp.missing.startswith("cut short") else "not measured", sentences="",
                       missing=comp.missing, a_seeds=seeds[0], b_seeds=seeds[1],
                       sentence=f"{a_name} against {b_name} on {UNITS[m]}: no verdict ({comp.missing}).")
-    delta, lo, hi = in_units(e, m)  # A minus B
+    delta, lo, hi = e.delta, e.lo, e.hi  # how much better A is: the claims' and the pages' sign, one sign everywhere
     found = e.p < alpha
     verdict = (f"{a_name if e.delta > 0 else b_name} is better (p < {alpha:g})" if found else
                f"within noise (p >= {alpha:g}): no difference found at these seeds")
@@ -137,14 +137,15 @@ def pairing(r: Result) -> str:
 def text(r: Result) -> str:
     unit = UNITS[METRICS[r.metric]]
     from zoo.reports.cells import shown_path
+    better = "lower" if METRICS[r.metric] == "ppl" else "higher"
     head = (f"{r.a} ({shown_path(r.a_spec)}) against {r.b} ({shown_path(r.b_spec)}), profile {r.profile}, {unit}; seeds "
-            f"{r.seeds[0]} / {r.seeds[1]}")
+            f"{r.seeds[0]} / {r.seeds[1]}; Δ positive when {r.a} is better ({better} {unit}), as the pages sign it")
     left = ([f"  left out: {len(r.damaged)} damaged row{'s' * (len(r.damaged) != 1)} of these specs (unreadable): "
              + "; ".join(r.damaged)] if r.damaged else [])
     if r.delta is None:
         return "\n".join([head, f"  {r.verdict}: {r.missing}", *left, f"  in a sentence: {r.sentence}"])
     lines = [head,
-             f"  Δ {r.delta:+.2f} ({r.a} minus {r.b}), 95% interval [{r.lo:+.2f}, {r.hi:+.2f}], p {r.p:.3g}",
+             f"  Δ {r.delta:+.2f} (how much better {r.a} is than {r.b}), 95% interval [{r.lo:+.2f}, {r.hi:+.2f}], p {r.p:.3g}",
              f"  seeds: {pairing(r)}", *left,
              f"  resampled: {r.sentences}",
              f"  verdict: {r.verdict}",

@@ -13,7 +13,7 @@ from pathlib import Path
 import jinja2
 import markupsafe
 
-from zoo.reports import pages
+from zoo.reports import latex, pages
 from zoo.reports.cells import Section, State, Table, shown_path, state
 from zoo.paths import atomic_write_text
 from zoo.result import Trial
@@ -61,6 +61,7 @@ def tex(s) -> str:
 
 
 _env.filters["tex"] = tex
+_env.filters["tex_parts"] = latex.parts
 _env.filters["slug"] = lambda s: re.sub(r"[^a-z0-9]+", "-", str(s).lower()).strip("-")
 
 

@@ -229,7 +229,7 @@ def _against(runs: Runs, mine: list[Trial], resampler) -> list[Section]:
             if (e := comp.estimate) is None:
                 cells[metric] = (comp.missing, None)
                 continue
-            # e is "how much better this row is", the page's one sign (SIGN); zoo compare prints row minus base
+            # e is "how much better this row is", the one sign of the pages and of zoo compare (SIGN)
             cells[metric] = (f"{e.delta:+.2f} [{e.lo:+.2f}, {e.hi:+.2f}]", f"{e.p:.3g}")
             estimates[metric] = (e.delta, e.lo, e.hi, e.p)
             ran = len(runs.seeds(t)), len(runs.seeds(ref))

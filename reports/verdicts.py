@@ -296,14 +296,6 @@ def cut_short(runs: Runs, named) -> str:
     return "cut short: " + "; ".join(f"{p}{limit})" for p in parts)
 
 
-def in_units(e, metric: str) -> tuple[float, float, float]:
-    """A `versus` estimate as row a minus row b in the metric's own units (perplexity: lower is better), with
-    its interval: (delta, lo, hi)."""
-    sign = -1 if metric == "ppl" else 1
-    lo, hi = sorted((sign * e.lo, sign * e.hi))
-    return sign * e.delta, lo, hi
-
-
 def shared_resampler(resamples: int | None = None, bootstrap_seed: int | None = None):
     """One resampler per number of sentences, seeded as the claims section seeds it (bootstrap seed + n)."""
     from zoo import evidence as E
@@ -448,6 +440,13 @@ def _kendall_notes(ran: list) -> list[str]:
                  if (vals := [v for x in r.run.seeds if (v := x.result.figure(key)) is not None])]
         if len(pairs) >= 4:
             tau, lo, hi = E.kendall_tau([p for p, _ in pairs], [v for _, v in pairs])
-            out.append(f"Kendall tau ({label}, {len(pairs)} rows): {tau:+.2f}, 95% interval [{lo:+.2f}, {hi:+.2f}] "
-                       "(bootstrap over rows and seeds); an interval covering 0 is no evidence of agreement.")
+            if math.isnan(tau):  # as Spearman's cell: said in words, never printed as a figure
+                out.append(f"Kendall tau ({label}, {len(pairs)} rows): undefined where one side is constant.")
+            elif math.isnan(lo):
+                out.append(f"Kendall tau ({label}, {len(pairs)} rows): {tau:+.2f}, 95% interval undefined (too few "
+                           "distinct rows to resample).")
+            else:
+                out.append(f"Kendall tau ({label}, {len(pairs)} rows): {tau:+.2f}, 95% interval [{lo:+.2f}, "
+                           f"{hi:+.2f}] (bootstrap over rows and seeds); an interval covering 0 is no evidence of "
+                           "agreement.")
     return out

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from zoo.errors import UserError
@@ -284,7 +285,10 @@ def _of_spec(trials: list, name: str, path: Path) -> list:
     """The trials of spec `name`, named as `zoo status` prints it (its file's stem), as stored, or by its file.
     A name that is no spec in the store nor a spec at all is a mistake: exit 2 with the store's specs."""
     stem = Path(name).stem
-    mine = [t for t in trials if name == t.spec or Path(t.spec).stem == stem]
+    if "/" in name or Path(name).is_file():  # a spec file: its own rows, not those of another file of its name
+        mine = [t for t in trials if os.path.abspath(t.spec) == os.path.abspath(name)]
+    else:
+        mine = [t for t in trials if name == t.spec or Path(t.spec).stem == stem]
     if mine or not trials:
         return mine
     from zoo.spec import builtin_specs

@@ -207,17 +207,20 @@ def _sweep(sw: Sweep, cfgs: list, todo: list, local_ray) -> int:
                          on_tick=local_ray.refresh if local_ray else None, stream=sw.stream)
     live.scheduled = sw.asha is not None
     progress.LIVE = live
+    interrupted = False
     try:
         for result in tuner.fit():
             live.reconcile(result)
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (zoo.errors.on_sigterm records it in SIGTERMS)
-        pass
+        interrupted = True
     finally:
         progress.LIVE = None
     if live.tty:
         live.draw()
     code = _summary(live, sw.store, sw.spec_key, profile, st, sw.stream)
-    return 143 if code == 130 and SIGTERMS else code  # Ray Tune may re-raise the interrupt bare
+    if (code == 130 or interrupted) and not SIGTERMS:  # Ctrl-C: the trials are resumable now; the caller stops too (Ray, the lock:
+        raise KeyboardInterrupt       # released on the way out), as pytest or a notebook expects of Ctrl-C
+    return 143 if code == 130 else code  # Ray Tune may re-raise the interrupt bare
 
 
 def _register(sw: Sweep, todo: list, profile: str, folders: dict, exp_path: str) -> None:

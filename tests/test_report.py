@@ -233,19 +233,20 @@ def test_a_named_missing_store_exits_2(tmp_path, capsys):
     assert code == 2 and "no results store at" in err and not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("kind", ["empty-file", "empty-store"])
-def test_missing_or_empty_store_gives_not_run_rows(tmp_path, capsys, kind):
+@pytest.mark.parametrize("kind", ["empty-file", "empty-store", "no-store"])
+def test_a_report_of_nothing_is_refused(tmp_path, capsys, monkeypatch, kind):
+    """No store, or one with no trials: one line naming the store and how to make one, exit 2, no --out
+    (it wrote 8 pages of "not run", exit 0). A store with some rows still shows the others as not run."""
     store = tmp_path / "zoo.db"
     if kind == "empty-file":
         store.write_bytes(b"")
     elif kind == "empty-store":
         Store(store)
-    code, out, err = run("report", "--runs", store, "--out", tmp_path / "o", capsys=capsys)
-    assert code == 0, err
-    md = (tmp_path / "o" / "table3.md").read_text()
-    assert [r[-3] for r in table_rows(md)] == ["not run"] * 20
-    assert "nothing has run yet" in md or "holds no trials" in md
-    assert (tmp_path / "o" / "index.html").exists() and "not run" in (tmp_path / "o" / "table2.md").read_text()
+    monkeypatch.chdir(tmp_path)  # no-store: the default runs/zoo.db, absent here
+    argv = ("--runs", store) if kind != "no-store" else ()
+    code, out, err = run("report", *argv, "--out", tmp_path / "o", capsys=capsys)
+    assert code == 2 and "nothing to report" in err and "zoo run SPEC --storage DIR" in err, err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
 
 
 def test_garbage_store_exits_2(tmp_path, capsys):
@@ -260,7 +261,7 @@ def test_report_never_imports_ray(tmp_path):
     import sys
     code = ("import sys; from zoo.cli import main; rc = main(['report', '--runs', sys.argv[1], '--out', sys.argv[2]]);"
             "assert 'ray' not in sys.modules and 'torch' not in sys.modules, 'heavy import'; sys.exit(rc)")
-    (tmp_path / "none.db").touch()  # an empty store: the report has only "not run" rows
+    Store(tmp_path / "none.db").upsert("specs/base.yaml", "base", "smoke", status="pending")  # "not run" rows
     r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "none.db"), str(tmp_path / "o")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

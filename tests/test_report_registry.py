@@ -37,11 +37,12 @@ def extra_page(request) -> list[Table]:  # a page beside the tables, built whene
 
 @pytest.fixture
 def dummy(monkeypatch, tmp_path):
-    """The registry holding only a test's pages, and an empty store to report from."""
+    """The registry holding only a test's pages, and a store of one pending row to report from (an empty store
+    is refused: nothing to report)."""
     monkeypatch.setattr(pages, "PAGES", (pages.Page("table5", "Table 5", table5_page, table=5),
                                          pages.Page("table6", "Table 6", table6_page, table=6),
                                          pages.Page("extra", "Extra", extra_page)))
-    Store(tmp_path / "zoo.db")
+    Store(tmp_path / "zoo.db").upsert("specs/base.yaml", "base", "smoke", status="pending")
     return tmp_path
 
 
@@ -67,7 +68,7 @@ def test_the_pages_nav_and_index_come_from_the_list(dummy, capsys):
     code, err = report("--runs", dummy / "zoo.db", "--out", dummy / "o", capsys=capsys)  # the default: all
     assert code == 0, err
     out = dummy / "o"
-    assert sorted(p.name for p in out.iterdir()) == sorted(["index.md", "index.html",
+    assert sorted(p.name for p in out.iterdir()) == sorted(["index.md", "index.html", "results.csv", "model-index.yml",
                                                             *(f for p in pages.PAGES for f in p.files)])
     index = (out / "index.md").read_text()
     assert "[Table 5](table5.md)" in index and "[Table 6](table6.md)" in index and "[Extra](extra.md)" in index

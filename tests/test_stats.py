@@ -6,6 +6,7 @@ seed noise or test-set noise dominating) get a false finding in at most 5% of fa
 without the shared test-set term, no Holm or Satterthwaite's df would not; and the power is printed.
 And the vectorised BLEU is sacreBLEU's."""
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -168,6 +169,22 @@ def test_no_noise_and_no_difference_is_no_finding():
 # all seeds share) + a row x seed x sentence effect (`sentence_sd`: seed-specific). PPL: per-token NLL
 # in nats; BLEU: the logit of a sentence's n-gram precision, counts drawn from it.
 
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "statistics.md"
+
+
+def page_row(label: str) -> list[str]:
+    """The cells after `label` in docs/statistics.md's calibration tables: the page quotes these tests'
+    figures, so a test that computes one checks the page says it (a stale page fails here)."""
+    for line in PAGE.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and cells[0] == label:
+            return cells[1:]
+    raise AssertionError(f"docs/statistics.md has no calibration row {label!r}")
+
+
+STALE = ("docs/statistics.md's calibration table is stale: copy the printed figures "
+         "(pytest -q -s -k holms_level tests/test_stats.py)")
+
 FAMILY, ROWS_SENTENCES, FAMILY_RESAMPLES, FAMILIES = 6, 100, 400, 300
 WORLDS = {  # seed_sd, sentence_sd, shared_sd (PPL nats per token; BLEU logits x 5)
     "seed noise": (0.05, 0.1, 0.0),        # the seed term alone: the t test is exact here
@@ -256,6 +273,9 @@ def test_null_family_wise_error_at_holms_level(metric, paired):
     assert all(rates[w] <= bound for w in WORLDS), rates
     assert rates["no Holm"] > bound and rates["v_seed alone"] > bound, rates
     assert not paired or rates["Satterthwaite df"] > bound, rates
+    shown = [f"{rates[k]:.3f}" for k in (*WORLDS, "no Holm", "v_seed alone")]
+    shown.append(f"{rates['Satterthwaite df']:.3f}" if paired else "")
+    assert page_row(f"{metric.upper()}, {'paired' if paired else 'unpaired'}") == shown, STALE
 
 
 def difference_sd(world, seeds) -> float:
@@ -270,7 +290,8 @@ def difference_sd(world, seeds) -> float:
 def test_power_at_holms_level(world, seeds, least):
     """Three comparisons of six with an effect of 6 sd, paired PPL: the share found (held, Holm). Where the
     test-set noise dominates, the seeds' degrees of freedom cost all power at 3 seeds (t(2) at 0.05/6 is 7.6:
-    found 0.00, against 0.92 at 5 seeds; at 3 seeds only the false findings are checked)."""
+    found 0.00, against 0.76 at 5 seeds; at 3 seeds only the false findings are checked). The figures are
+docs/statistics.md's power table."""
     effect = 6 * difference_sd(world, seeds)
     est = simulate("ppl", True, world, seeds, effects=(effect,) * 3 + (0.0,) * 3, families=100, seed=seeds)
     found = findings("ppl", est)
@@ -278,3 +299,6 @@ def test_power_at_holms_level(world, seeds, least):
     print(f"power at 6 sd, {world}, {seeds} seeds: {power:.2f} (families with a false finding: {false:.2f})")
     assert power >= least and false <= fwer_bound(100)
     assert all(e.delta > 0 for fam in est for e in fam[:3] if e.p < 0.05)  # no flipped finding
+    cells = page_row(world)  # power at 3 and 5 seeds, then families with a false finding at 3 and 5
+    at = (3, 5).index(seeds)
+    assert (cells[at], cells[2 + at]) == (f"{power:.2f}", f"{false:.2f}"), STALE

@@ -34,7 +34,7 @@ STAGES = [
      "zoo.runner.sweep",
      "zoo.runner.plan"},                                                                   # trials on Ray
     {"zoo.reports.peaks", "zoo.reports.runs", "zoo.reports.cells", "zoo.reports.verdicts", "zoo.reports.tables",
-     "zoo.reports.plots", "zoo.reports.render", "zoo.reports.sweep", "zoo.reports.power", "zoo.reports.share",
+     "zoo.reports.plots", "zoo.reports.render", "zoo.reports.latex", "zoo.reports.sweep", "zoo.reports.power", "zoo.reports.share",
      "zoo.reports.trend", "zoo.reports.compare", "zoo.reports.pages"},
 ]
 CLI = {"zoo", "zoo.cli", "zoo.commands", "zoo.runner.cli", "zoo.reports.cli", "zoo.runner", "zoo.reports"}

@@ -240,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
         again = "; run the same command again to resume from the last checkpoint" \
             if getattr(args, "fn", None) and args.fn.__name__ in ("cmd_train", "cmd_run") else ""
         print(f"zoo: interrupted{how}{again}", file=sys.stderr)
+        if argv is not None and not how:  # main() called from Python (pytest, a notebook): Ctrl-C stops the caller
+            raise                         # too; the console script (argv None) exits 130
         return 143 if how else 130
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -5,13 +5,14 @@ The parts, each one idea, in the order a spec is read:
 2. zoo.spec.specfile: a file as read: line-numbered documents, `extends:` chains, `variants:`, built-in specs;
 3. zoo.spec.profiles: the overlays that scale a paper spec to a budget;
 4. zoo.spec.sweep_axes: a spec's `sweep:` block (grid and random axes, ASHA);
-5. zoo.spec.resolution: variants x sweep points x seeds, profile and `--set` applied, validated;
-6. zoo.spec.schema: JSON Schemas of spec and profile files.
+5. zoo.spec.checks: what a resolved spec must also be (claims name rows, corpus and components exist);
+6. zoo.spec.resolution: variants x sweep points x seeds, profile and `--set` applied, validated;
+7. zoo.spec.schema: JSON Schemas of spec and profile files.
 The typed config they produce, `Config`, lives on the ground floor (zoo.config) and imports none of this.
 This door serves the parts' public names to outsiders (`from zoo.spec import resolve, SpecError`).
 """
 from zoo._door import door
 
-__getattr__, __dir__ = door(__name__, __file__, ["yaml12", "specfile", "profiles", "sweep_axes", "resolution", "schema"],
+__getattr__, __dir__ = door(__name__, __file__, ["yaml12", "specfile", "profiles", "sweep_axes", "checks", "resolution", "schema"],
                             moved={"zoo.config": "Config CrossFieldError DataSpec EvalSpec MAX_STEPS MAX_TOKENS ModelSpec "
                                                  "OptimizerSpec PaperRef ResourcesSpec ScheduleSpec TrainSpec"})

@@ -18,22 +18,22 @@ import hashlib
 import itertools
 import json
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from pathlib import Path
 from typing import get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from zoo.config import ClaimSpec, Config, CrossFieldError, dotted
-from zoo.paper import TABLE2, TABLE3, TABLE4
+from zoo.config import Config, CrossFieldError, dotted
 from zoo.paths import name_problem
+from zoo.spec.checks import PAPER_ROWS, check_compare_to, check_components, check_corpus, check_spec_claims
 from zoo.spec.profiles import profile_text, apply_profile, check_heads, find_profile, profile_name, read_profile
 from zoo.text import did_you_mean, shorten
 from zoo.spec.specfile import (SECTIONS, Doc, SpecError, unknown_key, read_variants, deep_merge, load_file,
                           load_yaml, spec_path, specs_dir)
 from zoo.spec.sweep_axes import count, read_asha, read_grid, split_scaled, sweep_size
 
-__all__ = ["MAX_SEEDS", "MAX_TRIALS", "check_claims", "parse_set", "resolve", "spec_error", "spec_files", "trial_name"]
+__all__ = ["MAX_SEEDS", "MAX_TRIALS", "parse_set", "resolve", "spec_error", "spec_files", "trial_name"]
 
 
 MAX_SEEDS = 100
@@ -183,51 +183,6 @@ def _where(doc: Doc, loc: tuple) -> str:
 
 
 # The rows a claim may name besides the spec's own variants: its paper table's (zoo.paper)
-PAPER_ROWS = {2: [r[5] for r in TABLE2 if r[5]], 3: [r[0] for r in TABLE3], 4: [r[3] for r in TABLE4 if r[3]]}
-
-
-def check_claims(doc: Doc, claims: Sequence[ClaimSpec], rows: Collection[str], what: str) -> None:
-    """A `claims:` list's ids are unique and its rows are among `rows` (`what` says which those are). The
-    paper's claims (specs/claims/paper.yaml) also: the ids `both: true` makes (<id>-bleu, <id>-ppl) are
-    unique too, the rows their `needs:` name are among `rows`, and an `addon:` is a profile that exists."""
-    rows, seen = sorted(set(rows)), {}
-    for i, c in enumerate(claims):
-        for made in ([x.id for x in c.expand()] if hasattr(c, "expand") else [c.id]):
-            how = lambda j, of: "" if made == of else f" (`both: true` makes '{made}' of claims.{j}'s '{of}')"
-            if made in seen:
-                raise SpecError(doc.where(("claims", i, "id")), f"claims.{i}.id",
-                                f"'{made}'{how(i, c.id)} is already the id of claims.{seen[made][0]}{how(*seen[made])}; "
-                                "each claim needs its own")
-            seen[made] = (i, c.id)
-        _check_needs(doc, i, c, rows)
-        for f, row in zip(("tie", "tie") if c.tie else ("better", "than"), c.rows):
-            if row not in rows:
-                raise SpecError(doc.where(("claims", i, f)), f"claims.{i}.{f}",
-                                f"unknown row '{shorten(row)}': a claim compares {what}{did_you_mean(row, rows)}")
-
-
-def _check_needs(doc: Doc, i: int, c: ClaimSpec, rows: list[str]) -> None:
-    """A paper claim's preconditions name rows of the table, and its add-on profile is one zoo has."""
-    for j, need in enumerate(getattr(c, "needs", ())):
-        for f, row in ({"overfits": need.overfits} if need.overfits is not None else
-                       {f"step_ratio.{k}": getattr(need.step_ratio, k) for k in ("longer", "shorter")}).items():
-            if row not in rows:
-                at = ("claims", i, "needs", j, *f.split("."))
-                raise SpecError(doc.where(at), ".".join(map(str, at)),
-                                f"unknown row '{shorten(row)}': a precondition names a row of the table{did_you_mean(row, rows)}")
-    try:
-        find_profile(getattr(c, "addon", "") or "paper")  # "paper": no add-on
-    except SpecError as e:
-        raise SpecError(doc.where(("claims", i, "addon")), f"claims.{i}.addon", e.message) from None
-
-
-def _check_spec_claims(doc: Doc, variants: Collection[str], cfgs: list[Config]) -> None:
-    """A spec's claims name its variants, or rows of its paper table."""
-    tables = sorted({c.paper.table for c in cfgs if c.paper.table in PAPER_ROWS})
-    what = "this spec's variants" + "".join(f" and the paper's Table {t} rows" for t in tables)
-    check_claims(doc, cfgs[0].claims, [*variants, *(r for t in tables for r in PAPER_ROWS[t])], what)
-
-
 def _check_claims_apart(doc: Doc, cfgs: list[Config], profile: str) -> None:
     """A claim between two variants the profile makes one model (model.N 2 and 4 both 1 layer at depth 0.1):
     a warning at the claim's line (smoke checks the path; the built-in specs' depth pairs merge there)."""
@@ -276,10 +231,13 @@ def resolve(path: str | Path, variant: str | Collection[str] | None = None, prof
     problem = name_problem(path.stem)
     if problem:  # STORAGE/<spec stem>/... is a folder
         raise SpecError(f"{path}:1", "spec", f"the file name {problem}; rename the file")
-    variants = read_variants(doc, path)
+    errors: list[SpecError] = []  # every mistake of the file, whichever layer finds it, said together
+    variants = read_variants(doc, path, errors)  # a variant of the wrong shape is left out, its mistake kept
     only = None if variant is None else {variant} if isinstance(variant, str) else set(variant)
     for v in sorted(only or ()):
         if v not in variants:
+            if errors:
+                raise SpecError.of(errors)
             raise SpecError(f"{path}", "--variant", f"no variant '{shorten(v)}'{did_you_mean(v, variants)}")
     prof_path = find_profile(profile, path)
     set_data, set_locs = parse_set(sets)
@@ -291,7 +249,7 @@ def resolve(path: str | Path, variant: str | Collection[str] | None = None, prof
     grid = read_grid(doc)
     asha = read_asha(doc)  # validated with the rest (the runner reads it with `scheduler`)
     prof_text = profile_text(prof_path)
-    out, heads, same, errors = [], {}, {}, []
+    out, heads, same = [], {}, {}
     builtin = path.resolve().parent == specs_dir().resolve()
     for (name, over), (suffix, point, plocs) in itertools.product(variants.items(), grid):
         if only is not None and name not in only:
@@ -336,17 +294,22 @@ def resolve(path: str | Path, variant: str | Collection[str] | None = None, prof
                           "spec": str(path), "profile": profile_name(profile),
                           "profile_description": " ".join([prof_text, *notes]).strip()}
                 cfg = _validate(ds, header, late)
-                _check_corpus(ds, cfg)
-                _check_components(ds, cfg)
-                _check_compare_to(ds, cfg, variants)
+                check_corpus(ds, cfg)
+                check_components(ds, cfg)
+                check_compare_to(ds, cfg, variants)
                 _check_same(doc, cfg, sized, same)
                 out.append(cfg)
+        except SpecError as e:
+            errors.append(e)
+    if errors and out and out[0].claims:  # the claims' mistakes too, with the variants' (rows: every name written)
+        try:
+            check_spec_claims(doc, [*(doc.variants_from.data.get("variants") or variants)], out)
         except SpecError as e:
             errors.append(e)
     if errors:
         raise SpecError.of(errors)
     if out and out[0].claims:
-        _check_spec_claims(doc, variants, out)
+        check_spec_claims(doc, variants, out)
         _check_claims_apart(doc, out, profile_name(profile))
     if asha is not None and out and asha.grace_steps >= max(c.train.steps for c in out):
         steps = max(c.train.steps for c in out)
@@ -431,57 +394,6 @@ def _check_same(doc: Doc, cfg: Config, sized: dict, seen: dict) -> None:
 @functools.lru_cache(maxsize=None)
 def _say(note: str) -> None:
     logging.getLogger(__name__).warning("profile: %s", note)
-
-
-def _check_corpus(doc: Doc, cfg: Config) -> None:
-    """The corpus and splits exist in the registry (zoo.corpora: no torch there), so a typo fails here,
-    not when the run starts."""
-    from zoo.data import CORPORA
-    name = cfg.data.dataset
-    if name not in CORPORA:
-        raise SpecError(doc.where(("data", "dataset")), "data.dataset",
-                        unknown_key("corpus", name, CORPORA) + " (see `zoo data list`)")
-    if CORPORA[name].tgt != "tree":  # parsing-only options on a translation corpus would fail or mislead later
-        for field, value, set_ in (("data.target_vocab", cfg.data.target_vocab, "symbols"), ("eval.metric", cfg.eval.metric, "f1"),
-                                   ("eval.tree_constraint", cfg.eval.tree_constraint, True),
-                                   ("model.word_pointer", cfg.model.word_pointer, True)):
-            if value == set_:
-                raise SpecError(doc.where(tuple(field.split("."))), field,
-                                f"{shorten(repr(value))} is for parsing (a corpus of trees, such as wsj_sample), but "
-                                f"{name} is a translation corpus ({CORPORA[name].src}-{CORPORA[name].tgt}); remove it "
-                                "or choose a parsing corpus")
-    splits = CORPORA[name].split_choices()
-    for field, split in ([("split", cfg.eval.split)] + [("extra_splits", x) for x in cfg.eval.extra_splits]
-                         + [("ppl_splits", x) for x in cfg.eval.ppl_splits]):
-        if split not in splits:
-            raise SpecError(doc.where(("eval", field)), f"eval.{field}",
-                            f"corpus {name} has no split '{split}'{did_you_mean(split, splits)}")
-
-
-def _check_components(doc: Doc, cfg: Config) -> None:
-    """Each model component the config names is zoo's or an installed package's (zoo.config reads the
-    packages' metadata: nothing is imported), so a misspelt one fails here with the names there are."""
-    from zoo.model import FIELDS, component_names, component_problem  # the components' names (no torch)
-    for kind, field in FIELDS.items():
-        name, names = getattr(cfg.model, field), component_names(kind)
-        if problem := component_problem(kind, name):
-            raise SpecError(doc.where(("model", field)), f"model.{field}", problem)
-        if name not in names:
-            alike = "" if name.isascii() else " (it holds non-ASCII characters: a look-alike letter?)"
-            raise SpecError(doc.where(("model", field)), f"model.{field}",
-                            f"no {kind} component '{shorten(name)}'{alike}{did_you_mean(name, names)} (a package "
-                            "adds one through the entry-point group zoo.components)")
-
-
-def _check_compare_to(doc: Doc, cfg: Config, variants) -> None:
-    """`paper: {compare_to: ROW}` names a variant of this spec or a row of the paper's table: a misspelt one
-    would leave the row's comparison "not run" in every report."""
-    name, table = cfg.paper.compare_to, cfg.paper.table or 3
-    rows = [*variants, *PAPER_ROWS.get(table, [])]
-    if name is not None and name not in rows:
-        raise SpecError(doc.where(("paper", "compare_to")), "paper.compare_to",
-                        f"no row '{shorten(name)}': a variant of this spec or a row of the paper's Table {table}"
-                        f"{did_you_mean(name, rows)}")  # its "Allowed:" lists them all, once
 
 
 def spec_files(paths: list[str | Path]) -> list[Path]:

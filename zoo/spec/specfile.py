@@ -250,7 +250,9 @@ def variant_names(path: Path) -> list[str]:
     return list(read_variants(doc, path))
 
 
-def read_variants(doc: Doc, path: Path) -> dict[str, dict]:
+def read_variants(doc: Doc, path: Path, errors: list[SpecError] | None = None) -> dict[str, dict]:
+    """The spec's variants: name -> overrides. A variant of the wrong shape raises SpecError, or, given
+    `errors`, is left out with its mistake appended there (so the other variants' mistakes are said too)."""
     raw = doc.variants_from
     vs = raw.data.get("variants")
     if vs is None:
@@ -266,23 +268,33 @@ def read_variants(doc: Doc, path: Path) -> dict[str, dict]:
         raise SpecError(raw.where(("variants",)), "variants", "must be a non-empty mapping of name -> overrides")
     out = {}
     for name, over in vs.items():
-        where, field = raw.where(("variants", str(name))), f"variants.{shorten(name)}"
-        problem = name_problem(name)
-        if problem:
-            raise SpecError(where, field, f"the variant name {problem}")
-        over = {} if over is None else over
-        if not isinstance(over, dict):
-            raise SpecError(where, field, f"overrides must be a mapping of sections, not {kind_of(over)}")
-        over = without_empty(over, (*SECTIONS, "description", "paper"))  # of what a variant may hold
-        for k in over:
-            if k not in SECTIONS and k not in ("description", "paper"):
-                raise SpecError(raw.where(("variants", name, str(k))), f"{field}.{shorten(k)}",
-                                unknown_key("section", k, set(SECTIONS) | {"description", "paper"}))
-            if k in SECTIONS and not isinstance(over[k], dict):
-                raise SpecError(raw.where(("variants", name, k)), f"{field}.{k}",
-                                f"must be a mapping of fields, not {kind_of(over[k])}")
-        out[name] = over
+        try:
+            out[name] = _variant(raw, name, over)
+        except SpecError as e:
+            if errors is None:
+                raise
+            errors.append(e)
     return out
+
+
+def _variant(raw: Doc, name, over) -> dict:
+    """One variant's overrides, checked for shape: sections of fields."""
+    where, field = raw.where(("variants", str(name))), f"variants.{shorten(name)}"
+    problem = name_problem(name)
+    if problem:
+        raise SpecError(where, field, f"the variant name {problem}")
+    over = {} if over is None else over
+    if not isinstance(over, dict):
+        raise SpecError(where, field, f"overrides must be a mapping of sections, not {kind_of(over)}")
+    over = without_empty(over, (*SECTIONS, "description", "paper"))  # of what a variant may hold
+    for k in over:
+        if k not in SECTIONS and k not in ("description", "paper"):
+            raise SpecError(raw.where(("variants", name, str(k))), f"{field}.{shorten(k)}",
+                            unknown_key("section", k, set(SECTIONS) | {"description", "paper"}))
+        if k in SECTIONS and not isinstance(over[k], dict):
+            raise SpecError(raw.where(("variants", name, k)), f"{field}.{k}",
+                            f"must be a mapping of fields, not {kind_of(over[k])}")
+    return over
 
 
 def specs_dir() -> Path:
