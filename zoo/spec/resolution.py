@@ -27,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 from zoo.config import ClaimSpec, Config, CrossFieldError, dotted
 from zoo.paper import TABLE2, TABLE3, TABLE4
 from zoo.paths import name_problem
-from zoo.spec.profiles import profile_text, apply_profile, check_heads, find_profile, profile_name, read_profile
+from zoo.spec.profiles import profile_text, profile_untestable, apply_profile, check_heads, find_profile, profile_name, read_profile
 from zoo.text import did_you_mean, shorten
 from zoo.spec.specfile import (SECTIONS, Doc, SpecError, unknown_key, read_variants, deep_merge, load_file,
                           load_yaml, spec_path, specs_dir)
@@ -290,7 +290,7 @@ def resolve(path: str | Path, variant: str | Collection[str] | None = None, prof
         _check_one_seed(doc, variants, set_locs, axis_at)
     grid = read_grid(doc)
     asha = read_asha(doc)  # validated with the rest (the runner reads it with `scheduler`)
-    prof_text = profile_text(prof_path)
+    prof_text, untestable = profile_text(prof_path), profile_untestable(prof_path)
     out, heads, same, errors = [], {}, {}, []
     builtin = path.resolve().parent == specs_dir().resolve()
     for (name, over), (suffix, point, plocs) in itertools.product(variants.items(), grid):
@@ -334,7 +334,7 @@ def resolve(path: str | Path, variant: str | Collection[str] | None = None, prof
                 header = {"variant": name, "trial": trial_name(name, suffix, seed),
                           "overrides": over | ({} if seed is None else {"train.seed": seed}),
                           "spec": str(path), "profile": profile_name(profile),
-                          "profile_description": " ".join([prof_text, *notes]).strip()}
+                          "profile_description": " ".join([prof_text, *notes]).strip(), "untestable": untestable}
                 cfg = _validate(ds, header, late)
                 _check_corpus(ds, cfg)
                 _check_components(ds, cfg)
