@@ -96,3 +96,22 @@ def test_a_profile_extending_smoke_keeps_the_flag_and_may_clear_it(tmp_path):
     (tmp_path / "bad.yaml").write_text("extends: smoke\nuntestable: [1, 2]\n")
     with pytest.raises(SpecError, match="untestable"):
         resolve(spec, None, str(tmp_path / "bad.yaml"))
+
+
+def test_a_trend_width_at_an_untestable_profile_gets_no_difference():
+    """The scale trend's page (zoo.evidence.trend): a width whose profile can test no claim is no width of a
+    slope, said in words, where the same trials at a testable profile give a difference there."""
+    import numpy as np
+    from zoo.evidence import trend as T
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(5, 25, size=40).astype(float)
+    trial = lambda s, level: T.Seeded(s, np.stack([(level + rng.normal(0, 0.3, 40)) * tokens, tokens], axis=1))
+    rows = {p: {"A3": [trial(s, 2.0) for s in (1, 2, 3)], "A4": [trial(s, 2.1) for s in (1, 2, 3)]}
+            for p in ("tiny", "wide")}
+    args = (rows, {"tiny": 32, "wide": 64}, {"A-too-many-heads": ("A3", "A4")})
+    judged = T.fit_trend(*args, resamples=200)[0]
+    assert judged.widths[0].estimate is not None and judged.slope is not None
+    s = T.fit_trend(*args, resamples=200, untestable={"tiny": "run at profile tiny: too small"})[0]
+    assert s.widths[0].estimate is None and s.widths[0].missing == f"{C.UNTESTABLE}: run at profile tiny: too small"
+    assert s.slope is None and s.verdict.startswith(f"not at every width: {C.UNTESTABLE}"), s.verdict
+    assert s.widths[1].verdict in C.VERDICTS  # the other width is judged as before
