@@ -5,6 +5,7 @@ with the paper's.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import warnings
 from dataclasses import dataclass
@@ -258,12 +259,17 @@ def untestable_of(t) -> str:
     trial stored before trials recorded it, what the profile of that name says now; "" when claims can be."""
     why = t.config.untestable if t.config else None
     if why is None:
-        from zoo.spec import SpecError, find_profile, profile_untestable
-        try:
-            why = profile_untestable(find_profile(t.profile, Path(t.spec)))
-        except (SpecError, OSError):  # no such profile here any more: nothing says its budget is too small
-            why = ""
+        why = _profile_says(t.profile, str(Path(t.spec).resolve().parent))
     return f"run at profile {t.profile}: {why}" if why else ""
+
+
+@functools.lru_cache(maxsize=64)  # read once per report, not once per trial and claim
+def _profile_says(profile: str, spec_dir: str) -> str:
+    from zoo.spec import SpecError, find_profile, profile_untestable
+    try:
+        return profile_untestable(find_profile(profile, Path(spec_dir) / "spec.yaml"))
+    except (SpecError, OSError):  # no such profile here any more: nothing says its budget is too small
+        return ""
 
 
 def reference(runs: Runs, t):
@@ -373,7 +379,8 @@ def comparison(runs: Runs, by_profile: dict, c, resampler):
             return comp
         if first is None or (first.estimate is None and comp.estimate is not None):
             first = comp
-    if first.untestable and c.addon and c.addon not in profiles[1:]:
+    by_profile_only = any(r.untestable for rs in (first.rows or {}).values() for r in rs or ())  # smoke's: no add-on helps
+    if first.untestable and c.addon and c.addon not in profiles[1:] and not by_profile_only:
         first = dataclasses.replace(first, untestable=f"{first.untestable}; the add-on profile {c.addon} gives "
                                     f"these rows that budget (`zoo report --addon {c.addon}` reads its runs)")
     return first

@@ -304,8 +304,8 @@ def compare(claim: Claim, rows: Rows, resampler: Callable[[int], Resampler]) -> 
     what = f"seeds and {n} sentences ({' + '.join(pool)})" if n else \
         f"seeds only (this store keeps no per-sentence dev likelihoods: {exact})" if claim.metric == "ppl" else "seeds only"
     # a row run at a profile too small for any claim (smoke) first: no precondition could make up for it
-    reasons = [*dict.fromkeys(r.untestable for rs in runs for r in rs if r.untestable),
-               *(why for p in claim.needs if (why := p.check(rows)))]
+    reasons = [*dict.fromkeys(r.untestable for rs in runs for r in rs if r.untestable)] or \
+        [why for p in claim.needs if (why := p.check(rows))]
     return Comparison(claim, est, untestable="; ".join(reasons), level=float(np.mean(w.full(claim.metric))),
                       sentences=what, seed_sets=(b.seeds, w.seeds), rows=rows)
 
