@@ -101,11 +101,13 @@ def compare(runs: Runs, a_name: str, b_name: str, metric: str = "dev_ppl", profi
                       missing=comp.missing, a_seeds=seeds[0], b_seeds=seeds[1],
                       sentence=f"{a_name} against {b_name} on {UNITS[m]}: no verdict ({comp.missing}).")
     delta, lo, hi = e.delta, e.lo, e.hi  # how much better A is: the claims' and the pages' sign, one sign everywhere
-    found = e.p < alpha
-    verdict = (f"{a_name if e.delta > 0 else b_name} is better (p < {alpha:g})" if found else
+    from zoo import evidence as E
+    found = e.p < alpha and not comp.untestable  # a row at a profile too small for any claim: no verdict
+    verdict = (f"{E.UNTESTABLE}: {comp.untestable}" if comp.untestable else
+               f"{a_name if e.delta > 0 else b_name} is better (p < {alpha:g})" if found else
                f"within noise (p >= {alpha:g}): no difference found at these seeds")
     more = command = None
-    if not found and e.delta != 0:
+    if not found and e.delta != 0 and not comp.untestable:  # more seeds at that budget would not help
         from zoo.reports.power import seeds_needed
         more = seeds_needed(abs(e.delta), e.seed_se * math.sqrt(min(e.seeds)), e.sentence_se, alpha)
         if more:
@@ -113,9 +115,8 @@ def compare(runs: Runs, a_name: str, b_name: str, metric: str = "dev_ppl", profi
             from zoo.reports.cells import shown_path  # a command to paste where the user stands
             command = " && ".join(f"zoo run {shown_path(t.spec)} --variant {t.variant} --seeds {more} --profile "
                                   f"{t.profile}{where}" for t in (a, b))
-    from zoo import evidence as E
     return Result(**base, seeds=e.seeds, delta=delta, lo=lo, hi=hi, p=e.p, verdict=verdict,
-                  sentence=E.say_versus(a_name, b_name, m, e, alpha),
+                  sentence=E.say_versus(a_name, b_name, m, e, alpha, comp.untestable),
                   sentences=comp.sentences, more_seeds=more, command=command or "", a_seeds=comp.seed_sets[0],
                   b_seeds=comp.seed_sets[1], paired=e.paired)
 

@@ -59,9 +59,10 @@ def trend_table(runs: Runs, plan, bootstrap_seed: int | None = None) -> Table:
     tr = plan.trend
     widths = d_models(runs, tr.profiles)
     ran = [p for p in tr.profiles if widths[p] is not None]
-    rows, post_hoc, splits = {}, set(), set()
+    rows, post_hoc, splits, untestable = {}, set(), set(), {}
     for p in ran:
         by_row = claim_rows(runs, p)
+        untestable[p] = next((x.untestable for xs in by_row.values() for x in xs if x.untestable), "")
         rows[p] = {r: [E.Seeded(x.seed, x.nll_stats) for x in xs if x.nll_stats is not None]
                    for r, xs in by_row.items()}
         for r, xs in by_row.items():
@@ -76,7 +77,7 @@ def trend_table(runs: Runs, plan, bootstrap_seed: int | None = None) -> Table:
         try:
             slopes = E.fit_trend({p: rows.get(p, {}) for p in tr.profiles}, widths, tr.comparisons, plan.alpha,
                              plan.tie_margin, plan.resamples,
-                             plan.bootstrap_seed if bootstrap_seed is None else bootstrap_seed)
+                             plan.bootstrap_seed if bootstrap_seed is None else bootstrap_seed, untestable)
         except ValueError as e:  # trials scored on different sentences: said, not drawn
             problem = str(e)
     missing = [p for p in tr.profiles if p not in ran]

@@ -5,9 +5,11 @@ with the paper's.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scipy.stats import spearmanr
@@ -107,7 +109,8 @@ def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int
         "inconclusive (neither). At the boundary: a Holm p that another bootstrap seed could put on either side of "
         "the level (within 3 Monte Carlo errors of it) even after 4x and 16x the resamples, shown with that range; "
         "a claim near the level is measured again with those first, so no verdict moves with `--bootstrap-seed`. "
-        "Untestable at this budget: a precondition written with the claim, from "
+        "Untestable at this budget: a row ran at a profile too small for any claim (its `untestable:`, e.g. "
+        "smoke), or a precondition written with the claim, from "
         "the paper, before any run (over-fitting for the dropout claim, the paper's 3x steps for big) "
         "is not met by these runs; the measured Δ is still shown, and such a claim is in no Holm family.",
         "Each claim compares two rows on one metric, written from the paper's text (section 6.2, 5.4) and "
@@ -247,8 +250,26 @@ def row_runs(runs: Runs, t) -> list:
             bleu_paper=m.primary.bleu_paper if m.primary else None,
             dev_ppl_curve=curve, train_loss_tail=sum(tail) / len(tail) if tail else None,
             bleu_stats=bleu, nll_stats=nll, bleu_splits=bleu_splits, nll_splits=nll_splits,
-            analysis=x.analysis))
+            analysis=x.analysis, untestable=untestable_of(x)))
     return got
+
+
+def untestable_of(t) -> str:
+    """Why no claim can be tested on trial `t`: what its profile's `untestable:` said when it ran, or, for a
+    trial stored before trials recorded it, what the profile of that name says now; "" when claims can be."""
+    why = t.config.untestable if t.config else None
+    if why is None:
+        why = _profile_says(t.profile, str(Path(t.spec).resolve().parent))
+    return f"run at profile {t.profile}: {why}" if why else ""
+
+
+@functools.lru_cache(maxsize=64)  # read once per report, not once per trial and claim
+def _profile_says(profile: str, spec_dir: str) -> str:
+    from zoo.spec import SpecError, find_profile, profile_untestable
+    try:
+        return profile_untestable(find_profile(profile, Path(spec_dir) / "spec.yaml"))
+    except (SpecError, OSError):  # no such profile here any more: nothing says its budget is too small
+        return ""
 
 
 def reference(runs: Runs, t):
@@ -350,7 +371,8 @@ def comparison(runs: Runs, by_profile: dict, c, resampler):
             return comp
         if first is None or (first.estimate is None and comp.estimate is not None):
             first = comp
-    if first.untestable and c.addon and c.addon not in profiles[1:]:
+    by_profile_only = any(r.untestable for rs in (first.rows or {}).values() for r in rs or ())  # smoke's: no add-on helps
+    if first.untestable and c.addon and c.addon not in profiles[1:] and not by_profile_only:
         first = dataclasses.replace(first, untestable=f"{first.untestable}; the add-on profile {c.addon} gives "
                                     f"these rows that budget (`zoo report --addon {c.addon}` reads its runs)")
     return first

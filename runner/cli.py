@@ -40,12 +40,14 @@ def cmd_run(args) -> int:
         _plan_note(args, cfgs)  # a bad --analysis plan fails the plan as it would fail the run
         if args.power:
             return _power(args, cfgs)
+        order = _seed_order(args, cfgs, seeds) if args.until_resolved else []  # its mistakes before the plan
         plan.print_plan(plan.plan(cfgs, measure=not args.no_measure), args.json)
         if args.until_resolved:  # the plan is the first round; the rounds after it depend on the verdicts
             import sys
-            print(f"note: --until-resolved runs these trials first, then may add seeds to the rows of open claims, "
-                  f"up to --max-seeds {args.max_seeds or MAX_SEEDS_DEFAULT} per row: later rounds are not in "
-                  "this plan", file=sys.stderr)
+            first, more = order[:len(_named_seeds(cfgs, seeds))], order[len(_named_seeds(cfgs, seeds)):]
+            print(f"note: --until-resolved runs these trials first (seeds {', '.join(map(str, first))}), then may "
+                  f"add seeds to the rows of open claims, one a round ({', '.join(map(str, more)) or 'none'}), up "
+                  f"to --max-seeds {len(order)} per row: later rounds are not in this plan", file=sys.stderr)
         return 0
     if args.json:
         raise UserError("--json goes with --plan (zoo status --json lists the trials of a run)")
@@ -127,6 +129,27 @@ def _yours(args, cfgs) -> list:
     return E.from_specs(cfgs[0].claims, cfgs[0].paper.group or "", spec_in_store(args.spec))
 
 
+def _named_seeds(cfgs, seeds) -> list[int]:
+    """The seeds the first round runs: --seeds N's 1..N, else the seeds axis of the spec or profile (as the
+    trials resolved: VARIANT-seedN), else 1 and 2, the fewest that can give a verdict."""
+    axis = [c.train.seed for c in cfgs if c.trial.endswith(f"-seed{c.train.seed}")]
+    return list(seeds or dict.fromkeys(axis) or (1, 2))
+
+
+def _seed_order(args, cfgs, seeds) -> list[int]:
+    """`--until-resolved`'s seeds, round by round (zoo.evidence.sequential.seed_order), or a UserError: fewer
+    --max-seeds than the first round's seeds, or a profile too small for any claim (its `untestable:`)."""
+    from zoo import evidence as E
+    if cfgs and cfgs[0].untestable:
+        raise UserError(f"--until-resolved under profile {cfgs[0].profile}: {cfgs[0].untestable}; every claim on its "
+                        "rows is untestable at this budget, so no seed would resolve one: use a profile that can "
+                        "test claims (quick, ablation, ...)")
+    try:
+        return E.seed_order(_named_seeds(cfgs, seeds), MAX_SEEDS_DEFAULT if args.max_seeds is None else args.max_seeds)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+
+
 OPEN = ("within noise", "inconclusive", "at the boundary", "needs 2+ seeds")  # verdicts another seed could change
 MAX_SEEDS_DEFAULT = 10  # --until-resolved's --max-seeds when not given
 
@@ -144,12 +167,9 @@ def _until_resolved(args, seeds) -> int:
     from zoo.runner import sweep
     from zoo.runner.store import default_path
     from zoo.spec import auto_profile
-    k = len(seeds) if seeds else 2  # two seeds: the fewest that can give a verdict
-    if args.max_seeds is None:
-        args.max_seeds = MAX_SEEDS_DEFAULT
-    if args.max_seeds < k:
-        raise UserError(f"--max-seeds {args.max_seeds} is below the {k} seeds of the first round")
-    cfgs = sweep.resolve_trials(args.spec, args.variant, auto_profile(args.profile), args.set, [1], args.data_dir)
+    cfgs = sweep.resolve_trials(args.spec, args.variant, auto_profile(args.profile), args.set, seeds, args.data_dir)
+    order = _seed_order(args, cfgs, seeds)  # the spec's seeds first, then new ones
+    k, args.max_seeds = len(_named_seeds(cfgs, seeds)), len(order)
     variant_of = {c.paper.row: c.variant for c in cfgs if c.paper and c.paper.row}
     variant_of |= {c.variant: c.variant for c in cfgs}  # a claim of the spec's own names its variants
     yours = _yours(args, cfgs)
@@ -170,7 +190,7 @@ def _until_resolved(args, seeds) -> int:
     while True:
         rc = sweep.run(args.spec, profile=args.profile, variants=variants, sets=args.set, address=args.address,
                        storage=args.storage, rerun=False, max_concurrent=args.max_concurrent,
-                       data_dir=args.data_dir, seeds=list(range(1, k + 1)), loggers=args.logger,
+                       data_dir=args.data_dir, seeds=order[:k], loggers=args.logger,
                        analysis=plan.hash() if plan else None)
         if rc:
             return rc
@@ -198,7 +218,7 @@ def _until_resolved(args, seeds) -> int:
             return 0
         k += 1
         variants = [variant_of[r] for r in rows]
-        print(f"adding seed {k} to {', '.join(rows)}")
+        print(f"adding seed {order[k - 1]} to {', '.join(rows)}")
 
 
 def cmd_merge(args) -> int:

@@ -183,7 +183,6 @@ def _sweep(sw: Sweep, cfgs: list, todo: list, local_ray) -> int:
     """Register the trials to run in the store, then run them as one Tune experiment (restored when
     an earlier driver was killed), with the live table; return the exit code."""
     from zoo.runner import progress
-    from zoo.spec import profile_description
     st, stem = sw.st, Path(sw.spec).stem
     profile = cfgs[0].profile  # the profile's name (a profile file's stem), as it names folders
     folders = trial_folders(sw, cfgs, profile)  # trial: (its folder in the storage, its working folder)
@@ -194,7 +193,7 @@ def _sweep(sw: Sweep, cfgs: list, todo: list, local_ray) -> int:
     folders = {c.trial: folders[c.trial] for c in todo}
     run_dirs = {v: run_dir for v, (run_dir, _) in folders.items()}
     print(f"zoo run {sw.spec}: {len(todo)} of {len(cfgs)} trials to run ({', '.join(run_dirs)})\n"
-          f"profile {profile_description(profile, Path(sw.spec))}\n"
+          f"profile {profile}: {cfgs[0].profile_description or 'the spec exactly as written'}\n"  # a file's too
           f"results {st.store_path}  trials {st.root}/{spec_folder(sw.spec)}/", file=sw.stream, flush=True)
     changed = [c.trial for c in todo if (row := sw.store.get(sw.spec_key, c.trial, profile)) and row.finished
                and row.config_hash != c.config_hash()]

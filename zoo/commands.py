@@ -158,7 +158,7 @@ def cmd_train(args) -> int:
         print(f"already finished at step {done.steps_done}: nothing trained; --out elsewhere to train again\n"
               f"({out} holds this config's finished run: train.compile and train.checkpoint_minutes change how a "
               "run goes, not what it computes, so they do not make another run.) Its summary:")
-        print(_summary_text(done))
+        print(_summary_text(done, cfg))
         return 0
     print(f"zoo train {cfg.variant} from {args.spec}\nprofile {profile_description(profile, Path(args.spec))}\n"
           f"output {out}", file=sys.stderr)
@@ -167,7 +167,9 @@ def cmd_train(args) -> int:
     s = train(cfg, out, args.data_dir, report=progress)
     print(file=sys.stderr)
     # the "done" event's result; train() sends none when it finds the run already finished
-    print(_summary_text(progress.done or s))
+    print(_summary_text(progress.done or s, cfg))
+    # exit 0 as `zoo run` does for a trial cut short: the run is whole and says so (its summary records
+    # time_limited); a failure's code would make a script discard a budget the user set on purpose
     return 0
 
 
@@ -182,10 +184,15 @@ def _finished(out: Path, cfg):
     return done if done.config_hash == cfg.config_hash() else None
 
 
-def _summary_text(r) -> str:
-    """What `zoo train` prints at the end, from its zoo.result.RunResult."""
+def _summary_text(r, cfg=None) -> str:
+    """What `zoo train` prints at the end, from its zoo.result.RunResult (and its config: a run its time limit
+    cut short says so first)."""
     from zoo.text import duration
-    lines = [f"variant {r.variant} ({r.profile}): {r.steps_done} steps, {r.tokens_seen} target tokens in "
+    cut = cfg is not None and (r.time_limited or r.steps_done < cfg.train.steps)
+    lines = [f"cut short: stopped at step {r.steps_done} of {cfg.train.steps} by train.time_limit_minutes "
+             f"({cfg.train.time_limit_minutes:g} min); a comparison gives a run cut short no Δ and no verdict"
+             if cut and cfg.train.time_limit_minutes else "",
+             f"variant {r.variant} ({r.profile}): {r.steps_done} steps, {r.tokens_seen} target tokens in "
              f"{duration(r.train_seconds)} ({r.tokens_per_s:.0f} tok/s) on {r.hardware.device}"
              f"{' (bf16 autocast)' if r.hardware.compute_dtype == 'bf16' else ''}; "
              f"{100 * r.checkpoint_share:.1f}% of it waiting on checkpoints",

@@ -383,6 +383,9 @@ class Config(Strict):
     spec: str = ""
     profile: str = "paper"
     profile_description: str = Field("", max_length=10_000, description="what the profile meant when this ran")
+    untestable: str | None = Field(None, max_length=1000, description=(
+        "why no claim can be tested on this trial: its profile's `untestable:` when it ran (a label: not hashed; "
+        "\"\": claims can be; None: run before profiles said, so its profile's file is read)"))
     overrides: dict[str, Any] = Field(default_factory=dict, description=(
         "what this trial changes from its spec: the variant's fields as the spec writes them (before a "
         "profile scales them) and the seed, as dotted names (a label: not hashed)"))

@@ -162,6 +162,8 @@ class RunResult(_Record):
     variant: str
     profile: str
     steps_done: int
+    # train.time_limit_minutes stopped it before its planned steps (a zoo run trial's row: steps_done < steps)
+    time_limited: bool = False
     tokens_seen: int = 0
     train_seconds: float = 0.0
     # of train_seconds, the time the training loop waited on checkpoints (its host copy of the state, and a

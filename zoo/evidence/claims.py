@@ -12,7 +12,8 @@ would only inflate one family), and the plan fixes which metric decides before t
     ties                 equivalent (two one-sided tests: within the margin), different (beyond
                          the margin), inconclusive (neither)
     either               untestable at this budget: a precondition the paper's claim rests on is
-                         not met by the run (the measured difference is still shown)
+                         not met by the run, or a row ran at a profile too small for any claim
+                         (its `untestable:`); the measured difference is still shown
 
 Holm rather than Benjamini-Hochberg: a reader takes each verdict on its own ("the paper's dropout
 claim flipped"), so what must stay bounded is the chance that any one verdict is wrong (the
@@ -67,6 +68,7 @@ class RowRun:
     bleu_splits: tuple[str, ...] = ("dev",)   # the splits whose sentences bleu_stats pools, in order
     nll_splits: tuple[str, ...] = ("dev",)    # and nll_stats's
     analysis: str | None = None               # the hash of the analysis plan it ran under (zoo.analysis)
+    untestable: str = ""                      # why its profile can test no claim ("": it can), in words
 
 
 Rows = Mapping[str, Sequence[RowRun]]  # row label -> its finished trials, one per seed
@@ -301,7 +303,9 @@ def compare(claim: Claim, rows: Rows, resampler: Callable[[int], Resampler]) -> 
     exact = "an exact paired t interval" if est.paired else "Welch's t interval, unpaired"
     what = f"seeds and {n} sentences ({' + '.join(pool)})" if n else \
         f"seeds only (this store keeps no per-sentence dev likelihoods: {exact})" if claim.metric == "ppl" else "seeds only"
-    reasons = [why for p in claim.needs if (why := p.check(rows))]
+    # a row run at a profile too small for any claim (smoke) first: no precondition could make up for it
+    reasons = [*dict.fromkeys(r.untestable for rs in runs for r in rs if r.untestable)] or \
+        [why for p in claim.needs if (why := p.check(rows))]
     return Comparison(claim, est, untestable="; ".join(reasons), level=float(np.mean(w.full(claim.metric))),
                       sentences=what, seed_sets=(b.seeds, w.seeds), rows=rows)
 

@@ -58,9 +58,9 @@ def say(v, note: str = "") -> str:
     return f"{head}{tail}: {v.verdict}, no verdict."
 
 
-def say_versus(a: str, b: str, metric: str, e, alpha: float = 0.05) -> str:
+def say_versus(a: str, b: str, metric: str, e, alpha: float = 0.05, untestable: str = "") -> str:
     """One sentence for `zoo compare A B`: one comparison, no claim and no family (p unadjusted); `e` is
-    A minus B in goodness (zoo.reports.verdicts.versus)."""
-    found = e.p < alpha
-    verdict = "" if found else ": within noise, no verdict"
+    A minus B in goodness (zoo.reports.verdicts.versus); `untestable`: why no verdict can be given at all."""
+    found = e.p < alpha and not untestable
+    verdict = f": {UNTESTABLE} ({untestable}), no verdict" if untestable else "" if found else ": within noise, no verdict"
     return f"{effect(e, metric, a, b, found)}, {seeds(e)}, p {e.p:.3g} (one comparison, unadjusted){verdict}."

@@ -32,11 +32,12 @@ of 1 seed standard deviation it decides 58% of claims, against 48% for Bonferron
 """
 from __future__ import annotations
 
+import itertools
 import math
 from statistics import NormalDist
-from typing import Callable
+from typing import Callable, Sequence
 
-__all__ = ["describe_boundary", "levels", "looks"]  # what it lends outside its package (the door serves these)
+__all__ = ["describe_boundary", "levels", "looks", "seed_order"]  # what it lends outside its package (the door serves these)
 
 ALPHA = 0.05
 _N = NormalDist()
@@ -71,6 +72,22 @@ def looks(first_seeds: int, max_seeds: int) -> int:
     if not 1 <= first_seeds <= max_seeds:
         raise ValueError(f"needs 1 <= first_seeds ({first_seeds}) <= max_seeds ({max_seeds})")
     return max_seeds - first_seeds + 1
+
+
+def seed_order(named: Sequence[int], max_seeds: int) -> list[int]:
+    """The seeds of `--until-resolved`'s rounds, in order (round k runs the first k): the seeds the spec names
+    (its `seeds:`, the profile's, or --seeds), then new ones past the largest, up to `max_seeds` in all. The
+    named seeds are the first look, so `max_seeds` below their number is refused: a look at fewer would
+    silently drop some."""
+    named = list(dict.fromkeys(named))
+    if not named:
+        raise ValueError("a first round needs at least one seed")
+    if max_seeds < len(named):
+        raise ValueError(f"--max-seeds {max_seeds} is below the {len(named)} seeds the first round runs "
+                         f"({', '.join(map(str, named))}): give --max-seeds {len(named)} or more, or name fewer seeds")
+    top = max(named)  # past the largest; below it only when that reaches a seed's bound, 2^32
+    fresh = (s for s in itertools.chain(range(top + 1, 2**32), range(top)) if s not in named)
+    return named + list(itertools.islice(fresh, max_seeds - len(named)))
 
 
 def levels(first_seeds: int, max_seeds: int, alpha: float = ALPHA, spending: str | Spending = DEFAULT

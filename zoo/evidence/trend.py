@@ -142,12 +142,14 @@ def _width_verdicts(ats: list[AtWidth], ties: list[bool], margin: float, alpha: 
 
 def fit_trend(rows: Mapping[str, Mapping[str, Sequence[Seeded]]], d_model: Mapping[str, int],
           comparisons: Mapping[str, tuple[str, str]], alpha: float = 0.05, tie_margin: float = 0.015,
-          resamples: int = 10_000, bootstrap_seed: int = 2017) -> list[Slope]:
+          resamples: int = 10_000, bootstrap_seed: int = 2017, untestable: Mapping[str, str] | None = None
+          ) -> list[Slope]:
     """Each comparison's slope over log2(d_model) with its verdict, and its difference at each width.
 
     rows: profile (one per width, narrowest first) -> Table 3 row -> its finished trials; d_model: each
     profile's width; comparisons: name -> (the paper's better row, the worse). Every trial must be scored
-    on the same sentences (one bootstrap serves them all)."""
+    on the same sentences (one bootstrap serves them all). untestable: profile -> why no claim can be tested
+    on its rows (its `untestable:`): that width gets no difference, so no slope crosses it."""
     profiles = list(rows)
     sizes = {len(r.nll_stats) for by_row in rows.values() for side in by_row.values() for r in side}
     if len(sizes) > 1:
@@ -165,8 +167,10 @@ def fit_trend(rows: Mapping[str, Mapping[str, Sequence[Seeded]]], d_model: Mappi
         for c in names:
             better, worse = comparisons[c]
             b, w = rows[p].get(better) or [], rows[p].get(worse) or []
-            est, m = _width(counts, b, w, alpha) if b and w else (None, None)
-            missing = "" if est is not None else ("not run" if not (b and w) else "needs 2+ seeds both rows ran")
+            why = (untestable or {}).get(p)
+            est, m = _width(counts, b, w, alpha) if b and w and not why else (None, None)
+            missing = "" if est is not None else f"untestable at this budget: {why}" if why else (
+                "not run" if not (b and w) else "needs 2+ seeds both rows ran")
             ats.append(AtWidth(p, d_model[p], est, missing))
             if m is not None:
                 means[(p, c)] = m

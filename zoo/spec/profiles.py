@@ -4,7 +4,9 @@ A profile may `extends:` another (a name beside it, or a file), changing only wh
 budget of the same proxy keeps one home for the proxy), `scale:` widths, depth and steps together (h x d_k =
 d_model keeps holding), `set:` fields outright, map the spec's corpus to the one this budget uses (`datasets:`,
 with `prefer:` when a larger corpus is present, and a `scale:` of the corpus's own where it supports only a
-smaller model) and give a `seeds:` axis. `paper` runs the spec exactly as written.
+smaller model) and give a `seeds:` axis. `paper` runs the spec exactly as written. A budget too small for any
+claim says so in `untestable:` (why, in words): every trial run under it records that, and every claim on its rows
+is "untestable at this budget" with that reason, never a verdict.
 """
 from __future__ import annotations
 
@@ -18,10 +20,10 @@ from zoo.spec.specfile import (MAX_EXTENDS, Doc, SECTIONS, SpecError, kind_of, u
                           specs_dir, without_empty)
 
 __all__ = ["PROFILE_KEYS", "SCALE_KEYS", "WIDTHS", "apply_profile", "auto_profile", "find_profile",
-           "profile_description", "profile_name", "profiles_dir", "read_profile"]
+           "profile_description", "profile_name", "profile_untestable", "profiles_dir", "read_profile"]
 
 
-PROFILE_KEYS = {"description", "extends", "scale", "set", "datasets", "seeds"}
+PROFILE_KEYS = {"description", "extends", "scale", "set", "datasets", "seeds", "untestable"}
 SCALE_KEYS = {"width", "depth", "steps", "heads"}
 WIDTHS = {"d_model": True, "d_ff": False, "d_k": False, "d_v": False}  # what `scale.width` scales; True: kept even
 
@@ -306,6 +308,18 @@ def _prefer(prof: Doc, name: str, entry: dict, m_locs: dict, data_dir, notes: li
 
 def profile_description(name: str, spec_path: Path | None = None) -> str:
     return f"{profile_name(name)}: {profile_text(find_profile(name, spec_path))}"
+
+
+def profile_untestable(profile_path: Path | None) -> str:
+    """Why no claim can be tested on a run at this profile (its `untestable:`, through `extends:`), or ""."""
+    if profile_path is None:
+        return ""
+    prof = read_profile(profile_path)
+    why = prof.data.get("untestable")
+    if why is not None and not isinstance(why, str) or len(why or "") > 1000:
+        raise SpecError(prof.where(("untestable",)), "untestable", "must be a sentence (at most 1,000 characters) "
+                        "saying why no claim can be tested at this budget, or empty for a profile that can test them")
+    return (why or "").strip()
 
 
 def profile_text(profile_path: Path | None) -> str:

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 from zoo.config import Config, CrossFieldError, dotted
 from zoo.paths import name_problem
 from zoo.spec.checks import PAPER_ROWS, check_compare_to, check_components, check_corpus, check_spec_claims
-from zoo.spec.profiles import profile_text, apply_profile, check_heads, find_profile, profile_name, read_profile
+from zoo.spec.profiles import profile_text, profile_untestable, apply_profile, check_heads, find_profile, profile_name, read_profile
 from zoo.text import did_you_mean, shorten
 from zoo.spec.specfile import (SECTIONS, Doc, SpecError, unknown_key, read_variants, deep_merge, load_file,
                           load_yaml, spec_path, specs_dir)
@@ -248,7 +248,7 @@ def resolve(path: str | Path, variant: str | Collection[str] | None = None, prof
         _check_one_seed(doc, variants, set_locs, axis_at)
     grid = read_grid(doc)
     asha = read_asha(doc)  # validated with the rest (the runner reads it with `scheduler`)
-    prof_text = profile_text(prof_path)
+    prof_text, untestable = profile_text(prof_path), profile_untestable(prof_path)
     out, heads, same = [], {}, {}
     builtin = path.resolve().parent == specs_dir().resolve()
     for (name, over), (suffix, point, plocs) in itertools.product(variants.items(), grid):
@@ -292,7 +292,7 @@ def resolve(path: str | Path, variant: str | Collection[str] | None = None, prof
                 header = {"variant": name, "trial": trial_name(name, suffix, seed),
                           "overrides": over | ({} if seed is None else {"train.seed": seed}),
                           "spec": str(path), "profile": profile_name(profile),
-                          "profile_description": " ".join([prof_text, *notes]).strip()}
+                          "profile_description": " ".join([prof_text, *notes]).strip(), "untestable": untestable}
                 cfg = _validate(ds, header, late)
                 check_corpus(ds, cfg)
                 check_components(ds, cfg)

@@ -115,6 +115,9 @@ def profile_schema() -> dict:
             "scale": scale,
             "set": {**sections, "description": "fields set on every spec run under this profile"},
             "seeds": SEEDS,
+            "untestable": {"type": ["string", "null"], "maxLength": 1000,
+                           "description": "why no claim can be tested at this budget: every claim on a row run "
+                                          "under it is 'untestable at this budget' with this reason, never a verdict"},
             "datasets": {"type": "object", "propertyNames": _corpus(), "additionalProperties": _dataset_entry(sections, scale),
                          "description": "corpus named by a spec -> data settings used instead"},
         },

@@ -95,6 +95,7 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
     # validated here, once, in the trial's process; the driver reads it back once (zoo.result.event)
     result = RunResult(
         config_hash=cfg.config_hash(), variant=cfg.variant, profile=cfg.profile, steps_done=st.step,
+        time_limited=st.step < cfg.train.steps,  # the loop ends early only at its time limit
         tokens_seen=st.tokens_seen, train_seconds=st.elapsed, checkpoint_seconds=st.save_seconds, dev_ppl=dev_ppl,
         vocab_size_actual=p.vocab_size,
         tgt_vocab_size=p.tgt_vocab_size, bpe_model=str(p.sp_path), dataset=cfg.data.dataset,
