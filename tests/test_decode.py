@@ -107,9 +107,9 @@ class EosRamp(Transformer):
 
     slope, at = 0.5, 6
 
-    def decode(self, tgt_in, memory, src_mask, cache=None):
+    def decode(self, tgt_in, memory, src_mask, cache=None, packed=None):
         start = cache[0]["k"].size(2) if cache is not None and "k" in cache[0] else 0
-        logits = super().decode(tgt_in, memory, src_mask, cache)
+        logits = super().decode(tgt_in, memory, src_mask, cache, packed)
         pos = torch.arange(start, start + tgt_in.size(1), dtype=torch.float)
         logits[..., EOS] += self.slope * (pos - self.at)
         return logits

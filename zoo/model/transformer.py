@@ -445,8 +445,9 @@ class Transformer(nn.Module):
         else:
             packed = packing.Packed.of(src_seg, tgt_seg, self)
             memory, mask = self.encode(src, packed)[0], packed.cross_mask
-        y = self.decode_states(tgt_in, memory, mask, None, packed)
-        return y if states else self.logits(y)
+        if states:
+            return self.decode_states(tgt_in, memory, mask, None, packed)
+        return self.decode(tgt_in, memory, mask, None, packed)  # logits have one path: decode's
 
     # -- incremental decoding --------------------------------------------------------------
     def new_cache(self) -> list[dict]:
