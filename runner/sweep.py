@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zoo.errors import SIGTERMS, UserError
+from zoo.errors import SIGTERMS, Interrupted, UserError
 from zoo.paths import inside, inside_uri
 from zoo.result import TrialStatus
 from zoo.runner.folders import FRESH, spec_folder, stale, trial_folders, wipe
@@ -218,7 +218,7 @@ def _sweep(sw: Sweep, cfgs: list, todo: list, local_ray) -> int:
         live.draw()
     code = _summary(live, sw.store, sw.spec_key, profile, st, sw.stream)
     if (code == 130 or interrupted) and not SIGTERMS:  # Ctrl-C: the trials are resumable now; the caller stops too (Ray, the lock:
-        raise KeyboardInterrupt       # released on the way out), as pytest or a notebook expects of Ctrl-C
+        raise Interrupted             # released on the way out), as pytest or a notebook expects of Ctrl-C
     return 143 if code == 130 else code  # Ray Tune may re-raise the interrupt bare
 
 

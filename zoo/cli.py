@@ -9,7 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
-from zoo.errors import Terminated, UserError, on_sigterm
+from zoo.errors import Interrupted, Terminated, UserError, on_sigterm
 
 
 def _table(rows: list[dict], cols: list[str]) -> str:
@@ -239,7 +239,8 @@ def main(argv: list[str] | None = None) -> int:
         how = " by SIGTERM" if isinstance(e, Terminated) else ""
         again = "; run the same command again to resume from the last checkpoint" \
             if getattr(args, "fn", None) and args.fn.__name__ in ("cmd_train", "cmd_run") else ""
-        print(f"zoo: interrupted{how}{again}", file=sys.stderr)
+        if not isinstance(e, Interrupted):  # a `zoo run` has said it already, with its rerun
+            print(f"zoo: interrupted{how}{again}", file=sys.stderr)
         if argv is not None and not how:  # main() called from Python (pytest, a notebook): Ctrl-C stops the caller
             raise                         # too; the console script (argv None) exits 130
         return 143 if how else 130

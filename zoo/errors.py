@@ -19,6 +19,10 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the process is, as Ctrl-C's KeyboardInterrupt is."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C after the command said so itself (one line with its rerun): passed on to a Python caller, not said twice."""
+
+
 SIGTERMS = []  # one entry per SIGTERM received: code that catches the interrupt (Ray Tune) may re-raise it bare
 
 
