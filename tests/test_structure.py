@@ -322,15 +322,3 @@ def test_zoo_names_its_api_statically():
                and getattr(n.targets[0], "id", None) == "_API")
     assert static == {k: tuple(v) for k, v in api.items()}
 
-
-def test_old_module_names_are_gone():
-    """The modules that moved into packages (zoo.claims, zoo.costs, ...) no longer resolve under their old
-    names: no import hook, no `moved=` map in a door."""
-    import importlib
-    import zoo
-    for old in ("zoo.claims", "zoo.costs", "zoo.analysis", "zoo.stats", "zoo.decode", "zoo.components"):
-        assert importlib.util.find_spec(old) is None, old
-        assert not hasattr(zoo, old.split(".")[1]), old
-    from zoo import data, spec, train
-    for door, name in ((spec, "Config"), (data, "PAD"), (train, "noam_lr")):
-        assert name not in dir(door) and not hasattr(door, name), (door.__name__, name)
