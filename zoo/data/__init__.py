@@ -11,7 +11,8 @@ The parts, each its own module, read in this order:
    trained with the token ids of zoo.tokens;
 6. zoo.data.encoded: the encoded training corpus, built once and memory-mapped by every trial;
 7. zoo.data.batching: batching as in the paper, section 5.1, from numpy length arrays;
-8. zoo.data.trees: Penn Treebank trees as a sequence-to-sequence parsing corpus (Table 4).
+8. zoo.data.trees: Penn Treebank trees as a sequence-to-sequence parsing corpus (Table 4);
+9. zoo.data.packing: several short pairs a row, first fit (`pack`).
 This door serves their public names to outsiders (`from zoo import data`; `data.load_pairs`), lazily: `zoo data
 list` imports neither torch nor sentencepiece.
 """

@@ -6,7 +6,8 @@ The parts, each one idea:
    classes and exact costs, a third-party package's through entry points;
 3. zoo.model.costs: the analytic cost model: parameters, FLOPs, memory (no torch);
 4. zoo.model.decode: beam and greedy search on an incremental key/value cache;
-5. zoo.model.dropout: training's dropout masks as a function of (seed, step, call site, element).
+5. zoo.model.dropout: training's dropout masks as a function of (seed, step, call site, element);
+6. zoo.model.packing: the masks and positions that keep a packed row's sentences apart.
 This door serves their public names to outsiders (`from zoo.model import build_model, train_memory`), lazily:
 counting a spec's costs imports no torch.
 """

@@ -9,7 +9,8 @@ The parts:
 4. zoo.train.device: rank, device, GPU share, compute dtype and the memory check of a trial;
 5. zoo.train.loop: one trial, `train`: prepare, resume, the step loop (accumulation, data parallel), typed events;
 6. zoo.train.evaluation: dev perplexity, decoding, scores and the attention map of the trained model;
-7. zoo.train.learning: whether a run is learning: its training NLL against the unigram and uniform levels.
+7. zoo.train.learning: whether a run is learning: its training NLL against the unigram and uniform levels;
+8. zoo.train.stacked: seeds side by side, K runs trained as one stacked model (`train_stacked`).
 This door serves their public names to outsiders (`from zoo.train import train`; `zoo.fit` is `train`).
 """
 from __future__ import annotations
