@@ -11,8 +11,8 @@ import zoo
 REPO = Path(__file__).resolve().parents[1]
 # a path from the repository root to a Python or shell file (`zoo/evidence/analysis.py`, `runner/cli.py:353`)
 PATH = re.compile(r"(?<![\w./-])((?:zoo|runner|reports|scripts|bench|tests|docs)/[\w/.-]*?\w\.(?:py|sh))(?!\w)")
-DOTTED = re.compile(r"(?<![\w./-])zoo\.([A-Za-z_]\w*)")  # `zoo.claims.judge`: its first name after zoo
-NOT_MODULES = {  # `zoo.X` that names no module, and is right
+DOTTED = re.compile(r"(?<![\w./-])zoo\.([A-Za-z_]\w*)")  # `zoo.evidence.claims.judge`: its first name after zoo
+NOT_MODULES = {  # `zoo.<name>` that names no module, and is right
     "db": "the store's file, runs/zoo.db",
     "components": "the entry-point group of third-party components (the module is zoo.model.components)",
     "nope": "the API test's unknown name",
@@ -36,7 +36,7 @@ def texts(skip_results: bool = False):
 
 
 def test_no_text_names_a_missing_file():
-    """`zoo/X.py`, `runner/X.py`, ... in any tracked text (results/ too: a reference README points a reader at
+    """`zoo/<...>.py`, `runner/<...>.py`, ... in any tracked text (results/ too: a reference README points a reader at
     its code) names a file that exists; a line number after it (`runner/cli.py:353`) is allowed."""
     bad = [f"{name}:{i}: {m.group(1)} does not exist"
            for name, text in texts() for i, line in enumerate(text.splitlines(), 1)
@@ -45,7 +45,7 @@ def test_no_text_names_a_missing_file():
 
 
 def test_no_text_names_a_missing_module():
-    """`zoo.X...` names a module or package of zoo (zoo.evidence.claims, not the name it had before the move), a
+    """`zoo.<name>...` names a module or package of zoo (zoo.evidence.claims, not the name it had before the move), a
     name of the Python API (zoo.load) or runner/reports/specs as installed. results/ is left out: its reports
     were generated with the names of their day."""
     known = {f.stem for f in (REPO / "zoo").glob("*.py")} | {d.name for d in (REPO / "zoo").iterdir() if d.is_dir()}
