@@ -18,7 +18,7 @@ On the CPU, in one process, on one machine state:
    2000-token batches. WMT14's training set is not in the data folder, so its batches are Multi30k's
    (8000 BPE ids); the softmax over the 37000 rows costs the same whatever ids the targets hold.
 
-Model FLOPs: zoo.costs.forward_flops of each batch as trained (its non-pad source and target tokens,
+Model FLOPs: zoo.model.costs.forward_flops of each batch as trained (its non-pad source and target tokens,
 attention over its mean sentence lengths; padding is not counted), training = 3 x forward. MFU =
 those FLOPs per second / a matmul peak, given twice, labelled: the peak measured in the same run, and
 the spec peak (a GPU's datasheet; a CPU's nominal clock x FLOPs a cycle, bench/roofline.py).
@@ -292,7 +292,7 @@ def cpu_bench(args) -> dict:
                 f"{tr.mfu(nominal / 1e9):.2f} of the nominal")
 
     print(f"threads {threads}; fp32 matmul peak {peak:.1f} GFLOP/s measured (first {peak0:.1f}), "
-          f"{spec / 1e9:.0f} {spec_label}; training FLOPs = 3 x zoo.costs.forward_flops of each batch's non-pad "
+          f"{spec / 1e9:.0f} {spec_label}; training FLOPs = 3 x zoo.model.costs.forward_flops of each batch's non-pad "
           f"tokens; malloc keeps freed memory: {kept}")
     print(f"cpu-profile base: d_model {m.d_model}, {m.N}+{m.N} layers, h {m.h}, vocab {V}, "
           f"{cpu.train.batch_tokens}-token batches of {cpu.data.dataset}, {args.rounds} rounds x {args.steps} steps")

@@ -121,7 +121,7 @@ class Table:
     notes: list[str]
     trials: list[tuple[str, Trial]]  # (row label, trial) shown on the page, for curves and attention
     counts: dict                    # state -> number of paper rows in it, for the index
-    verdicts: list = field(default_factory=list)  # zoo.claims verdicts (Table 3's forest plot)
+    verdicts: list = field(default_factory=list)  # zoo.evidence.claims verdicts (Table 3's forest plot)
     sweep: tuple | None = None  # a spec's page: its swept fields, its metric label and its rows against their reference
     warnings: list[str] = field(default_factory=list)  # said above the tables, where a reader cannot miss them
     show_runs: bool = True                        # the page ends with its runs' cards (a trend page has none)
@@ -263,7 +263,7 @@ OLDER = "n/a (older store)"
 
 
 def paper_metric(run: Run, bleu: float | None, split: str | None = None):
-    """The paper's own BLEU (zoo.metrics.paper_bleu) over seeds, where sacreBLEU was measured;
+    """The paper's own BLEU (zoo.evidence.metrics.paper_bleu) over seeds, where sacreBLEU was measured;
     'n/a (older store)' for a run from before it was kept."""
     if bleu is None:
         return None

@@ -1,6 +1,6 @@
 """`zoo report`: rebuild Tables 2-4 (markdown, HTML, PNG figures) from the results store.
 
-Reads the store, zoo.paper and zoo.costs only; never trains, never imports Ray. Seconds to run.
+Reads the store, zoo.paper and zoo.model.costs only; never trains, never imports Ray. Seconds to run.
 """
 from __future__ import annotations
 
@@ -178,8 +178,8 @@ def register(sub) -> None:
     s.add_argument("--addon", action="append", metavar="PROFILE", help="also read this profile's runs for the "
                    "claims its longer budget can test (the dropout claim needs over-fitting, big 3x base's steps); "
                    "tables show the --profile's rows; repeatable")
-    s.add_argument("--analysis", metavar="PLAN", help="judge the claims under this analysis plan (zoo/analysis.py: "
-                   "level, primary metric, resamples); a claim whose trials ran under another plan or none "
+    s.add_argument("--analysis", metavar="PLAN", help="judge the claims under this analysis plan "
+                   "(zoo/evidence/analysis.py: level, primary metric, resamples); a claim whose trials ran under another plan or none "
                    "(zoo run --analysis) is marked post hoc")
     s.add_argument("--bootstrap-seed", type=int, metavar="N", help="seed of the claims' bootstrap resamples "
                    "(default fixed, so a report rebuilds identically; verdicts should not move with it)")

@@ -194,7 +194,7 @@ def claims(t3: Table, img: Path, title: str = "Table 3 claims") -> list[tuple[st
 
 @_styled
 def trend(table: Table, img: Path) -> list[tuple[str, str]]:
-    """The scale trend (zoo.trend): per comparison, its relative difference against d_model (log scale)
+    """The scale trend (zoo.evidence.trend): per comparison, its relative difference against d_model (log scale)
     with each width's 95% interval, the fitted line, and the paper's difference as a dashed line."""
     slopes = table.sections[0].data
     if not slopes:

@@ -3,7 +3,7 @@ of seeds per row at which the claim's test finds the paper's effect with 80% pow
 
 The paper's effect is carried over as a share of the row's figure (0.9 BLEU of 25.8 is 3.5%; applied
 to our row's BLEU), since a scaled-down profile lives at another level of BLEU and perplexity. The
-test is the one the report runs (zoo.stats): a paired t-test with S - 1 degrees of freedom on a
+test is the one the report runs (zoo.evidence.stats): a paired t-test with S - 1 degrees of freedom on a
 standard error sqrt(seed variance / S + shared test-set variance), at the level Holm gives the first
 claim of the claim's own family (alpha / the claims on its metric), the strictest one. The shared part
 does not shrink with seeds (each seed's own sentence noise is in the seed variance, and does): a claim
@@ -75,7 +75,7 @@ def _power_by_integral(q: float, df: int, ncp: float) -> float:
 
 
 def family_size(metric: str, claims=None, source: str = "") -> int:
-    """The claims in a metric's Holm family (zoo.claims.judge: one family per metric): the paper's, or a
+    """The claims in a metric's Holm family (zoo.evidence.claims.judge: one family per metric): the paper's, or a
     user spec's own claims (`source`, among `claims`)."""
     return sum(c.metric == metric and c.source == source for c in (claims if source else E.CLAIMS))
 

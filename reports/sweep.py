@@ -268,8 +268,8 @@ def _claims(runs: Runs, mine: list[Trial], resampler) -> list[Section]:
     shown = [c for c in columns(ClaimRow) if c.group not in ("paper",) and c.key != "delta_paper_bleu"
              and (c.key in ("verdict", "delta", "interval") or any(c.value(r) not in (None, "") for r in rows))]
     return [Section("Claims", shown, rows, [
-        "The spec's `claims:`, tested as the paper's are (zoo.claims): held / within noise / flipped, or for a tie "
-        "equivalent / different / inconclusive within its margin (in the rows column: a share of the second "
+        "The spec's `claims:`, tested as the paper's are (zoo.evidence.claims): held / within noise / flipped, or "
+        "for a tie equivalent / different / inconclusive within its margin (in the rows column: a share of the second "
         "row's figure, and that in the metric's units); Holm over this spec's claims on each metric. A claim whose "
         "text or rows changed after its rows' first trial is post hoc."], index="claim",
         data=[v for v, _ in judged])]

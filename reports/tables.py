@@ -1,5 +1,5 @@
 """Tables 2, 3 and 4 as typed rows: the paper's figures (zoo.paper) beside the measured ones (the
-results store), with the analytic costs (zoo.costs). What their rows share is in cells.py; Table 3's
+results store), with the analytic costs (zoo.model.costs). What their rows share is in cells.py; Table 3's
 claims and rank agreement in verdicts.py.
 """
 from __future__ import annotations
@@ -79,7 +79,7 @@ def _shape(cfg: Config | None) -> dict:
 def table3_rows(runs: Runs, resampler=None) -> list[T3Row]:
     """Every Table 3 row, in the paper's order, each group followed by the user's rows that name it (from
     specs that are not the paper's): what the page, the figures and model-index.yml show. `resampler`:
-    the report's shared one, for the user's rows' differences (default: zoo.stats's)."""
+    the report's shared one, for the user's rows' differences (default: zoo.evidence.stats's)."""
     specs = {row: c for (_, row), c in paper_configs(table_specs(3)).items()}
     resampler = resampler or shared_resampler()
     yours: dict[str, list] = {}

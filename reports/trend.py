@@ -1,6 +1,6 @@
 """The scale-trend page (`zoo report --analysis PLAN` with a plan that has a `trend:`): per comparison, its
 relative difference at each width with the verdict there, and its slope over log2(d_model) with the
-verdict across widths (zoo.trend), as typed rows.
+verdict across widths (zoo.evidence.trend), as typed rows.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Table 3's judgement sections, as typed rows: each of the paper's claims with our difference, its
-interval and a verdict (zoo.claims, zoo.stats), and the rank agreement (Spearman, Kendall) of our rows
+interval and a verdict (zoo.evidence.claims, zoo.evidence.stats), and the rank agreement (Spearman, Kendall) of our rows
 with the paper's.
 """
 from __future__ import annotations
@@ -41,8 +41,8 @@ class ClaimRow:
 
 def claims_section(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None = None,
                    plan=None) -> Section:
-    """Each of the paper's Table 3 claims (zoo.claims) with our difference, its interval and a verdict;
-    with an analysis plan (zoo.analysis), judged at its level and resamples, and a claim whose trials ran
+    """Each of the paper's Table 3 claims (zoo.evidence.claims) with our difference, its interval and a verdict;
+    with an analysis plan (zoo.evidence.analysis), judged at its level and resamples, and a claim whose trials ran
     under another plan or none marked post hoc."""
     from zoo import evidence as E
     resamples = resamples or (plan.resamples if plan else E.RESAMPLES)
@@ -142,7 +142,7 @@ def claim_row(v, name: str, says: str, post_hoc: str = "") -> ClaimRow:
 
 def seeds_cell(e) -> str:
     """The seeds behind a claim's figures: "3 / 3" compared seed by seed; "2 / 2 (unpaired)" where the rows
-    share fewer than 2 seeds (zoo.claims.compare)."""
+    share fewer than 2 seeds (zoo.evidence.claims.compare)."""
     return "{} / {}".format(*e.seeds) + ("" if e.paired else " (unpaired)")
 
 
@@ -185,7 +185,7 @@ def user_rows_of(runs: Runs, claim, profile: str | None) -> dict:
 
 
 def user_comparison(runs: Runs, claim, profile: str | None, resampler):
-    """A user's claim measured on its rows (zoo.claims.compare), or why it cannot be."""
+    """A user's claim measured on its rows (zoo.evidence.claims.compare), or why it cannot be."""
     from zoo import evidence as E
     picked = user_rows_of(runs, claim, profile)
     if not all(t and t.finished for t in picked.values()):
@@ -224,7 +224,7 @@ def _paper_metric_delta(rows: dict, c):
 
 
 def claim_rows(runs: Runs, profile: str | None = None) -> dict[str, list]:
-    """Per Table 3 row, its finished seeds as zoo.claims.RowRun (truncated rows left out), of `profile`
+    """Per Table 3 row, its finished seeds as zoo.evidence.claims.RowRun (truncated rows left out), of `profile`
     (default: the main one)."""
     out = {}
     for row, *_ in paper.TABLE3:
@@ -235,7 +235,7 @@ def claim_rows(runs: Runs, profile: str | None = None) -> dict[str, list]:
 
 
 def row_runs(runs: Runs, t) -> list:
-    """A row's finished seeds (the trials that differ from `t` only in the seed) as zoo.claims.RowRun."""
+    """A row's finished seeds (the trials that differ from `t` only in the seed) as zoo.evidence.claims.RowRun."""
     from zoo import evidence as E
     got = []
     for x in runs.seeds(t):
@@ -284,7 +284,7 @@ def reference(runs: Runs, t):
 
 def versus(runs: Runs, a, b, metric: str, resampler):
     """Row `a` against row `b` on one metric (their finished seeds, paired where both ran them): a
-    zoo.claims.Comparison whose estimate is positive when `a` is better (None with `missing` when it cannot
+    zoo.evidence.claims.Comparison whose estimate is positive when `a` is better (None with `missing` when it cannot
     be measured). `resampler(n)` is the report's shared resampler, so every page prints the same digits."""
     from zoo import evidence as E
     claim = E.Claim("versus", "", "", metric, "a", "b")

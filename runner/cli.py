@@ -158,7 +158,7 @@ def _until_resolved(args, seeds) -> int:
     """`--until-resolved`: run, judge the claims resting on the spec's rows, and add one seed to the
     rows of the claims still open, until none is or the rows reach --max-seeds.
 
-    A group-sequential test (zoo.sequential): the looks it may take are fixed before the run (one per
+    A group-sequential test (zoo.evidence.sequential): the looks it may take are fixed before the run (one per
     seed count from the first round's to --max-seeds), each look judges the claims still open at its
     own level, and the levels sum to 5%, so the chance of any false verdict over all the looks stays
     at most 5%. A claim decided at a look keeps that verdict (and the level it was reached at)."""
@@ -369,13 +369,13 @@ def register(sub) -> None:
                    "the spec's rows and add one seed at a time to the rows of claims still open (within noise, "
                    "inconclusive), re-checking after each round. A group-sequential test: one look per seed "
                    "count from the first round's to --max-seeds, each at its own level (O'Brien-Fleming-type "
-                   "alpha spending, zoo.sequential), so the chance of any false verdict over all the looks is "
+                   "alpha spending, zoo.evidence.sequential), so the chance of any false verdict over all the looks is "
                    "at most 5%%; a claim decided at a look keeps that verdict")
     s.add_argument("--max-seeds", type=int, metavar="K", help="with --until-resolved: at most K (1 to 100) "
                    f"seeds per row (default {MAX_SEEDS_DEFAULT}); fixed before the run, it sets the number of looks the "
                    "5%% is spent over (K - first round's seeds + 1): a larger K makes each look stricter")
-    s.add_argument("--analysis", metavar="PLAN", help="the analysis plan (YAML, see zoo/analysis.py) the trials run "
-                   "under, written before the first trial: its hash is stored with each; zoo report --analysis "
+    s.add_argument("--analysis", metavar="PLAN", help="the analysis plan (YAML, see zoo/evidence/analysis.py) the "
+                   "trials run under, written before the first trial: its hash is stored with each; zoo report --analysis "
                    "PLAN calls a claim post hoc when its trials ran under another plan or none")
     s.add_argument("--pilot", metavar="STORE", help="with --power: the pilot store (default: the --storage store)")
     s.add_argument("--no-measure", action="store_true", help="with --plan: skip the throughput measurement")

@@ -1,6 +1,6 @@
 """`zoo run SPEC --plan [--json]`: what a run will cost, before anything starts.
 
-Each trial's parameters, training FLOPs (zoo.costs), estimated peak memory of a training process,
+Each trial's parameters, training FLOPs (zoo.model.costs), estimated peak memory of a training process,
 checkpoint disk, and a wall time estimated from a throughput measured here and now: a few steps of
 zoo.train.step.train_step, the step the trial's loop takes, with the trial's choices (its model,
 precision and train.compile; random ids, `resources.cpus` threads, steps of the trial's own batch_tokens,

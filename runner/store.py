@@ -56,7 +56,7 @@ CREATE TABLE IF NOT EXISTS trials (
     experiment TEXT,               -- the Ray Tune experiment folder
     created_at REAL, started_at REAL, finished_at REAL, updated_at REAL,
     placement TEXT, resumed_from INTEGER, warning TEXT,
-    analysis TEXT,                 -- the hash of the analysis plan it ran under (zoo.analysis), NULL: none
+    analysis TEXT,                 -- the hash of the analysis plan it ran under (zoo.evidence.analysis), NULL: none
     PRIMARY KEY (spec, trial, profile)
 );
 CREATE TABLE IF NOT EXISTS points (

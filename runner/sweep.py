@@ -135,7 +135,7 @@ class Sweep:
     stream: object
     loggers: list = field(default_factory=list)  # Ray Tune logger callbacks (W&B, MLflow) the user named
     asha: object = None  # zoo.spec.Asha: stop trials that trail at the same step
-    analysis: str | None = None  # the hash of the analysis plan the trials run under (zoo.analysis), if any
+    analysis: str | None = None  # the hash of the analysis plan the trials run under (zoo.evidence.analysis), if any
 
     def plan(self, profile: str, variants, sets, seeds) -> tuple[list, list]:
         """(every resolved trial config, those not finished yet with this config)."""

@@ -53,21 +53,15 @@ def test_unknown_name_is_an_attribute_error():
         raise AssertionError("zoo.nope resolved")
 
 
-def test_documented_names_that_moved_still_import_with_a_warning():
-    """The doors (issue 33) serve their parts' names silently; a documented name that moved to the ground floor
-    (zoo.spec.Config, zoo.data.PAD, zoo.train.noam_lr) still resolves, warning where it lives now."""
-    import zoo.config
-    import zoo.tokens
-    from zoo import data, evidence, model, spec, train
-    with pytest.warns(DeprecationWarning, match="zoo.config"):
-        assert spec.Config is zoo.config.Config
-    with pytest.warns(DeprecationWarning, match="zoo.tokens"):
-        assert data.PAD == zoo.tokens.PAD == 0
-    with pytest.warns(DeprecationWarning, match="zoo.config"):
-        assert train.noam_lr is zoo.config.noam_lr
-    from zoo.spec import resolve, SpecError  # noqa: F401  (served by the door, no warning)
-    with pytest.raises(AttributeError, match="no attribute 'nope'"):
-        spec.nope
+def test_a_door_serves_its_parts_names_and_no_other():
+    """The doors serve their parts' names (and their editors see the same: tests/test_structure.py); the names
+    that moved to the ground floor (zoo.spec.Config, zoo.data.PAD, zoo.train.noam_lr) are served only there."""
+    from zoo import data, spec
+    from zoo.spec import resolve, SpecError  # noqa: F401  (served by the door)
+    assert data.load_pairs is __import__("zoo.data.read", fromlist=["load_pairs"]).load_pairs
+    for door, name in ((spec, "Config"), (spec, "nope"), (data, "PAD")):
+        with pytest.raises(AttributeError, match=f"no attribute '{name}'"):
+            getattr(door, name)
 
 
 def test_no_door_serves_a_name_that_is_also_one_of_its_parts():

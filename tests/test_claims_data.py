@@ -13,7 +13,7 @@ from zoo.spec import resolve
 
 REPO = Path(__file__).resolve().parents[1]
 
-# zoo.claims.CLAIMS as the code built it before the claims became data: (id, group, text, metric, better,
+# zoo.evidence.claims.CLAIMS as the code built it before the claims became data: (id, group, text, metric, better,
 # worse, tie, margin, addon, ((precondition's needs, across_profiles), ...)), in order.
 BEFORE = [
     ('A-one-head-bleu', 'A', 'single-head attention is 0.9 BLEU worse than the best setting (h=8)', 'bleu', 'base', 'A1', False, 0.0, '', ()),

@@ -1,5 +1,5 @@
 """Components beyond the paper (issue 36): spec fields whose defaults are the paper's, built from
-registries (zoo.components) that count their own costs exactly, and a third-party package's component
+registries (zoo.model.components) that count their own costs exactly, and a third-party package's component
 trained from a spec through the real CLI. Every built-in spec keeps the config hash it had before.
 
 `python tests/test_components.py --write` rewrites tests/data/builtin_config_hashes.json (only for a
@@ -127,7 +127,7 @@ SMALL = ModelSpec(N=2, d_model=64, d_ff=96, h=4, d_k=8, d_v=24, dropout=0.0, sha
 
 @pytest.mark.parametrize("name", sorted(CHANGES))
 def test_costs_are_exact(name):
-    """zoo.costs' parameters equal the model's numel; its FLOPs torch's FlopCounterMode (the math SDPA
+    """zoo.model.costs' parameters equal the model's numel; its FLOPs torch's FlopCounterMode (the math SDPA
     backend: the fused CPU kernel reports 0 FLOPs) for a training step, forward and backward."""
     m = SMALL.model_copy(update=CHANGES[name])
     m = ModelSpec.model_validate(m.model_dump())  # validated, as a spec's is

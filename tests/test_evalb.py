@@ -1,4 +1,4 @@
-"""zoo.evalb against EVALB's own fixtures (../shared/data/evalb), line by line."""
+"""zoo.evidence.evalb against EVALB's own fixtures (../shared/data/evalb), line by line."""
 import math
 
 import pytest

@@ -26,7 +26,7 @@ def test_wheel_installs_only_zoo_with_builtin_specs(tmp_path):
     top = {p.name for p in site.iterdir() if not p.name.endswith(".dist-info")}
     assert top == {"zoo"}, top
     assert (site / "zoo/specs/table3_A.yaml").is_file() and (site / "zoo/specs/profiles/smoke.yaml").is_file()
-    assert (site / "zoo/specs/claims/paper.yaml").is_file()  # zoo.claims reads the paper's claims from it
+    assert (site / "zoo/specs/claims/paper.yaml").is_file()  # zoo.evidence.claims reads the paper's claims from it
     assert (site / "zoo/reports/templates").is_dir()
     empty = tmp_path / "empty"
     empty.mkdir()

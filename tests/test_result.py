@@ -98,7 +98,7 @@ def test_no_summary_field_is_read_by_string_outside_the_result_module():
     names = (set(RunResult.model_fields) | set(SplitScore.model_fields) | set(Hardware.model_fields)) - {
         "variant", "profile", "config_hash", "tokens_seen", "train_seconds", "bleu", "f1", "dataset",
         "attention", "hardware", "dev_ppl", "splits", "ppl"}  # also the names of store columns and curve points,
-    # the best-so-far record, a profile's dataset mapping, a corpus listing and zoo.metrics' return values
+    # the best-so-far record, a profile's dataset mapping, a corpus listing and zoo.evidence.metrics' return values
     pat = re.compile(r"""(\[|\.get\(|\.pop\()\s*["'](%s)["']""" % "|".join(sorted(names)))
     hits = [f"{f.relative_to(REPO)}:{i}: {line.strip()}"
             for d in ("zoo", "runner", "reports") for f in sorted((REPO / d).rglob("*.py")) if f.name != "result.py"

@@ -406,7 +406,7 @@ def test_uploads_run_beside_training_and_the_last_one_before_done(tmp_path, monk
 def test_short_error_picks_the_trial_exception():
     from zoo.runner.progress import short_error
     tb = ("Failure # 1\nray.exceptions.RayTaskError(NonFiniteLoss): ray::ImplicitFunc.train() (pid=1)\n"
-          "  File \"zoo/train.py\", line 230, in train\n"
+          "  File \"zoo/train/loop.py\", line 230, in train\n"
           "zoo.train.NonFiniteLoss: non-finite loss at step 3 (lr 1e+05); lower train.schedule.lr_scale\n")
     assert short_error(tb).startswith("zoo.train.NonFiniteLoss: non-finite loss at step 3")
     assert short_error("ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on "

@@ -1,6 +1,6 @@
-"""The group-sequential boundary of `zoo run --until-resolved` (zoo.sequential, issue 34): the spending
+"""The group-sequential boundary of `zoo run --until-resolved` (zoo.evidence.sequential, issue 34): the spending
 function, and a simulation of the stopping rule under the null through the claims' own test
-(zoo.claims.compare and judge): at most 5% false verdicts over all the looks, where testing every look
+(zoo.evidence.claims.compare and judge): at most 5% false verdicts over all the looks, where testing every look
 at 5% (the old rule) gives far more in the same simulation."""
 import math
 

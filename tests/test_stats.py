@@ -229,7 +229,7 @@ def simulate(metric, paired, world, seeds=3, effects=(0.0,) * FAMILY, families=F
 
 
 def findings(metric, estimates) -> np.ndarray:
-    """(families, comparisons): the comparisons zoo.claims.judge calls significant (held or flipped),
+    """(families, comparisons): the comparisons zoo.evidence.claims.judge calls significant (held or flipped),
     each family one Holm family of its metric."""
     claims = [C.Claim(f"X{j}-{metric}", "X", "a beats b", metric, f"a{j}", f"b{j}") for j in range(len(estimates[0]))]
     got = []

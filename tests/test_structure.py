@@ -4,12 +4,12 @@ Read from the source with ast (nothing is imported): no import circle among modu
 module imports a later stage (not even lazily inside a function; the CLI modules sit on top), the longest
 chain of module-level imports as Python runs them stays short, no file borrows another file's `_private`
 name (imported or as an attribute), code outside a package goes through its door (the names its parts'
-`__all__` lend), and a package's parts never go through their own door (its __init__, which is for outsiders)."""
+`__all__` lend), a package's parts never go through their own door (its __init__, which is for outsiders), and
+each door names what it serves as its parts' `__all__` say (scripts/doors.py writes it)."""
 import ast
 import functools
 from pathlib import Path
 
-from zoo._door import exported
 
 REPO = Path(__file__).resolve().parents[1]
 FOLDERS = {"zoo": "zoo", "runner": "zoo.runner", "reports": "zoo.reports"}
@@ -24,7 +24,7 @@ SPEC, DATA, TRAIN, MODEL, EVIDENCE = ({p} | parts(p) for p in ("zoo.spec", "zoo.
                                                                "zoo.evidence"))
 # stages in order; a module may import its own stage and earlier ones
 STAGES = [
-    {"zoo._door", "zoo.errors", "zoo.paths", "zoo.paper", "zoo.tokens", "zoo.config", "zoo.result", "zoo.text",
+    {"zoo.errors", "zoo.paths", "zoo.paper", "zoo.tokens", "zoo.config", "zoo.result", "zoo.text",
      "zoo.model", "zoo.model.components"},  # the components: their names (the spec checks them) and costs, no torch
     SPEC | DATA,  # the spec, and the corpora it names (validation checks names and splits against the catalog)
     (MODEL - {"zoo.model", "zoo.model.components"}) | EVIDENCE,                             # the model and its scores
@@ -42,11 +42,26 @@ LONGEST_CHAIN = 8  # modules, counted along module-level imports as Python runs 
 TOP_LEVEL = 14     # zoo/'s own modules beside its packages
 
 
+def exported(path: Path) -> list[str]:
+    """A module's `__all__`, read from its source: a literal list of names."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+            return list(ast.literal_eval(node.value))
+    raise AssertionError(f"{path.relative_to(REPO)} declares no __all__: a part of a package says what it lends")
+
+
 @functools.cache
 def served(door: str) -> dict[str, str]:
     """What a door serves: name -> the part whose __all__ lends it."""
     return {n: f"{door}.{Path(f).stem}" for f in sorted((REPO / door.replace(".", "/")).glob("*.py"))
             if f.name != "__init__.py" for n in exported(f)}
+
+
+def type_checking(node: ast.AST) -> bool:
+    """`if TYPE_CHECKING:`: imports for editors and type checkers that Python never runs."""
+    return isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING"
+
+
 def modules() -> dict[str, Path]:
     out = {}
     for folder, pkg in FOLDERS.items():
@@ -67,6 +82,7 @@ def _source(name: str, path: Path, node: ast.ImportFrom) -> str:
 
 def imports(path: Path, name: str, top_only: bool) -> set[str]:
     tree = ast.parse(path.read_text())
+    tree.body = [n for n in tree.body if not type_checking(n)]  # a door's static names import nothing at run time
     nodes = tree.body if top_only else list(ast.walk(tree))
     got = set()
     for n in nodes:
@@ -265,8 +281,44 @@ def test_no_import_through_a_string():
     assert not bad, "\n".join(bad)
 
 
-def test_nothing_imports_a_moved_name():
-    """zoo.claims and the like still import for users (with a DeprecationWarning); the project uses their homes."""
-    from zoo import MOVED
-    bad = [f"{m}: {x}" for m, p in modules().items() for x in imports(p, m, top_only=False) if x in MOVED]
-    assert not bad, "\n".join(bad)
+def door_names(init: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """What a door names: (name -> part) from its `if TYPE_CHECKING:` imports, and from its `_PART` dict."""
+    tree = ast.parse(init.read_text())
+    static = {(a.asname or a.name): n.module for b in tree.body if type_checking(b)
+              for n in b.body if isinstance(n, ast.ImportFrom) and n.level == 1 for a in n.names}
+    lazy = next((ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                 and getattr(n.targets[0], "id", None) == "_PART"), {})
+    return static, lazy
+
+
+def test_each_door_names_its_parts_all():
+    """A door names every name its parts' `__all__` lend, each twice: `from .part import name` under
+    `if TYPE_CHECKING:` (what editors, type checkers and code walkers follow) and `"name": "part"` in `_PART`
+    (what its __getattr__ imports on first use), and nothing else. `python scripts/doors.py` writes both."""
+    bad = []
+    for door in sorted(PACKAGES):
+        init = (REPO / door.replace(".", "/") / "__init__.py")
+        where = init.relative_to(REPO)
+        want = {name: part.rsplit(".", 1)[1] for name, part in served(door).items()}
+        static, lazy = door_names(init)
+        for name, part in want.items():
+            if static.get(name) != part:
+                bad.append(f"{where}: add {name} to `from .{part} import ...` under `if TYPE_CHECKING:`")
+            if lazy.get(name) != part:
+                bad.append(f'{where}: add `"{name}": "{part}",` to _PART')
+        bad += [f"{where}: `from .{static[n]} import {n}` names what no part's __all__ lends: remove it"
+                for n in static if n not in want]
+        bad += [f'{where}: _PART\'s "{n}" is what no part\'s __all__ lends: remove it' for n in lazy if n not in want]
+    assert not bad, "\n".join(bad + ["(or run `python scripts/doors.py`, which writes every door from the __all__s)"])
+
+
+def test_zoo_names_its_api_statically():
+    """zoo/__init__.py's `_API` (what `zoo.load` and the like import on first use) and its imports under
+    `if TYPE_CHECKING:` (what an editor follows) name the same homes."""
+    tree = ast.parse((REPO / "zoo" / "__init__.py").read_text())
+    static = {(a.asname or a.name): (n.module, a.name) for b in tree.body if type_checking(b)
+              for n in b.body if isinstance(n, ast.ImportFrom) for a in n.names}
+    api = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+               and getattr(n.targets[0], "id", None) == "_API")
+    assert static == {k: tuple(v) for k, v in api.items()}
+

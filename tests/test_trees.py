@@ -1,4 +1,4 @@
-"""zoo.trees on the real WSJ sample (../shared/data/ptb-wsj-sample)."""
+"""zoo.data.trees on the real WSJ sample (../shared/data/ptb-wsj-sample)."""
 import pytest
 
 from zoo.evidence import evalb

@@ -1,4 +1,4 @@
-"""The scale trend (issue 34, zoo.trend): the slope of a comparison's relative difference over log2(d_model),
+"""The scale trend (issue 34, zoo.evidence.trend): the slope of a comparison's relative difference over log2(d_model),
 its interval and verdict, checked on simulated trials whose truth is known: at most 5% family-wise false
 "toward"/"away" verdicts over six comparisons when no effect changes with width (Holm's level), and the
 power it finds when one does."""

@@ -1,5 +1,5 @@
 """`zoo run SPEC --until-resolved`: a smoke sweep with a real (loopback-only) Ray adds seeds only to
-the rows of claims still open, judging each look at its group-sequential level (zoo.sequential), and
+the rows of claims still open, judging each look at its group-sequential level (zoo.evidence.sequential), and
 each finished trial keeps its per-sentence dev likelihoods."""
 import math
 import os
@@ -37,7 +37,7 @@ def test_until_resolved_adds_seeds_to_open_claims_only(tmp_path, data_root):
     assert {"A3-seed10", "A4-seed10", "A2-seed5", "A2-seed9"} <= set(trials) and "A2-seed10" not in trials
     assert not {"A3-seed1", "A3-seed2", "A3-seed3"} & set(trials), sorted(trials)
     assert "A-too-many-heads-bleu" in out.stdout and "after 3 seeds:" in out.stdout, out.stdout
-    # a group-sequential test (zoo.sequential): 2 looks fixed before the run (seeds 2 and 3 of --max-seeds 3),
+    # a group-sequential test (zoo.evidence.sequential): 2 looks fixed before the run (seeds 2 and 3 of --max-seeds 3),
     # 5% spent over them O'Brien-Fleming-type, each look's verdicts printed with its level
     assert "sequential test: 2 looks (2 to 3 seeds)" in out.stdout, out.stdout
     assert "after 2 seeds: look 1 of 2, at level 0.016:" in out.stdout, out.stdout

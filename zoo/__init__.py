@@ -8,16 +8,15 @@ The public Python API does from a notebook what the CLI does:
     result = zoo.fit(cfg, out="runs/notebook/A1")    # train + score one variant: a zoo.result.RunResult
     runs = zoo.results("runs/zoo.db")       # what `zoo run` stored: runs.trials are zoo.result.Trial records
 
-Names resolve lazily (PEP 562) so `import zoo` and the CLI start without importing torch or ray.
+Each name is imported on first use (PEP 562), so `import zoo` and the CLI start without importing torch or
+ray; the imports under TYPE_CHECKING name the same homes for editors and type checkers (tests/test_structure.py
+checks that the two agree).
 """
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.util
 import os
-import sys
-import warnings
+from typing import TYPE_CHECKING
 
 # Large CPU tensors on transparent huge pages. torch reads this once, at its first CPU allocation,
 # so it is set here, before any. A training step allocates and frees logits-sized buffers (100+ MB)
@@ -30,6 +29,13 @@ os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
 # share of it, resources.gpus < 1) into blocks of each step's sizes. A user's own setting is kept.
 os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
 
+if TYPE_CHECKING:
+    from zoo.config import Config
+    from zoo.model import build_model
+    from zoo.reports.runs import load as results
+    from zoo.spec import resolve as load
+    from zoo.train import train as fit
+
 _API = {  # public name -> (module, attribute): one home per fact, these are re-exports
     "Config": ("zoo.config", "Config"),
     "load": ("zoo.spec", "resolve"),
@@ -39,35 +45,8 @@ _API = {  # public name -> (module, attribute): one home per fact, these are re-
 }
 __all__ = sorted(_API)
 
-# Modules that moved into a package keep their old names, with a DeprecationWarning naming their home.
-MOVED = {f"zoo.{m}": f"zoo.{pkg}.{m}" for pkg, ms in {
-    "model": "components costs decode", "evidence": "evalb_params evalb metrics stats claims sequential analysis trend",
-}.items() for m in ms.split()}
-
-
-class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """`import zoo.claims` gives zoo.evidence.claims itself (one module, not a copy), and says where it lives."""
-
-    def find_spec(self, name, path=None, target=None):
-        return importlib.util.spec_from_loader(name, self) if name in MOVED else None
-
-    def create_module(self, spec):
-        warnings.warn(f"{spec.name} moved: import it from {MOVED[spec.name]}", DeprecationWarning, stacklevel=2)
-        module = importlib.import_module(MOVED[spec.name])
-        self.home_spec = module.__spec__  # the import system stamps the old name's spec on it next
-        return module
-
-    def exec_module(self, module):
-        module.__spec__ = self.home_spec
-
-
-if not any(isinstance(f, _MovedModules) for f in sys.meta_path):
-    sys.meta_path.append(_MovedModules())
-
 
 def __getattr__(name: str):
-    if f"zoo.{name}" in MOVED:
-        return importlib.import_module(f"zoo.{name}")
     if name not in _API:
         raise AttributeError(f"module 'zoo' has no attribute {name!r}")
     module, attr = _API[name]

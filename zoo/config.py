@@ -322,7 +322,7 @@ class PaperRef(Strict):
 
 
 class ClaimSpec(Strict):
-    """A spec's claim about its rows, tested as the paper's claims are (zoo.claims): one row better than
+    """A spec's claim about its rows, tested as the paper's claims are (zoo.evidence.claims): one row better than
     another on a metric, or two rows tied within a margin."""
     id: str = Field(max_length=64, description="the claim's name, unique in its spec")
     better: str | None = Field(None, max_length=200, description="the row claimed better (with `than`)")

@@ -124,7 +124,7 @@ class SplitScore(_Record):
     bleu_tokenized: float | None = None
     bleu_tokenized_label: str = ""
     bleu_stats: list[list[int]] | None = None  # sacreBLEU's per-sentence statistics, for bootstraps
-    bleu_paper: float | None = None  # the paper's own BLEU (zoo.metrics.paper_bleu), labelled
+    bleu_paper: float | None = None  # the paper's own BLEU (zoo.evidence.metrics.paper_bleu), labelled
     bleu_paper_label: str = ""
     bleu_paper_stats: list[list[int]] | None = None  # its per-sentence statistics
     bleu_final_weights: float | None = None  # averaged runs: the final weights at the same step
@@ -345,7 +345,7 @@ class Trial(_Record):
     warning: str | None = None
     experiment: str | None = None
     resumed_from: int | None = None
-    analysis: str | None = None     # the hash of the analysis plan it ran under (zoo.analysis); None: none
+    analysis: str | None = None     # the hash of the analysis plan it ran under (zoo.evidence.analysis); None: none
     created_at: float | None = None
     started_at: float | None = None
     finished_at: float | None = None

@@ -327,7 +327,7 @@ class SymbolVocab:
     """The tree side's own vocabulary: one id per whole symbol, `(NP`, `)NP` or `XX`.
 
     Preterminals are normalized to XX by default: the F1 we report puts the gold POS tags back on the
-    words (zoo.metrics.parse_f1), so the tags are not scored. With `tags` (data.preterminals: tags)
+    words (zoo.evidence.metrics.parse_f1), so the tags are not scored. With `tags` (data.preterminals: tags)
     each keeps its POS tag: the model predicts them too, a richer target for the same words (the
     search constraint counts any non-bracket symbol as a preterminal; a tag never seen becomes XX).
     Built from the training targets only (sorted, so the ids are a function of the data);

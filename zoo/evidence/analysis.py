@@ -11,7 +11,7 @@ not change the analysis, a changed level or margin does. A field added after pla
 is left out while it holds its default, so adding it leaves every earlier plan's hash (and its trials'
 standing) as it was.
 
-A plan may hold a `trend:` (the scale trend, zoo.trend): the same comparisons at several widths, one profile
+A plan may hold a `trend:` (the scale trend, zoo.evidence.trend): the same comparisons at several widths, one profile
 per width, and whether each comparison's effect moves toward the paper's as the model grows.
 """
 from __future__ import annotations
@@ -78,7 +78,7 @@ class AnalysisPlan(BaseModel):
     primary: Metric = Field("ppl", description="the metric whose family decides: Holm over its claims")
     secondary: tuple[Metric, ...] = Field(("bleu",), description="reported too, each metric its own Holm family")
     test: Literal["bootstrap-t"] = Field(
-        "bootstrap-t", description="zoo.stats: the per-seed differences' t interval, seed variance plus the "
+        "bootstrap-t", description="zoo.evidence.stats: the per-seed differences' t interval, seed variance plus the "
                                    "test-set noise shared by all seeds (a bootstrap over sentences)")
     correction: Literal["holm"] = "holm"
     alpha: float = Field(0.05, gt=0, le=0.5, description="the family-wise level of each family")
@@ -88,7 +88,8 @@ class AnalysisPlan(BaseModel):
     max_looks: int = Field(1, ge=1, le=100, description="the looks --until-resolved may take (1: a fixed design)")
     bootstrap_seed: int = Field(2017, ge=0, lt=2**32)
     resamples: int = Field(10_000, ge=100, le=1_000_000)
-    trend: Trend | None = Field(None, description="the scale trend (zoo.trend), when the reference runs several widths")
+    trend: Trend | None = Field(None, description="the scale trend (zoo.evidence.trend), when the reference runs "
+                                                  "several widths")
 
     @field_validator("secondary")
     @classmethod

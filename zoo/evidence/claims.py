@@ -2,11 +2,11 @@
 what each needs of a run before it can be tested, and a verdict on each from our runs, with its noise.
 
 A claim compares two rows on one metric: "one head is worse than eight by 0.9 BLEU". Our difference
-and its 95% interval come from zoo.stats (the seeds' variance plus the test-set noise they share,
+and its 95% interval come from zoo.evidence.stats (the seeds' variance plus the test-set noise they share,
 paired by seed). Dev perplexity is the primary metric: its claims are one family, corrected by Holm's
 method, so the chance that any of its verdicts is a false finding stays at 5%. BLEU is secondary, its
 own Holm family: the same comparison on both metrics is one question asked twice (near-duplicates that
-would only inflate one family), and the plan fixes which metric decides before the runs (zoo.analysis):
+would only inflate one family), and the plan fixes which metric decides before the runs (zoo.evidence.analysis):
 
     directional claims   held (better on the paper's side), within noise (no finding), flipped
     ties                 equivalent (two one-sided tests: within the margin), different (beyond
@@ -43,7 +43,7 @@ __all__ = ["ALPHA", "BOUNDARY", "CLAIMS", "Claim", "Comparison", "MC_RANGE", "RE
            "VERDICTS", "compare", "from_specs", "judge", "kendall_tau", "refiner"]  # what it lends outside its package (the door serves these)
 
 ALPHA = 0.05
-PRIMARY: Metric = "ppl"  # the metric whose family decides (zoo.analysis.AnalysisPlan.primary); others secondary
+PRIMARY: Metric = "ppl"  # the metric whose family decides (a plan's `primary`, zoo.evidence.analysis); others secondary
 DIRECTIONAL = ("held", "within noise", "flipped")
 TIE = ("equivalent", "different", "inconclusive")
 UNTESTABLE = "untestable at this budget"
@@ -60,14 +60,14 @@ class RowRun:
     seed: int
     steps: int
     dev_ppl: float | None = None
-    bleu_paper: float | None = None           # the paper's own BLEU (zoo.metrics.paper_bleu)
+    bleu_paper: float | None = None           # the paper's own BLEU (zoo.evidence.metrics.paper_bleu)
     dev_ppl_curve: tuple[float, ...] = ()     # dev perplexity at each evaluation, in step order
     train_loss_tail: float | None = None      # mean training loss (label-smoothed, nats) over the last tenth
     bleu_stats: np.ndarray | None = None      # (sentences, 10): sacreBLEU's per-sentence statistics
     nll_stats: np.ndarray | None = None       # (sentences, 2): per-sentence NLL (nats) and tokens
     bleu_splits: tuple[str, ...] = ("dev",)   # the splits whose sentences bleu_stats pools, in order
     nll_splits: tuple[str, ...] = ("dev",)    # and nll_stats's
-    analysis: str | None = None               # the hash of the analysis plan it ran under (zoo.analysis)
+    analysis: str | None = None               # the hash of the analysis plan it ran under (zoo.evidence.analysis)
     untestable: str = ""                      # why its profile can test no claim ("": it can), in words
 
 
@@ -282,7 +282,7 @@ def compare(claim: Claim, rows: Rows, resampler: Callable[[int], Resampler]) -> 
     common = {r.seed for r in runs[0]} & {r.seed for r in runs[1]}
     if len(common) >= 2:  # compared seed by seed on the seeds both rows ran (a row may have more)
         runs = [[r for r in side if r.seed in common] for side in runs]
-    # Fewer than 2 shared seeds: unpaired (zoo.stats: each row's seeds as independent samples, Welch's degrees
+    # Fewer than 2 shared seeds: unpaired (zoo.evidence.stats: each row's seeds as independent samples, Welch's degrees
     # of freedom, the test-set noise both rows share still taken out), said in words by `sentences` and by
     # whoever prints `seed_sets`. Not paired on one seed: one per-seed difference has no variance over seeds
     # to test against. Not "no verdict" either: the unpaired test is valid for any seed sets, uses every seed
@@ -461,7 +461,7 @@ class Tally:
 
 
 def sentence_stats(hyps: Sequence[str], refs: Sequence[str]) -> np.ndarray:
-    """sacreBLEU's per-sentence sufficient statistics, as a run stores them (zoo.metrics.bleu_stats)."""
+    """sacreBLEU's per-sentence sufficient statistics, as a run stores them (zoo.evidence.metrics.bleu_stats)."""
     from zoo.evidence.metrics import bleu_stats
     return np.asarray(bleu_stats(list(hyps), list(refs)), dtype="float32")
 

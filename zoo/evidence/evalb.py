@@ -26,7 +26,7 @@ Not reproduced: C undefined behaviour (more than 200 words or brackets, lines ov
 bytes, a ')' with no open bracket: here it is reported and ignored), and the DEBUG 2
 trace lines (DEBUG >= 1 prints evalb.c's per-sentence tables).
 
-The parameter files (`Params`, `COLLINS`, `load_params`) live in zoo.evalb_params and are re-exported here.
+The parameter files (`Params`, `COLLINS`, `load_params`) live in zoo.evidence.evalb_params and are re-exported here.
 """
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """The scale trend: does a comparison's effect move toward the paper's as the model grows?
 
-The same two Table 3 rows are compared at several widths (one profile per width, zoo.analysis.Trend). At
+The same two Table 3 rows are compared at several widths (one profile per width, zoo.evidence.analysis.Trend). At
 each width the difference is relative: log(PPL worse / PPL better), the mean per-token NLL gap in nats,
 pooled over every sentence the trials scored, positive when the paper's better row is better here too.
-Its noise is zoo.stats's: the per-seed differences' variance over seeds (paired by seed) plus the
+Its noise is zoo.evidence.stats's: the per-seed differences' variance over seeds (paired by seed) plus the
 test-set noise the seeds share, from one bootstrap of the sentences.
 
 Across widths the estimate is the least-squares slope over x = log2(d_model), equal weight per width:
@@ -118,7 +118,7 @@ def _width(counts: np.ndarray, better: Sequence[Seeded], worse: Sequence[Seeded]
 
 
 def _width_verdicts(ats: list[AtWidth], ties: list[bool], margin: float, alpha: float) -> list[AtWidth]:
-    """Holm over the comparisons at one width (directional claims and ties, as zoo.claims judges them)."""
+    """Holm over the comparisons at one width (directional claims and ties, as zoo.evidence.claims judges them)."""
     tested = [i for i, a in enumerate(ats) if a.estimate is not None]
     outcome = {}
     for i in tested:

@@ -60,7 +60,7 @@ def check_spec_claims(doc: Doc, variants: Collection[str], cfgs: list[Config]) -
 
 
 def check_corpus(doc: Doc, cfg: Config) -> None:
-    """The corpus and splits exist in the registry (zoo.corpora: no torch there), so a typo fails here,
+    """The corpus and splits exist in the registry (zoo.data.corpora: no torch there), so a typo fails here,
     not when the run starts."""
     from zoo.data import CORPORA
     name = cfg.data.dataset

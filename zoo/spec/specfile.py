@@ -1,7 +1,7 @@
 """A spec file as read: YAML with line numbers (`Doc`), `extends:` chains, `variants:`, built-in specs.
 
 Every user mistake raises SpecError carrying `path:line: field.path: message`. Line numbers come
-from the YAML node marks (zoo.yaml12), tracked through every merge so an error points at the line that
+from the YAML node marks (zoo.spec.yaml12), tracked through every merge so an error points at the line that
 set the bad value.
 """
 from __future__ import annotations
@@ -118,7 +118,7 @@ def _read_text(path: Path) -> str:
 
 
 def load_yaml(text: str, where: str, locs: dict | None = None):
-    """(data, line of its top-level node) of one YAML document under the spec rules (zoo.yaml12),
+    """(data, line of its top-level node) of one YAML document under the spec rules (zoo.spec.yaml12),
     filling `locs` (key path -> "where:line"); SpecError at `where:line` for anything refused."""
     lines: dict[tuple, int] = {}
     try:
@@ -131,7 +131,7 @@ def load_yaml(text: str, where: str, locs: dict | None = None):
 
 
 def read_yaml(path: Path) -> Doc:
-    """Parse one spec or profile file (see zoo.yaml12 for what YAML it may hold)."""
+    """Parse one spec or profile file (see zoo.spec.yaml12 for what YAML it may hold)."""
     locs: dict[tuple, str] = {}
     data, line = load_yaml(_read_text(path), str(path), locs)
     if data is None:

@@ -9,11 +9,55 @@ The parts:
 4. zoo.train.device: rank, device, GPU share, compute dtype and the memory check of a trial;
 5. zoo.train.loop: one trial, `train`: prepare, resume, the step loop (accumulation, data parallel), typed events;
 6. zoo.train.evaluation: dev perplexity, decoding, scores and the attention map of the trained model;
-7. zoo.train.learning: whether a run is learning: its training NLL against the unigram and uniform levels.
+7. zoo.train.learning: whether a run is learning: its training NLL against the unigram and uniform levels;
+8. zoo.train.stacked: seeds side by side, K runs trained as one stacked model (`train_stacked`).
 This door serves their public names to outsiders (`from zoo.train import train`; `zoo.fit` is `train`).
 """
-from zoo._door import door
+from __future__ import annotations
 
-__getattr__, __dir__ = door(__name__, __file__, ["prepared", "recipe", "compiled_loss", "step", "checkpointing", "writer",
-                                                "device", "loop", "evaluation", "learning"],
-                            moved={"zoo.config": "noam_lr"})
+import importlib
+from typing import TYPE_CHECKING
+
+# The door, written by scripts/doors.py from the parts' __all__ (tests/test_structure.py checks it).
+if TYPE_CHECKING:
+    from .checkpointing import (CHECKPOINTS, atomic_save, average_checkpoints, checkpoint_name, checkpoints,
+        load_checkpoint, optim_file)
+    from .device import (GPUOutOfMemoryError, NoGPU, autocast, autocast_dtype, available_memory, check_memory,
+        cpu_has_bf16, cuda_seen, gpu_share, keep_freed_memory, train_device)
+    from .evaluation import attention_map, dev_perplexity, dev_sentence_nll, evaluate, load_for_eval, score
+    from .learning import Levels, NotLearningError, check_from, levels
+    from .loop import NonFiniteLoss, rank_parts, train
+    from .prepared import Prepared, build, prepare, target_vocab
+    from .recipe import LOSS_CHUNK, make_optimizer, smoothed_loss
+    from .stacked import Seat, stack_problem, stack_size, train_stacked
+    from .step import compiled, data_parallel, draws_key, read_stats, step_setup, train_step
+    from .writer import Writer
+
+_PART = {  # name -> the part that lends it
+    "CHECKPOINTS": "checkpointing", "atomic_save": "checkpointing", "average_checkpoints": "checkpointing",
+    "checkpoint_name": "checkpointing", "checkpoints": "checkpointing", "load_checkpoint": "checkpointing",
+    "optim_file": "checkpointing", "GPUOutOfMemoryError": "device", "NoGPU": "device", "autocast": "device",
+    "autocast_dtype": "device", "available_memory": "device", "check_memory": "device", "cpu_has_bf16": "device",
+    "cuda_seen": "device", "gpu_share": "device", "keep_freed_memory": "device", "train_device": "device",
+    "attention_map": "evaluation", "dev_perplexity": "evaluation", "dev_sentence_nll": "evaluation",
+    "evaluate": "evaluation", "load_for_eval": "evaluation", "score": "evaluation", "Levels": "learning",
+    "NotLearningError": "learning", "check_from": "learning", "levels": "learning", "NonFiniteLoss": "loop",
+    "rank_parts": "loop", "train": "loop", "Prepared": "prepared", "build": "prepared", "prepare": "prepared",
+    "target_vocab": "prepared", "LOSS_CHUNK": "recipe", "make_optimizer": "recipe", "smoothed_loss": "recipe",
+    "Seat": "stacked", "stack_problem": "stacked", "stack_size": "stacked", "train_stacked": "stacked",
+    "compiled": "step", "data_parallel": "step", "draws_key": "step", "read_stats": "step", "step_setup": "step",
+    "train_step": "step", "Writer": "writer",
+}
+# End of the door.
+__all__ = list(_PART)
+
+
+def __getattr__(name: str):
+    """A name imports its part on first use, so importing the door imports none of them."""
+    if name not in _PART:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_PART[name]}"), name)
+
+
+def __dir__():
+    return list(_PART)
