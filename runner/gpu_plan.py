@@ -16,6 +16,7 @@ The model of a row's time:
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sys
@@ -26,7 +27,16 @@ from zoo.config import Config
 from zoo.errors import UserError
 from zoo.text import text_table
 
-ROOT = Path(__file__).resolve().parents[1]  # the checkout: bench/roofline.py and results/gpu-check live there
+
+
+def _checkout() -> Path:
+    """The checkout whose bench/roofline.py and results/gpu-check the estimate reads: this file's (a clone), else the
+    working folder (a GPU machine runs an installed zoo from the clone's root)."""
+    here = Path(__file__).resolve().parents[1]
+    return here if (here / "bench" / "roofline.py").is_file() else Path.cwd()
+
+
+ROOT = _checkout()
 MEASURED_RUN = Path("results/gpu-check/profile-runs/gpu-profile/summary.json")
 MEASURED_START = 16 - 5.4  # s: results/gpu-check/measured.json 4-trial's wall minus its 5.4 s of training
 H100_BYTES = 80 * 2 ** 30  # one H100 80GB: what stack_size fills
@@ -103,7 +113,7 @@ def measured() -> dict:
         raise UserError(f"the H100 estimate reads the measured run {MEASURED_RUN} of a source checkout; it is missing")
     s = json.loads(path.read_text())
     return {"step": s["train_seconds"] / s["steps_done"], "eval": s["total_seconds"] - s["train_seconds"],
-            "steps": s["steps_done"]}
+            "steps": s["steps_done"], "tokens": s["tokens_seen"] / s["steps_done"]}
 
 
 def anchor_config() -> Config:
@@ -112,34 +122,70 @@ def anchor_config() -> Config:
     return resolve("base", profile="cpu", sets=["train.precision=fp32"])[0]
 
 
+@dataclass(frozen=True)
+class Anchor:
+    """The measured solo run and the host's time a step outside the roofline's kernels."""
+    step: float          # seconds a step, measured
+    eval: float          # seconds a trial outside training, measured
+    steps: int
+    tokens: float        # target tokens a step, measured
+    host: float          # measured step minus the roofline's at its shape
+    key: str             # its shape
+
+
+@functools.cache
+def anchor() -> Anchor:
+    m, cfg = measured(), anchor_config()
+    return Anchor(m["step"], m["eval"], m["steps"], m["tokens"], m["step"] - step_seconds(_traces(cfg), 1)[0],
+                  _shape_key(cfg))
+
+
+def stacked_step(c: Config, K: int, a: Anchor, trace=None) -> tuple[tuple, bool, float]:
+    """(best, mid, worst) seconds a step of K stacked seeds of `c`, whether it is the measured one, and the card's
+    busy seconds of it. The host's own time a step is shared by the stack (best) or each seed's (worst)."""
+    wall, busy = step_seconds(trace or _traces(c), K)
+    if K == 1 and _shape_key(c) == a.key:
+        return (a.step,) * 3, True, busy
+    return (wall + a.host, wall + a.host * (1 + K) / 2, wall + a.host * K), False, busy
+
+
+def side_by_side(c: Config, K: int, P: int = 1) -> dict:
+    """The predictions the GPU check prints beside its side-by-side figures: K seeds stacked in one process, or P
+    solo processes sharing the card (each at the solo step, unless their summed busy time fills the card)."""
+    a = anchor()
+    tokens = a.tokens * c.train.batch_tokens / anchor_config().train.batch_tokens
+    step, was_measured, busy = stacked_step(c, K, a)
+    if P > 1:
+        wall = [max(x, P * busy) for x in step]
+        return {"P": P, "summed_tokens_per_s": [P * tokens / w for w in wall], "step_ms": [1e3 * w for w in wall],
+                "solo_measured": was_measured}
+    return {"K": K, "step_ms": [1e3 * x for x in step], "summed_tokens_per_s": [K * tokens / x for x in step],
+            "trials_per_min": [60 * K / (c.train.steps * x) for x in step], "measured": was_measured}
+
+
 def gpu_plan(cfgs: list[Config]) -> GpuPlan:
     """Each row's K, step time and minutes on one H100, and the whole's (a row: a variant, its trials its seeds)."""
     from zoo.train.stacked import stack_problem, stack_size
-    m = measured()
-    anchor = _traces(anchor_config())
-    host = m["step"] - step_seconds(anchor, 1)[0]  # the loop's own time a step, outside the roofline's kernels
+    a = anchor()
     rows: dict[str, list[Config]] = {}
     for c in cfgs:
         rows.setdefault(c.variant, []).append(c)
-    out, key0 = [], _shape_key(anchor_config())
+    out = []
     for row, cs in rows.items():
         c, seeds = cs[0], len(cs)
         # a seed's `overrides` record names its train.seed: the fields themselves are what stack_problem weighs
         why = stack_problem([x.model_copy(update={"overrides": {}}) for x in cs]) or ""
         K = 1 if why else stack_size(c, seeds, H100_BYTES)
-        tr = _traces(c)
-        wall, busy = step_seconds(tr, K)
-        solo_measured = K == 1 and _shape_key(c) == key0
-        step = (m["step"],) * 3 if solo_measured else (wall + host, wall + host * (1 + K) / 2, wall + host * K)
+        step, solo_measured, busy = stacked_step(c, K, a)
         steps = c.train.steps
         out.append(RowTime(row, seeds, K, why, tuple(x * 1e3 for x in step), solo_measured, busy * 1e3, steps,
-                           m["eval"], math.ceil(seeds / K) * steps * busy))
+                           a.eval, math.ceil(seeds / K) * steps * busy))
     P = max(1, int(1 / min(c.resources.gpus for c in cfgs))) if all(c.resources.gpus > 0 for c in cfgs) else 1
     busy = sum(r.busy for r in out)
     ends = [max(sum(r.seconds(i) for r in out) / P, busy) / 60 for i in range(3)]  # best, mid, worst
     return GpuPlan(out, P, ends[1], (ends[0], ends[2]),
-                   f"the cpu-profile base alone on an H100: {m['steps']} steps at {m['step'] * 1e3:.1f} ms, "
-                   f"{m['eval']:.1f} s a trial outside training ({MEASURED_RUN}), {MEASURED_START:.1f} s a process's start")
+                   f"the cpu-profile base alone on an H100: {a.steps} steps at {a.step * 1e3:.1f} ms, "
+                   f"{a.eval:.1f} s a trial outside training ({MEASURED_RUN}), {MEASURED_START:.1f} s a process's start")
 
 
 def _shape_key(c: Config) -> str:
