@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from scipy import stats as st
 
@@ -34,6 +35,8 @@ POWER = 0.8
 # units of the ablation reference (2000 steps, 1014 dev sentences): BLEU sd 1.5, PPL sd 2.5.
 PRIOR = {"bleu": (1.5, 0.3), "ppl": (2.5, 0.1)}
 RESAMPLES = 2000   # the first try; a claim whose count moves with the bootstrap seed gets REFINE's times more
+# the CPU reference whose seed and test-set noise sizes a GPU profile's claims until a GPU run measures its own
+REFERENCE = (Path("results/ablation2-cpu2/zoo.db.xz"), "ablation")
 MC_SPREAD = 0.1    # the share of a count its Monte Carlo range may span before it is sized again
 
 
@@ -243,6 +246,25 @@ def print_power_at(p: Plan, seeds: int, reference: str, stream=None) -> None:
           f"{reference} (a CPU reference at its own proxy, until a GPU run measures its own; MC range: at the "
           f"test-set variance {E.MC_RANGE:g} Monte Carlo errors down and up):", file=stream)
     print(text_table(table, right=(1, 2, 3, 5, 6), last_free=True), file=stream)
+
+
+def print_claims_power(cfgs: list, stream=None) -> None:
+    """The power of each claim whose rows are all planned, at the plan's seeds, from REFERENCE's noise (a CPU
+    reference at profile ablation's proxy, until a GPU run measures its own)."""
+    import sys
+    from zoo.reports import runs as runs_mod
+    from zoo.runner.gpu_plan import ROOT
+    store, profile = ROOT / REFERENCE[0], REFERENCE[1]
+    rows = {c.paper.row for c in cfgs if c.paper and c.paper.row}
+    claims = [c for c in E.CLAIMS if set(c.rows) <= rows]
+    left = sorted({c.id for c in E.CLAIMS if set(c.rows) & rows} - {c.id for c in claims})
+    if not claims:
+        return
+    seeds = min(sum(1 for c in cfgs if c.variant == v) for v in {c.variant for c in cfgs})
+    sized = plan(runs_mod.load(store, profile), claims, refine=False)
+    print_power_at(sized, seeds, f"{REFERENCE[0]} (profile {profile})", stream)
+    if left:
+        print(f"(not planned here, a row of theirs is not in this plan: {', '.join(left)})", file=stream or sys.stdout)
 
 
 def _range(mc: tuple) -> str:

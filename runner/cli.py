@@ -51,11 +51,12 @@ def cmd_run(args) -> int:
                         unmeasured="" if not gpu else "the trials ask for a GPU and this machine has none: the H100 "
                         "estimate below stands in")
         if gpu and not args.json:  # the minutes on an H100, and each claim's power at these seeds
+            from zoo.reports import power
             from zoo.runner import gpu_plan
             print()
             gpu_plan.print_gpu_plan(gpu_plan.gpu_plan(cfgs))
             print()
-            gpu_plan.print_claims_power(cfgs)
+            power.print_claims_power(cfgs)
         if args.until_resolved:  # the plan is the first round; the rounds after it depend on the verdicts
             import sys
             first, more = order[:len(_named_seeds(cfgs, seeds))], order[len(_named_seeds(cfgs, seeds)):]

@@ -40,7 +40,6 @@ ROOT = _checkout()
 MEASURED_RUN = Path("results/gpu-check/profile-runs/gpu-profile/summary.json")
 MEASURED_START = 16 - 5.4  # s: results/gpu-check/measured.json 4-trial's wall minus its 5.4 s of training
 H100_BYTES = 80 * 2 ** 30  # one H100 80GB: what stack_size fills
-REFERENCE = (Path("results/ablation2-cpu2/zoo.db.xz"), "ablation")  # the CPU reference whose noise sizes the claims
 MEAN_LEN = 17  # Multi30k sentences at 4000-8000 BPE pieces, with eos (the roofline's shape: a batch of them)
 
 
@@ -208,20 +207,3 @@ def print_gpu_plan(p: GpuPlan, stream=None) -> None:
           f"(PREDICTED, {p.range[0]:.0f}-{p.range[1]:.0f}: the loop's host time a step shared by a stack, or each "
           f"seed's own). Measured: {p.anchor}.", file=stream)
 
-
-def print_claims_power(cfgs: list[Config], stream=None) -> None:
-    """The power of each claim whose rows are all planned, at the plan's seeds, from REFERENCE's noise (a CPU
-    reference at profile ablation's proxy, until a GPU run measures its own)."""
-    from zoo import evidence as E
-    from zoo.reports import power, runs as runs_mod
-    store, profile = ROOT / REFERENCE[0], REFERENCE[1]
-    rows = {c.paper.row for c in cfgs if c.paper and c.paper.row}
-    claims = [c for c in E.CLAIMS if set(c.rows) <= rows]
-    left = sorted({c.id for c in E.CLAIMS if set(c.rows) & rows} - {c.id for c in claims})
-    if not claims:
-        return
-    seeds = min(sum(1 for c in cfgs if c.variant == v) for v in {c.variant for c in cfgs})
-    sized = power.plan(runs_mod.load(store, profile), claims, refine=False)
-    power.print_power_at(sized, seeds, f"{REFERENCE[0]} (profile {profile})", stream)
-    if left:
-        print(f"(not planned here, a row of theirs is not in this plan: {', '.join(left)})", file=stream or sys.stdout)
