@@ -147,7 +147,7 @@ def mid(pred, key):
     v = (pred or {}).get(key)
     if not v:
         return "-"
-    return f"{v[1]:.0f}" if v[0] == v[2] else f"{v[1]:.0f} ({v[0]:.0f}-{v[2]:.0f})"
+    return f"{v[1]:.0f}" if v[0] == v[2] else f"{v[1]:.0f} ({min(v):.0f}-{max(v):.0f})"
 
 
 def inside(pred, key, got):
