@@ -34,3 +34,18 @@ def test_table3_x10_under_ablation_gpu_plans_within_half_an_hour_on_an_h100(caps
 def test_several_specs_go_with_plan_only(capsys):
     assert main(["run", "base", "table3_A", "--profile", "smoke"]) == 2
     assert "go with --plan only" in capsys.readouterr().err
+
+
+def test_a_claims_power_at_a_seed_count_carries_its_monte_carlo_range():
+    """The plan's power column: at the test-set variance itself and at its Monte Carlo ends (more test-set noise,
+    less power), for a directional claim and a tie."""
+    from zoo import evidence as E
+    from zoo.reports import power
+    claim = next(c for c in E.CLAIMS if c.id == "A-too-many-heads-bleu")
+    need = power.Need(claim, 0.31, 0.34, 0.048, "pilot: 3 seeds", 31, 3, mc=(27, 38), resamples=32000,
+                      sent_mc=(0.044, 0.052), alpha=0.005)
+    mid, lo, hi = need.power_at(10)
+    assert mid == pytest.approx(power.power(0.31, 0.34, 0.048, 10, 0.005))
+    assert lo == pytest.approx(power.power(0.31, 0.34, 0.052, 10, 0.005)) and lo < mid < hi
+    tie = power.Need(claim, 0.5, 0.3, 0.05, "pilot: 3 seeds", None, 3, alpha=0.005, tie_margin=0.5)
+    assert tie.power_at(10) == (pytest.approx(power.power(0.5, 0.3, 0.05, 10, 0.005, 0.5)),) * 3
