@@ -172,7 +172,7 @@ def side_by_side_section(r, raw, outside):
     st = r.steps()
     L = []
     rows = raw["stacked"] = load(r.out / "stacked.json")
-    note = " (a CPU rehearsal: the predictions are an H100's)" if r.cpu else ""
+    note = " (a CPU rehearsal of the smoke profile's base: the predictions are an H100's)" if r.cpu else ""
     L.append(f"8. seeds stacked in one process, the cpu profile's base{note} ({ran(st, '8-stacked')}):\n")
     if rows:
         L += ["| K | ms a step | predicted ms | tokens/s summed | predicted | trials a minute (training only) | "

@@ -38,7 +38,14 @@ def predictions(cfg, K: int, P: int = 1) -> dict | None:
         return {"error": f"{type(e).__name__}: {e}"}
 
 
-def stacked(size: dict) -> list:
+def save(rows: list, path: Path) -> None:
+    """Whole or not at all, after each K or P: a step ended at its limit keeps what it measured."""
+    part = path.with_name(f".{path.name}.part")
+    part.write_text(json.dumps(rows, indent=2))
+    os.replace(part, path)
+
+
+def stacked(size: dict, path: Path) -> list:
     import copy
     import torch
     from zoo.data import pair_lengths
@@ -81,13 +88,14 @@ def stacked(size: dict) -> list:
                      "predicted": predictions(cfg0, K)})
         print(f"K {K}: {rows[-1]['step_ms']:.1f} ms a step, {rows[-1]['summed_tokens_per_s']:.0f} tok/s summed, "
               f"{rows[-1]['trials_per_min']:.2f} trials a minute (training only, {cfg0.train.steps} steps)", flush=True)
+        save(rows, path)
         del seats, skeleton
         if cuda:
             torch.cuda.empty_cache()
     return rows
 
 
-def shared(size: dict, work: Path, zoo: list) -> list:
+def shared(size: dict, work: Path, zoo: list, path: Path) -> list:
     import torch
     cuda = torch.cuda.is_available()
     rows = []
@@ -109,6 +117,7 @@ def shared(size: dict, work: Path, zoo: list) -> list:
                      "predicted": predictions(config(size, cuda), 1, P)})
         print(f"P {P}: {len(runs)} of {P} finished in {wall:.0f} s, {tps:.0f} tok/s summed, "
               f"{rows[-1]['trials_per_min']:.1f} trials a minute ({size['steps']}-step trials)", flush=True)
+        save(rows, path)
     return rows
 
 
@@ -121,10 +130,10 @@ def main(argv=None) -> int:
     ap.add_argument("--zoo", nargs="+", default=["zoo"], help="shared: the zoo command")
     args = ap.parse_args(argv)
     size = TINY if args.tiny else GPU
-    rows = stacked(size) if args.what == "stacked" else shared(size, args.work, args.zoo)
-    part = args.json.with_name(f".{args.json.name}.part")
-    part.write_text(json.dumps(rows, indent=2))
-    os.replace(part, args.json)
+    if args.what == "stacked":
+        stacked(size, args.json)
+    else:
+        shared(size, args.work, args.zoo, args.json)
     return 0
 
 
