@@ -238,9 +238,10 @@ def print_power_at(p: Plan, seeds: int, reference: str, stream=None) -> None:
             table.append((n.claim.id, "-", "-", "-", n.source, "-", "", f"({n.note})"))
             continue
         mid, lo, hi = n.power_at(seeds)
+        # the untestable reason only: a count's "not reachable" is the 80%-power sizing's, not this column's
+        note = n.note.split("; not reachable")[0] if n.note.startswith(E.UNTESTABLE) else ""
         table.append((n.claim.id, f"{n.effect:.2f}", f"{n.seed_sd:.2f}", f"{n.sentence_se:.2f}", n.source,
-                      f"{mid:.2f}", f"{lo:.2f}-{hi:.2f}" if n.resamples else "",
-                      f"({n.note})" if n.note else ""))
+                      f"{mid:.2f}", f"{lo:.2f}-{hi:.2f}" if n.resamples else "", f"({note})" if note else ""))
     print(f"Each claim's power at {seeds} seeds per row: the chance the report's test finds the paper's effect (as a "
           f"share of the row's figure) at Holm's strictest level in its family, with the seed and test-set noise of "
           f"{reference} (a CPU reference at its own proxy, until a GPU run measures its own; MC range: at the "
