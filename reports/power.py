@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from scipy import stats as st
 
@@ -34,6 +35,8 @@ POWER = 0.8
 # units of the ablation reference (2000 steps, 1014 dev sentences): BLEU sd 1.5, PPL sd 2.5.
 PRIOR = {"bleu": (1.5, 0.3), "ppl": (2.5, 0.1)}
 RESAMPLES = 2000   # the first try; a claim whose count moves with the bootstrap seed gets REFINE's times more
+# the CPU reference whose seed and test-set noise sizes a GPU profile's claims until a GPU run measures its own
+REFERENCE = (Path("results/ablation2-cpu2/zoo.db.xz"), "ablation")
 MC_SPREAD = 0.1    # the share of a count its Monte Carlo range may span before it is sized again
 
 
@@ -49,6 +52,15 @@ class Need:
     note: str = ""                # untestable, or why there is no figure
     mc: tuple = (None, None)      # the counts at the test-set variance MC_RANGE Monte Carlo errors down, up
     resamples: int = 0            # the bootstrap resamples behind sentence_se (0: none, seeds only or prior)
+    sent_mc: tuple = ()           # sentence_se at the test-set variance MC_RANGE Monte Carlo errors down, up
+    alpha: float = 0.0            # the level it is sized at (Holm's first step in its family)
+    tie_margin: float = 0.0
+
+    def power_at(self, seeds: int) -> tuple[float, float, float]:
+        """Its power at `seeds` seeds per row: (at sentence_se, at the Monte Carlo ends' lower, higher)."""
+        at = lambda se: power(self.effect, self.seed_sd, se, seeds, self.alpha, self.tie_margin)
+        ends = sorted(at(se) for se in self.sent_mc) if self.sent_mc else [at(self.sentence_se)] * 2
+        return at(self.sentence_se), ends[0], ends[-1]
 
 
 def power(effect: float, seed_sd: float, sentence_se: float, seeds: int, alpha: float, tie_margin: float = 0.0) -> float:
@@ -108,8 +120,10 @@ class Plan:
     hours: dict[str, float]         # mean hours per trial of each row in the pilot
 
 
-def plan(runs: Runs, claims: list[E.Claim] | None = None, resamples: int = 2000, seed: int = E.BOOTSTRAP_SEED) -> Plan:
-    """Seeds needed per claim, from the store's runs where two rows have 2+ seeds, else the prior."""
+def plan(runs: Runs, claims: list[E.Claim] | None = None, resamples: int = 2000, seed: int = E.BOOTSTRAP_SEED,
+         refine: bool = True) -> Plan:
+    """Seeds needed per claim, from the store's runs where two rows have 2+ seeds, else the prior. refine
+    False: sized at `resamples` only (a power at a given seed count, with its Monte Carlo range, needs no more)."""
     claims = claims or E.CLAIMS
     rows = claim_rows(runs)
     hours = {}
@@ -158,15 +172,15 @@ def plan(runs: Runs, claims: list[E.Claim] | None = None, resamples: int = 2000,
             # the paper's effect as a share of its row, at our row's level (the paper's own where we have none)
             effect = abs(c.paper_delta) / paper_level * abs(level if level else paper_level)
             margin = c.margin * abs(level if level else paper_level) if c.tie else 0.0
-        mc, b = (None, None), 0
+        mc, b, sent_mc = (None, None), 0, ()
         if e is not None:
-            for factor in (1, *E.REFINE):  # sized again with more resamples while the bootstrap seed moves it
+            for factor in (1, *E.REFINE) if refine else (1,):  # sized again with more resamples while the bootstrap seed moves it
                 if factor > 1:
                     e = compare(c, resamples * factor).estimate
                 sent_se, b = e.sentence_se, e.resamples if e.sentences else 0
                 n = seeds_needed(effect, seed_sd, sent_se, alpha, margin)
-                mc = tuple(seeds_needed(effect, seed_sd, e.moved(k).sentence_se, alpha, margin)
-                           for k in (-E.MC_RANGE, E.MC_RANGE))
+                sent_mc = tuple(e.moved(k).sentence_se for k in (-E.MC_RANGE, E.MC_RANGE)) if b else ()
+                mc = tuple(seeds_needed(effect, seed_sd, x, alpha, margin) for x in sent_mc or (sent_se, sent_se))
                 if not b or not _spread(mc, n):
                     break
         else:
@@ -176,7 +190,8 @@ def plan(runs: Runs, claims: list[E.Claim] | None = None, resamples: int = 2000,
             never = power(effect, 0.0, sent_se, 10 ** 6, alpha, margin) < POWER
             note = "; ".join(x for x in (note, f"not reachable in {MAX_SEEDS} seeds" + (
                 ": the test set's own noise is too large for this effect" if never else "")) if x)
-        out.append(Need(c, margin if c.tie else effect, seed_sd, sent_se, source, n, have, note, mc, b))
+        out.append(Need(c, margin if c.tie else effect, seed_sd, sent_se, source, n, have, note, mc, b, sent_mc,
+                        alpha, margin))
     return Plan(out, {r: len(v) for r, v in rows.items()}, hours)
 
 
@@ -211,6 +226,46 @@ def print_plan(p: Plan, stream=None) -> None:
           + ", ".join(f"{row} +{n}" for row, n in sorted(extra.items()) if n) + f"), about {hours:.1f} hours of "
           "trial time at the pilot's mean per-trial time (claims untestable at this budget and ones no seed count "
           "reaches left out).", file=stream)
+
+
+def print_power_at(p: Plan, seeds: int, reference: str, stream=None) -> None:
+    """Each claim's power at `seeds` seeds per row, with its Monte Carlo range, from a reference's noise."""
+    import sys
+    stream = stream or sys.stdout
+    table = [("claim", "effect", "seed sd", "sent se", "noise from", f"power at {seeds}", "MC range", "")]
+    for n in p.needs:
+        if n.effect != n.effect:  # NaN: a claim of yours with no pilot difference
+            table.append((n.claim.id, "-", "-", "-", n.source, "-", "", f"({n.note})"))
+            continue
+        mid, lo, hi = n.power_at(seeds)
+        # the untestable reason only: a count's "not reachable" is the 80%-power sizing's, not this column's
+        note = n.note.split("; not reachable")[0] if n.note.startswith(E.UNTESTABLE) else ""
+        table.append((n.claim.id, f"{n.effect:.2f}", f"{n.seed_sd:.2f}", f"{n.sentence_se:.2f}", n.source,
+                      f"{mid:.2f}", f"{lo:.2f}-{hi:.2f}" if n.resamples else "", f"({note})" if note else ""))
+    print(f"Each claim's power at {seeds} seeds per row: the chance the report's test finds the paper's effect (as a "
+          f"share of the row's figure) at Holm's strictest level in its family, with the seed and test-set noise of "
+          f"{reference} (a CPU reference at its own proxy, until a GPU run measures its own; MC range: at the "
+          f"test-set variance {E.MC_RANGE:g} Monte Carlo errors down and up):", file=stream)
+    print(text_table(table, right=(1, 2, 3, 5, 6), last_free=True), file=stream)
+
+
+def print_claims_power(cfgs: list, stream=None) -> None:
+    """The power of each claim whose rows are all planned, at the plan's seeds, from REFERENCE's noise (a CPU
+    reference at profile ablation's proxy, until a GPU run measures its own)."""
+    import sys
+    from zoo.reports import runs as runs_mod
+    from zoo.runner.gpu_plan import ROOT
+    store, profile = ROOT / REFERENCE[0], REFERENCE[1]
+    rows = {c.paper.row for c in cfgs if c.paper and c.paper.row}
+    claims = [c for c in E.CLAIMS if set(c.rows) <= rows]
+    left = sorted({c.id for c in E.CLAIMS if set(c.rows) & rows} - {c.id for c in claims})
+    if not claims:
+        return
+    seeds = min(sum(1 for c in cfgs if c.variant == v) for v in {c.variant for c in cfgs})
+    sized = plan(runs_mod.load(store, profile), claims, refine=False)
+    print_power_at(sized, seeds, f"{REFERENCE[0]} (profile {profile})", stream)
+    if left:
+        print(f"(not planned here, a row of theirs is not in this plan: {', '.join(left)})", file=stream or sys.stdout)
 
 
 def _range(mc: tuple) -> str:

@@ -33,15 +33,30 @@ def cmd_run(args) -> int:
     if args.pilot and not locate(pilot).exists():  # was: planned from the stated prior, as if no pilot had been named
         raise UserError(f"--pilot {args.pilot}: no results store at {pilot}; give the pilot run's zoo.db, or the "
                         "--storage folder holding it (without --pilot: the --storage store, or a stated prior)")
+    if args.more and not args.plan:
+        raise UserError(f"several specs ({args.spec}, {', '.join(args.more)}) go with --plan only (the minutes of "
+                        "them together); run them one `zoo run SPEC` at a time")
     if args.plan:  # what it would cost; nothing runs, no Ray starts
         from zoo.runner import plan
-        from zoo.spec import auto_profile
-        cfgs = sweep.resolve_trials(args.spec, args.variant, auto_profile(args.profile), args.set, seeds, args.data_dir)
+        from zoo.spec import auto_profile, spec_path
+        cfgs = [c for spec in (args.spec, *map(str, map(spec_path, args.more or ())))
+                for c in sweep.resolve_trials(spec, args.variant, auto_profile(args.profile), args.set, seeds,
+                                              args.data_dir)]
         _plan_note(args, cfgs)  # a bad --analysis plan fails the plan as it would fail the run
         if args.power:
             return _power(args, cfgs)
         order = _seed_order(args, cfgs, seeds) if args.until_resolved else []  # its mistakes before the plan
-        plan.print_plan(plan.plan(cfgs, measure=not args.no_measure), args.json)
+        gpu = any(c.resources.gpus > 0 for c in cfgs)
+        plan.print_plan(plan.plan(cfgs, measure=not args.no_measure and not (gpu and not _cuda())), args.json,
+                        unmeasured="" if not gpu else "the trials ask for a GPU and this machine has none: the H100 "
+                        "estimate below stands in")
+        if gpu and not args.json:  # the minutes on an H100, and each claim's power at these seeds
+            from zoo.reports import power
+            from zoo.runner import gpu_plan
+            print()
+            gpu_plan.print_gpu_plan(gpu_plan.gpu_plan(cfgs))
+            print()
+            power.print_claims_power(cfgs)
         if args.until_resolved:  # the plan is the first round; the rounds after it depend on the verdicts
             import sys
             first, more = order[:len(_named_seeds(cfgs, seeds))], order[len(_named_seeds(cfgs, seeds)):]
@@ -56,6 +71,11 @@ def cmd_run(args) -> int:
     return sweep.run(args.spec, profile=args.profile, variants=args.variant, sets=args.set, address=args.address,
                      storage=args.storage, rerun=args.rerun, max_concurrent=args.max_concurrent,
                      data_dir=args.data_dir, seeds=seeds, loggers=args.logger, analysis=_analysis(args))
+
+
+def _cuda() -> bool:
+    import torch
+    return torch.cuda.is_available()
 
 
 def _plan(args, cfgs=None):
@@ -340,6 +360,8 @@ def register(sub) -> None:
                        "loopback-only Ray) or on a Ray cluster (--address). Results go to the results store "
                        "STORAGE/zoo.db; running the same command again resumes and skips finished variants.")
     s.add_argument("spec", help="spec file, e.g. specs/table3_A.yaml")
+    s.add_argument("more", nargs="*", metavar="SPEC", help="with --plan: more specs, planned together (zoo run "
+                   "base table3_A table3_B --plan)")
     s.add_argument("--profile", default="auto",
                    help="smoke, quick, cpu, gpu, paper or a profile file (default auto: gpu if the cluster has GPUs, else cpu)")
     s.add_argument("--variant", action="append", metavar="V", help="only this variant; repeat for several")

@@ -122,7 +122,7 @@ def _size(n: float, unit: str = "B") -> str:
     return f"{n:.0f} {unit}"
 
 
-def print_plan(rows: list[PlannedTrial], as_json: bool, stream=None) -> None:
+def print_plan(rows: list[PlannedTrial], as_json: bool, stream=None, unmeasured: str = "") -> None:
     stream = stream or sys.stdout  # looked up at the call: a default bound at import outlives a redirect
     if as_json:
         print(json.dumps([r.model_dump(mode="json") for r in rows], indent=2), file=stream)
@@ -137,7 +137,7 @@ def print_plan(rows: list[PlannedTrial], as_json: bool, stream=None) -> None:
     measured = rows and all(r.est_seconds is not None for r in rows)
     when = (f"est. {duration(total)} one after another"
             + (f", about {duration(total / slots)} with {slots} at once on this machine" if slots > 1 and total else "")
-            if measured else "training time not estimated (nothing was measured: leave out --no-measure)")
+            if measured else f"training time not estimated here ({unmeasured or 'nothing was measured: leave out --no-measure'})")
     print(f"\n{len(rows)} trials, {_size(sum(r.train_flops_total for r in rows), 'FLOP')} of training, "
           f"{_size(sum(r.checkpoint_bytes for r in rows))} of checkpoints; {when}", file=stream)
     if line := time_limit_text(rows, measured):

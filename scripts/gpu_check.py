@@ -14,6 +14,8 @@ OUT/measured.json (the raw numbers), OUT/steps.tsv, OUT/logs/ (each command's ou
   4 trial, trial-other   the cpu profile's base on the GPU, 300 steps: precision auto, then the other precision
   5 shared, shared-status   table3_A's four smoke trials sharing the GPU (0.25 each), only where `import ray` works
   6 no-cuda      a GPU request with CUDA hidden exits 2 saying what torch sees
+  8 stacked      the cpu profile's base, K = 1, 4, 16 seeds stacked in one process (zoo.train.stacked): tokens/s summed
+  9 concurrent   the same base as 1, 2, 4 processes sharing the device: tokens/s summed, trials a minute
   7 report       report.md and measured.json
 
 --out DIR: where it writes (default: the checkout's results/gpu-check; a relative DIR is from the folder you run it
@@ -163,6 +165,12 @@ def other_precision(c):
     return other
 
 
+def side_by_side(c, what):
+    out = {"stacked": "stacked.json", "shared": "concurrent.json"}[what]
+    return [c.py, ROOT / "scripts" / "gpu_side_by_side.py", what, "--json", c.out / out,
+            *(["--tiny"] if c.mode.cpu else [])]
+
+
 def no_ray(c):
     return "" if c.ray else "no Ray here (import ray fails; ../shared/gpu/stage.sh --ray stages it)"
 
@@ -196,6 +204,11 @@ STEPS = [
     Step("6-no-cuda", (15, 40), lambda c: [*c.zoo, "train", "base", "--profile", "smoke", "--set", "resources.gpus=1",
                                            "--out", c.work / "no-cuda"],
          made=("work/no-cuda",), env=(("CUDA_VISIBLE_DEVICES", ""),)),
+    # seeds side by side (issue 52): K = 1, 4, 16 stacked in one process, then 1, 2, 4 processes sharing the device;
+    # each figure beside the roofline's prediction (expected on an H100: about 25 s and 55 s)
+    Step("8-stacked", (60, 150), lambda c: side_by_side(c, "stacked"), made=("stacked.json",)),
+    Step("9-concurrent", (75, 150), lambda c: [*side_by_side(c, "shared"), "--work", c.work, "--zoo", *c.zoo],
+         made=("concurrent.json", *(f"work/shared-{p}-{i}" for p in (1, 2, 4) for i in range(p)))),
 ]
 
 

@@ -141,6 +141,66 @@ def shared(r):
             "gpu_ids": [(x.get("placement") or {}).get("gpu_ids") for x in rows]}
 
 
+# -- 8, 9: seeds stacked, processes sharing the device (each beside the roofline's prediction) ----------------
+def mid(pred, key):
+    """The prediction's middle and range as text ('-' where none was made)."""
+    v = (pred or {}).get(key)
+    if not v:
+        return "-"
+    return f"{v[1]:.0f}" if v[0] == v[2] else f"{v[1]:.0f} ({min(v):.0f}-{max(v):.0f})"
+
+
+def inside(pred, key, got):
+    v = (pred or {}).get(key)
+    return v is None or min(v) * 0.85 <= got <= max(v) * 1.15  # the roofline's own 15% either side
+
+
+def stacked_headline(r, name):
+    rows = load(r.out / "stacked.json") or []
+    return "; ".join(f"K {x['K']}: {x['summed_tokens_per_s']:.0f} tok/s summed (predicted "
+                     f"{mid(x.get('predicted'), 'summed_tokens_per_s')})" for x in rows) or "no figures"
+
+
+def concurrent_headline(r, name):
+    rows = load(r.out / "concurrent.json") or []
+    return "; ".join(f"{x['P']} at once: {x['summed_tokens_per_s']:.0f} tok/s summed (predicted "
+                     f"{mid(x.get('predicted'), 'summed_tokens_per_s')}), {x['trials_per_min']:.1f} trials/min"
+                     for x in rows) or "no figures"
+
+
+def side_by_side_section(r, raw, outside):
+    st = r.steps()
+    L = []
+    rows = raw["stacked"] = load(r.out / "stacked.json")
+    note = " (a CPU rehearsal of the smoke profile's base: the predictions are an H100's)" if r.cpu else ""
+    L.append(f"8. seeds stacked in one process, the cpu profile's base{note} ({ran(st, '8-stacked')}):\n")
+    if rows:
+        L += ["| K | ms a step | predicted ms | tokens/s summed | predicted | trials a minute (training only) | "
+              "predicted |", "|---:|---:|---:|---:|---:|---:|---:|"]
+        for x in rows:
+            p = x.get("predicted")
+            L.append(f"| {x['K']} | {x['step_ms']:.1f} | {mid(p, 'step_ms')} | {x['summed_tokens_per_s']:.0f} | "
+                     f"{mid(p, 'summed_tokens_per_s')} | {x['trials_per_min']:.2f} | {mid(p, 'trials_per_min')} |")
+            if not r.cpu and not inside(p, "summed_tokens_per_s", x["summed_tokens_per_s"]):
+                outside.append(f"stacked K {x['K']}: {x['summed_tokens_per_s']:.0f} tok/s summed (predicted "
+                               f"{mid(p, 'summed_tokens_per_s')})")
+        L.append("")
+    rows = raw["concurrent"] = load(r.out / "concurrent.json")
+    L.append(f"9. processes sharing the device, the same base{note} ({ran(st, '9-concurrent')}):\n")
+    if rows:
+        L += ["| processes | finished | wall s | tokens/s summed | predicted | trials a minute |",
+              "|---:|---:|---:|---:|---:|---:|"]
+        for x in rows:
+            p = x.get("predicted")
+            L.append(f"| {x['P']} | {x['finished']} | {x['wall_s']:.0f} | {x['summed_tokens_per_s']:.0f} | "
+                     f"{mid(p, 'summed_tokens_per_s')} | {x['trials_per_min']:.1f} ({x['steps']}-step trials) |")
+            if not r.cpu and not inside(p, "summed_tokens_per_s", x["summed_tokens_per_s"]):
+                outside.append(f"{x['P']} processes: {x['summed_tokens_per_s']:.0f} tok/s summed (predicted "
+                               f"{mid(p, 'summed_tokens_per_s')})")
+        L.append("")
+    return L
+
+
 # -- each step's headline: its one figure, printed as it ends ---------------------------------------------
 def torch_headline(r, name):
     t = r.torch()
@@ -204,7 +264,8 @@ def no_cuda_headline(r, name):
 HEADLINES = {"1-torch": torch_headline, "2-predict": predict_headline, "2-bench-eager": bench_headline,
              "2-bench-compiled": bench_headline, "3-learn-new": learn_headline, "3-learn-old": learn_headline,
              "4-trial": trial_headline, "4-trial-other": trial_headline, "5-shared": shared_headline,
-             "5-shared-status": shared_status_headline, "6-no-cuda": no_cuda_headline}
+             "5-shared-status": shared_status_headline, "6-no-cuda": no_cuda_headline,
+             "8-stacked": stacked_headline, "9-concurrent": concurrent_headline}
 
 
 def headline(r, name):
@@ -399,7 +460,7 @@ def steps_section(r, raw, outside):
 
 # the report's sections in order: a new step of the check adds its section here (and its headline above)
 SECTIONS = [torch_section, bench_section, learning_section, trial_section, shared_section, no_cuda_section,
-            checkpoint_section, steps_section]
+            side_by_side_section, checkpoint_section, steps_section]
 
 
 def report(r):

@@ -11,7 +11,7 @@ import time
 import pytest
 
 STEPS = ["1-torch", "2-predict", "2-bench-eager", "2-bench-compiled", "3-learn-new", "3-learn-old", "4-trial",
-         "4-trial-other", "5-shared", "6-no-cuda", "7-report"]
+         "4-trial-other", "5-shared", "6-no-cuda", "8-stacked", "9-concurrent", "7-report"]
 
 
 @pytest.mark.slow
@@ -38,6 +38,7 @@ def test_gpu_check_rehearses_every_step_on_the_cpu(repo, data_root, tmp_path):
     assert "## Checkpoint share (target: at most 2% of any run of a minute or more)" in report
     assert "waiting on checkpoints" in report and "tokens/s" in report and "precision auto chose" in report
     assert "6. GPU asked, CUDA hidden: exit 2, says what torch sees: as expected" in report
+    assert "8. seeds stacked in one process" in report and "9. processes sharing the device" in report
     assert "## Outside the predicted range or not as expected" in report
     raw = json.loads((out / "measured.json").read_text())
     steps = raw["steps"]
@@ -61,6 +62,11 @@ def test_gpu_check_rehearses_every_step_on_the_cpu(repo, data_root, tmp_path):
     assert all(0 <= x["checkpoint_share"] < 1 for x in raw["runs"].values())
     if raw.get("shared") and steps["5-shared"]["exit"] == "0":
         assert raw["shared"]["finished"] == 4 and raw["shared"]["summed_tokens_per_s"] > 0
+    if steps["8-stacked"]["exit"] == "0":  # the rehearsal's K = 1, 2, each beside an H100's prediction
+        assert [x["K"] for x in raw["stacked"]] == [1, 2] and all(x["summed_tokens_per_s"] > 0 for x in raw["stacked"])
+        assert all(len(x["predicted"]["summed_tokens_per_s"]) == 3 for x in raw["stacked"])
+    if steps["9-concurrent"]["exit"] == "0":
+        assert raw["concurrent"][0]["P"] == 2 and raw["concurrent"][0]["finished"] == 2
     assert (out / "work" / ".gitignore").exists()
     assert (out / "logs" / "notes.log").read_text() == (out / "notes.md").read_text() == "mine\n"
 
@@ -195,3 +201,30 @@ def test_a_step_past_its_limit_is_ended_with_its_processes(repo, tmp_path, capsy
     assert gc.run_steps(c, steps[1:]) == ""
     assert (c.out / "steps.tsv").read_text().splitlines()[-1] == \
         f"t-stubborn\tskipped: out of the {gc.TOTAL}-second budget\t0\t0"
+
+
+def test_side_by_side_figures_beside_their_predictions(repo, made_up):
+    """Issue 52, item 6: the stacked and concurrent steps' figures each beside the roofline's prediction; one far
+    from its range is listed as outside it."""
+    rep = report_module(repo)
+    out, ref = made_up
+    pred = lambda tps: {"step_ms": [20, 30, 40], "summed_tokens_per_s": tps, "trials_per_min": [3, 4, 5]}
+    (out / "stacked.json").write_text(json.dumps([
+        {"K": 1, "step_ms": 21.9, "summed_tokens_per_s": 180000, "trials_per_min": 1.2, "predicted": pred([180000] * 3)},
+        {"K": 16, "step_ms": 400, "summed_tokens_per_s": 157000, "trials_per_min": 1.1,
+         "predicted": pred([400000, 600000, 800000])}]))
+    (out / "concurrent.json").write_text(json.dumps([
+        {"P": 4, "finished": 4, "wall_s": 30, "summed_tokens_per_s": 600000, "trials_per_min": 8.0, "steps": 200,
+         "predicted": {"summed_tokens_per_s": [700000] * 3}}]))
+    (out / "steps.tsv").write_text((out / "steps.tsv").read_text() + "8-stacked\t0\t30\t60\n9-concurrent\t0\t50\t75\n")
+    r = rep.Results(out, cpu=False, ref=ref)
+    rep.write(r)
+    text = (out / "report.md").read_text()
+    assert "8. seeds stacked in one process, the cpu profile's base (exit 0, 30 s of 60):" in text
+    assert "| 16 | 400.0 | 30 (20-40) | 157000 | 600000 (400000-800000) | 1.10 | 4 (3-5) |" in text
+    assert "| 4 | 4 | 30 | 600000 | 700000 | 8.0 (200-step trials) |" in text
+    raw = json.loads((out / "measured.json").read_text())
+    assert "stacked K 16: 157000 tok/s summed (predicted 600000 (400000-800000))" in raw["outside"]
+    assert not any("stacked K 1:" in x or "processes:" in x for x in raw["outside"])  # within 15% of the range
+    assert rep.headline(r, "8-stacked").startswith("K 1: 180000 tok/s summed (predicted 180000); K 16:")
+    assert rep.headline(r, "9-concurrent") == "4 at once: 600000 tok/s summed (predicted 700000), 8.0 trials/min"

@@ -1,0 +1,141 @@
+"""The GPU check's side-by-side steps (scripts/gpu_check.py 8-stacked, 9-concurrent): the cpu profile's base trained
+as K seeds stacked in one process (zoo.train.stacked), and as P processes sharing the device; each figure beside the
+roofline's prediction (zoo.runner.gpu_plan: an H100's, from its measured solo speed; on --tiny a CPU rehearsal, whose
+figures say nothing about a GPU).
+
+  python scripts/gpu_side_by_side.py stacked --json FILE [--tiny]
+  python scripts/gpu_side_by_side.py shared --json FILE --work DIR --zoo ZOO... [--tiny]
+
+stacked: K = 1, 4, 16 (--tiny: the smoke profile's base, K = 1, 2), a few warm-up steps, then timed steps of
+zoo.train.stacked.stacked_step: summed target tokens/s and trials a minute (training only, at the profile's steps).
+shared: P = 1, 2, 4 processes (--tiny: 2) each `zoo train base` for a few hundred steps at once: summed tokens/s
+(each run's own) and trials finished a minute (P over the wall from the first start to the last end).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+GPU = {"profile": "cpu", "K": (1, 4, 16), "warm": 3, "timed": 20, "P": (1, 2, 4), "steps": 200}
+TINY = {"profile": "smoke", "K": (1, 2), "warm": 1, "timed": 1, "P": (2,), "steps": 5}  # the code path, in seconds
+
+
+def config(size: dict, cuda: bool, seed: int = 1):
+    from zoo.spec import resolve
+    sets = [f"resources.gpus={int(cuda)}", f"train.seed={seed}"] + (["train.precision=fp32"] if cuda else [])
+    return resolve("base", profile=size["profile"], sets=sets)[0]
+
+
+def predictions(cfg, K: int, P: int = 1) -> dict | None:
+    """The H100's predicted step (ms: best, mid, worst) of K stacked seeds, and summed tokens/s of P processes."""
+    try:
+        from zoo.runner import gpu_plan
+        return gpu_plan.side_by_side(cfg, K, P)
+    except Exception as e:  # no checkout here (bench/roofline.py): the measured figures still count
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def save(rows: list, path: Path) -> None:
+    """Whole or not at all, after each K or P: a step ended at its limit keeps what it measured."""
+    part = path.with_name(f".{path.name}.part")
+    part.write_text(json.dumps(rows, indent=2))
+    os.replace(part, path)
+
+
+def stacked(size: dict, path: Path) -> list:
+    import copy
+    import torch
+    from zoo.data import pair_lengths
+    from zoo.train.checkpointing import State
+    from zoo.train.device import autocast_dtype, train_device
+    from zoo.train.prepared import build, prepare
+    from zoo.train.recipe import make_optimizer
+    from zoo.train.stacked import Batches, Seat, stacked_step
+    cuda = torch.cuda.is_available()
+    cfg0 = config(size, cuda)
+    device = train_device(cfg0)
+    amp = autocast_dtype(cfg0.train.precision, device, cfg0.model.d_model)
+    p = prepare(cfg0)
+    lengths = pair_lengths(p.train)
+    rows = []
+    for K in size["K"]:
+        seats = []
+        for seed in range(1, K + 1):
+            cfg = config(size, cuda, seed)
+            torch.manual_seed(seed)
+            model = build(cfg, p.sp, p.tgt_vocab).to(device).train()
+            opt = make_optimizer(model, 0.0, tuple(cfg.train.optimizer.betas), cfg.train.optimizer.eps)
+            seats.append(Seat(cfg, Path("."), model, opt, State(), Batches(cfg, p.train, lengths, 0, 0),
+                              torch.zeros(2, dtype=torch.float64, device=device)))
+        skeleton = copy.deepcopy(seats[0].model).train()
+        for _ in range(size["warm"]):
+            stacked_step(seats, skeleton, device, amp)
+        sync = torch.cuda.synchronize if cuda else (lambda: None)
+        sync()
+        tokens0, t0 = sum(s.st.tokens_seen for s in seats), time.perf_counter()
+        for _ in range(size["timed"]):
+            stacked_step(seats, skeleton, device, amp)
+        sync()
+        secs = time.perf_counter() - t0
+        tokens = sum(s.st.tokens_seen for s in seats) - tokens0
+        step = secs / size["timed"]
+        rows.append({"K": K, "step_ms": 1e3 * step, "summed_tokens_per_s": tokens / secs,
+                     "trials_per_min": 60 * K / (step * cfg0.train.steps), "profile_steps": cfg0.train.steps,
+                     "peak_gib": torch.cuda.max_memory_allocated() / 2 ** 30 if cuda else None,
+                     "predicted": predictions(cfg0, K)})
+        print(f"K {K}: {rows[-1]['step_ms']:.1f} ms a step, {rows[-1]['summed_tokens_per_s']:.0f} tok/s summed, "
+              f"{rows[-1]['trials_per_min']:.2f} trials a minute (training only, {cfg0.train.steps} steps)", flush=True)
+        save(rows, path)
+        del seats, skeleton
+        if cuda:
+            torch.cuda.empty_cache()
+    return rows
+
+
+def shared(size: dict, work: Path, zoo: list, path: Path) -> list:
+    import torch
+    cuda = torch.cuda.is_available()
+    rows = []
+    for P in size["P"]:
+        outs = [work / f"shared-{P}-{i}" for i in range(P)]
+        argv = lambda o: [*zoo, "train", "base", "--profile", size["profile"], "--set", f"resources.gpus={int(cuda)}",
+                          "--set", f"train.steps={size['steps']}", "--set", "eval.max_sentences=8",
+                          "--set", "resources.cpus=1", *(["--set", "train.precision=fp32"] if cuda else []),
+                          "--out", o]
+        t0 = time.monotonic()
+        procs = [subprocess.Popen([str(a) for a in argv(o)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  stdin=subprocess.DEVNULL) for o in outs]
+        codes = [p.wait() for p in procs]
+        wall = time.monotonic() - t0
+        runs = [json.loads((o / "summary.json").read_text()) for o in outs if (o / "summary.json").exists()]
+        tps = sum(r["tokens_seen"] / max(r["train_seconds"], 1e-9) for r in runs)
+        rows.append({"P": P, "finished": len(runs), "exits": codes, "wall_s": wall, "summed_tokens_per_s": tps,
+                     "trials_per_min": 60 * len(runs) / wall, "steps": size["steps"],
+                     "predicted": predictions(config(size, cuda), 1, P)})
+        print(f"P {P}: {len(runs)} of {P} finished in {wall:.0f} s, {tps:.0f} tok/s summed, "
+              f"{rows[-1]['trials_per_min']:.1f} trials a minute ({size['steps']}-step trials)", flush=True)
+        save(rows, path)
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("what", choices=["stacked", "shared"])
+    ap.add_argument("--json", required=True, type=Path)
+    ap.add_argument("--tiny", action="store_true")
+    ap.add_argument("--work", type=Path, help="shared: where its runs go")
+    ap.add_argument("--zoo", nargs="+", default=["zoo"], help="shared: the zoo command")
+    args = ap.parse_args(argv)
+    size = TINY if args.tiny else GPU
+    if args.what == "stacked":
+        stacked(size, args.json)
+    else:
+        shared(size, args.work, args.zoo, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
