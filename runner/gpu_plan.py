@@ -102,7 +102,7 @@ def _trace(cfg: Config):
         model = build_model(cfg.model, cfg.data.vocab_size).train()
     B = max(1, cfg.train.batch_tokens // MEAN_LEN)
     ids = lambda: torch.ones((B, MEAN_LEN), dtype=torch.long, device="meta")
-    from zoo.train.recipe import smoothed_loss
+    from zoo.train import smoothed_loss
     loss = lambda lg, t: smoothed_loss(lg, t, cfg.train.label_smoothing)[0]
     return rf.step(model, ids(), ids(), ids(), loss, amp=cfg.train.precision == "bf16")[0]
 
@@ -174,7 +174,7 @@ def side_by_side(c: Config, K: int, P: int = 1) -> dict:
 
 def gpu_plan(cfgs: list[Config]) -> GpuPlan:
     """Each row's K, step time and minutes on one H100, and the whole's (a row: a variant, its trials its seeds)."""
-    from zoo.train.stacked import stack_problem, stack_size
+    from zoo.train import stack_problem, stack_size
     a = anchor()
     rows: dict[str, list[Config]] = {}
     for c in cfgs:
