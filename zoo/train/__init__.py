@@ -8,6 +8,7 @@ The parts:
    names, written atomically, listed, loaded, resumed and averaged; zoo.train.writer: the process that writes them;
 4. zoo.train.device: rank, device, GPU share, compute dtype and the memory check of a trial;
 5. zoo.train.loop: one trial, `train`: prepare, resume, the step loop (accumulation, data parallel), typed events;
+   zoo.train.stacked: K runs that differ only in shape-keeping values trained side by side, each as alone;
 6. zoo.train.evaluation: dev perplexity, decoding, scores and the attention map of the trained model;
 7. zoo.train.learning: whether a run is learning: its training NLL against the unigram and uniform levels.
 This door serves their public names to outsiders (`from zoo.train import train`; `zoo.fit` is `train`).
@@ -15,5 +16,5 @@ This door serves their public names to outsiders (`from zoo.train import train`;
 from zoo._door import door
 
 __getattr__, __dir__ = door(__name__, __file__, ["prepared", "recipe", "compiled_loss", "step", "checkpointing", "writer",
-                                                "device", "loop", "evaluation", "learning"],
+                                                "device", "loop", "stacked", "evaluation", "learning"],
                             moved={"zoo.config": "noam_lr"})
