@@ -49,8 +49,10 @@ from zoo.train.step import draws_key
 
 __all__ = ["Seat", "stack_problem", "stack_size", "train_stacked"]
 
-# what seeds of one stack may differ in: values that keep every tensor's shape (and the trial's name)
-FREE = ("train.seed", "train.label_smoothing", "train.schedule.", "trial", "variant", "name", "seeds")
+# what seeds of one stack may differ in: values that keep every tensor's shape, and labels that train nothing (the
+# trial's name, its row of the paper, the record of the --set and seeds-axis values: what those set is compared)
+FREE = ("train.seed", "train.label_smoothing", "train.schedule.", "trial", "variant", "name", "seeds", "overrides.",
+        "paper.", "description")
 
 Report = Callable[[int, Event], None]
 
