@@ -50,15 +50,25 @@ def stacks(todo: list[Config], mode: str, nodes: list[dict], scheduled: bool = F
 
 
 def device_bytes(cfg: Config, nodes: list[dict]) -> int:
-    """The memory of the device one trial of `cfg` trains on: its share (resources.gpus) of the GPU this driver
-    sees (or UNSEEN_GPU_BYTES), or on the CPU its share (resources.cpus of a node's CPUs) of the largest node's
-    memory as Ray offers it."""
+    """The memory of the device one trial of `cfg` trains on: its share (resources.gpus) of this machine's
+    first GPU (or UNSEEN_GPU_BYTES), or on the CPU its share (resources.cpus of a node's CPUs) of the largest
+    node's memory as Ray offers it."""
     if cfg.resources.gpus > 0:
-        import torch
-        have = torch.cuda.get_device_properties(0).total_memory if torch.cuda.is_available() else UNSEEN_GPU_BYTES
-        return int(have * min(cfg.resources.gpus, 1.0))
+        return int(gpu_bytes() * min(cfg.resources.gpus, 1.0))
     return int(max((nd.get("memory", 0) * min(1.0, cfg.resources.cpus / max(nd.get("CPU", 1), 1)) for nd in nodes),
                    default=0))
+
+
+def gpu_bytes() -> int:
+    """The first GPU's memory, from nvidia-smi: the driver never opens a CUDA context (it would hold memory the
+    trials need); UNSEEN_GPU_BYTES where it cannot tell (no GPU here: a cluster's)."""
+    import subprocess
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=20, check=True).stdout.split()
+        return int(float(out[0]) * 2**20)  # MiB
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return UNSEEN_GPU_BYTES
 
 
 def stacked(members: list):
