@@ -203,6 +203,9 @@ def _sweep(sw: Sweep, cfgs: list, todo: list, local_ray) -> int:
     print(f"zoo run {sw.spec}: {len(todo)} of {len(cfgs)} trials to run ({', '.join(run_dirs)})\n"
           f"profile {profile}: {cfgs[0].profile_description or 'the spec exactly as written'}\n"  # a file's too
           f"results {st.store_path}  trials {st.root}/{spec_folder(sw.spec)}/", file=sw.stream, flush=True)
+    if stacks_ := [g for g in sw.groups if len(g) > 1]:
+        print(f"side by side (--stack {sw.stack}): {sum(map(len, stacks_))} trials as {len(stacks_)} stacked trials, "
+              f"K = {', '.join(str(len(g)) for g in stacks_)}", file=sw.stream, flush=True)
     changed = [c.trial for c in todo if (row := sw.store.get(sw.spec_key, c.trial, profile)) and row.finished
                and row.config_hash != c.config_hash()]
     if changed:  # their finished results are about to be replaced: say so before it happens
