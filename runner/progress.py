@@ -93,10 +93,10 @@ class Live:
 
     def result(self, trial, m: dict) -> None:
         """One event from the trial, as runner.trial sent it (zoo.result.wire), read back into its type: once, here;
-        or the error that ended a stacked trial's member alone (its traceback, under "error")."""
+        or the error that ended a stacked trial's member alone (its traceback, under "failed")."""
         v = _name(trial)
-        if "error" in m:
-            return self.failed(v, m["error"])
+        if "failed" in m:
+            return self.failed(v, m["failed"])
         row, e = self.rows[v], event(m)
         if isinstance(e, Started):
             p = e.placement

@@ -162,7 +162,7 @@ def _fit_stack(setup: Setup) -> None:
     ends = {}
     for k, (m, r) in enumerate(zip(members, results)):
         if isinstance(r, Exception):
-            ends[m.trial] = {"error": "".join(traceback.format_exception(r))}
+            ends[m.trial] = {"failed": "".join(traceback.format_exception(r))}
             continue
         mirrors[k].push(final=True)
         r = held[k].result if k in held else r  # a member finished before returns its result unsent

@@ -101,3 +101,38 @@ def test_a_stacked_sweep_writes_rows_that_report_reads_as_solo_rows(tmp_path):
         line = next(l for l in page.splitlines() if l.startswith(f"| {r} |"))
         assert "| 4 |" in line and "| done |" in line, line  # 4 seeds, as 4 solo rows read
     assert "did not all run alike" not in page
+
+
+def test_a_member_that_ends_alone_fails_its_own_row(tmp_path):
+    """The driver's side of a stacked trial (runner.progress): each member's events go to its own row; a member's
+    error (a diverged seed) fails its row alone; a later error of the whole trial leaves a finished or failed
+    member as it was, and fails the others."""
+    import io
+    from types import SimpleNamespace
+    from zoo.runner import progress
+    store = Store(tmp_path / "zoo.db")
+    names = ["A1-seed1", "A1-seed2", "A1-seed3"]
+    live = progress.Live(store, "t.yaml", "smoke", {v: str(tmp_path / v) for v in names}, "exp", stream=io.StringIO())
+    trial = SimpleNamespace(config={"trial": {"trial": "A1-seed1+2", "stack": [{"trial": v} for v in names]}},
+                            error_file=None, get_error=lambda: "RuntimeError: the stack's process died")
+    progress.LIVE, forward = live, progress.Forward()
+    try:
+        forward.on_trial_start(0, [], trial)
+        forward.on_trial_result(0, [], trial, {"seats": {"A1-seed1": {"step": 1, "steps": 6, "loss": 7.0},
+                                                        "A1-seed2": {"step": 1, "steps": 6, "loss": 7.5}}})
+        text = ("Traceback (most recent call last):\n  ...\nzoo.train.loop.NonFiniteLoss: non-finite loss at step 2 "
+                "(lr 9.9); lower train.schedule.lr_scale\n")
+        forward.on_trial_result(0, [], trial, {"seats": {"A1-seed2": {"failed": text}}})
+        rows = {t.trial: t for t in store.trials()}
+        assert rows["A1-seed2"].status.value == "failed" and rows["A1-seed2"].error.startswith(
+            "zoo.train.loop.NonFiniteLoss: non-finite loss at step 2")
+        assert rows["A1-seed1"].status.value == "running" and rows["A1-seed1"].step == 1
+        assert [p.step for p in store.points("t.yaml", "A1-seed1", "smoke")] == [1]
+        assert rows["A1-seed3"].status.value == "running" and not store.points("t.yaml", "A1-seed3", "smoke")
+        forward.on_trial_error(0, [], trial)
+        rows = {t.trial: t for t in store.trials()}
+        assert rows["A1-seed2"].error.startswith("zoo.train.loop.NonFiniteLoss")  # its own end, kept
+        assert rows["A1-seed1"].status.value == rows["A1-seed3"].status.value == "failed"
+        assert "the stack's process died" in rows["A1-seed3"].error
+    finally:
+        progress.LIVE = None
