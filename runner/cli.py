@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from zoo.errors import UserError
+from zoo.runner.stacking import STACK_DEFAULT, STACK_MODES
 from zoo.result import TrialStatus
 from zoo.text import text_table
 
@@ -70,7 +71,8 @@ def cmd_run(args) -> int:
         return _until_resolved(args, seeds)
     return sweep.run(args.spec, profile=args.profile, variants=args.variant, sets=args.set, address=args.address,
                      storage=args.storage, rerun=args.rerun, max_concurrent=args.max_concurrent,
-                     data_dir=args.data_dir, seeds=seeds, loggers=args.logger, analysis=_analysis(args))
+                     data_dir=args.data_dir, seeds=seeds, loggers=args.logger, analysis=_analysis(args),
+                     stack=args.stack)
 
 
 def _cuda() -> bool:
@@ -211,7 +213,7 @@ def _until_resolved(args, seeds) -> int:
         rc = sweep.run(args.spec, profile=args.profile, variants=variants, sets=args.set, address=args.address,
                        storage=args.storage, rerun=False, max_concurrent=args.max_concurrent,
                        data_dir=args.data_dir, seeds=order[:k], loggers=args.logger,
-                       analysis=plan.hash() if plan else None)
+                       analysis=plan.hash() if plan else None, stack=args.stack)
         if rc:
             return rc
         runs = runs_mod.load(default_path(args.storage), cfgs[0].profile)
@@ -375,6 +377,11 @@ def register(sub) -> None:
                    "named VARIANT-seedK (overrides the spec's or profile's `seeds:`)")
     s.add_argument("--max-concurrent", type=int, metavar="K", help="at most K trials at once (default: as many "
                    "as the resources allow)")
+    s.add_argument("--stack", choices=STACK_MODES, default=STACK_DEFAULT, help="train the seeds of a row (and rows "
+                   "that differ only in the seed, label smoothing or learning rate) side by side as one stacked model "
+                   "in one process, each as it would train alone, with its own checkpoints and row: auto (default) "
+                   "on GPU trials, where it fills the card; on also on the CPU (equal to a solo run to float "
+                   "tolerance, not bit for bit, and no faster there); off never")
     s.add_argument("--data-dir", help="data directory (default $ZOO_DATA_DIR or the user cache)")
     s.add_argument("--no-download", action="store_true",
                    help="never fetch a missing corpus on first use (also: ZOO_DOWNLOAD=0)")

@@ -24,27 +24,29 @@ LIVE: "Live | None" = None
 
 class Forward(tune.Callback):
     """Only the variants this run set out to run: a restored experiment may restart a trial that
-    had finished just before the last driver died (its summary is on disk; it re-trains nothing)."""
+    had finished just before the last driver died (its summary is on disk; it re-trains nothing).
+    A stacked trial (runner.stacking) stands for its members: each event goes to its member's row."""
 
     def on_trial_start(self, iteration, trials, trial, **info):
-        if _ours(trial):
-            LIVE.started(trial)
+        for v in _ours(trial):
+            LIVE.started(v)
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
-        if _ours(trial):
-            LIVE.result(trial, _zoo(result))
+        for v, m in _seats(trial, result):
+            LIVE.result(v, m)
 
     def on_trial_complete(self, iteration, trials, trial, **info):
-        if _ours(trial):
-            LIVE.completed(trial)
+        for v in _ours(trial):
+            LIVE.completed(v)
 
     def on_trial_error(self, iteration, trials, trial, **info):
-        if _ours(trial):
-            LIVE.failed(trial)
+        for v in _ours(trial):
+            if LIVE.rows[v].state not in ("finished", "failed"):  # a stack's member that ended already keeps its end
+                LIVE.failed(v, _error_text(trial))
 
     def on_trial_recover(self, iteration, trials, trial, **info):
-        if _ours(trial):
-            LIVE.retrying(trial)
+        for v in _ours(trial):
+            LIVE.retrying(v, _error_text(trial))
 
     def on_step_end(self, iteration, trials, **info):
         if LIVE is not None:
@@ -83,15 +85,19 @@ class Live:
 
     # -- Tune events --------------------------------------------------------------------------
     def started(self, trial) -> None:
-        v = trial_name(trial)
+        v = _name(trial)
         self.rows[v].state = "running"
         self._save(v, status="running", started_at=time.time(), error=None, finished_at=None,
                    experiment=self.experiment)
         self._say(f"{v}: started")
 
     def result(self, trial, m: dict) -> None:
-        """One event from the trial, as runner.trial sent it (zoo.result.wire), read back into its type: once, here."""
-        v, row, e = trial_name(trial), self.rows[trial_name(trial)], event(m)
+        """One event from the trial, as runner.trial sent it (zoo.result.wire), read back into its type: once, here;
+        or the error that ended a stacked trial's member alone (its traceback, under "failed")."""
+        v = _name(trial)
+        if "failed" in m:
+            return self.failed(v, m["failed"])
+        row, e = self.rows[v], event(m)
         if isinstance(e, Started):
             p = e.placement
             self._save(v, placement=p, hardware=_hardware(p))
@@ -142,17 +148,15 @@ class Live:
     def reconcile(self, result) -> None:
         """A trial that a restored experiment had already seen finish (the driver died before the
         store heard of it): record it from the final result Tune kept."""
-        v = trial_name(result)  # None: a trial an interrupt left unstarted (Tune hands back no config)
-        if v not in self.rows:
-            return
-        e = event(_zoo(result.metrics))
-        if self.rows[v].state != "finished" and not result.error \
-                and isinstance(e, Done) and e.result is not None:
-            self._done(v, e.result)
+        for v, m in _seats(result, result.metrics):  # none: a trial an interrupt left unstarted (no config)
+            e = event(m)
+            if self.rows[v].state != "finished" and not result.error \
+                    and isinstance(e, Done) and e.result is not None:
+                self._done(v, e.result)
 
     def completed(self, trial) -> None:
         """Tune ended the trial without an error. No "done" event came: a scheduler stopped it early."""
-        v = trial_name(trial)
+        v = _name(trial)
         if not self.scheduled or self.rows[v].state in ("finished", "failed"):
             return  # without a scheduler nothing stops a trial early (an interrupted one stays resumable)
         step = self.rows[v].step or 0
@@ -160,16 +164,17 @@ class Live:
         self._save(v, status="stopped", finished_at=time.time(), error=None)
         self._say(f"{v}: stopped early at step {step} (the scheduler: it trailed the others)")
 
-    def failed(self, trial) -> None:
-        v = trial_name(trial)
-        err = short_error(_error_text(trial))
+    def failed(self, trial, text: str | None = None) -> None:
+        """The trial failed: `text`, its traceback (by default the one Tune recorded)."""
+        v = _name(trial)
+        err = short_error(_error_text(trial) if text is None else text)
         self.rows[v].state = "failed"
         self._save(v, status="failed", error=err, finished_at=time.time())
         self._say(f"{v}: FAILED  {err}")
 
-    def retrying(self, trial) -> None:
-        v = trial_name(trial)
-        self._say(f"{v}: failed, retrying ({short_error(_error_text(trial))})")
+    def retrying(self, trial, text: str | None = None) -> None:
+        v = _name(trial)
+        self._say(f"{v}: failed, retrying ({short_error(_error_text(trial) if text is None else text)})")
 
     # -- drawing -----------------------------------------------------------------------------
     def tick(self) -> None:
@@ -204,8 +209,26 @@ class Live:
         self.store.upsert(self.spec, v, self.profile, **fields)
 
 
-def _ours(trial) -> bool:
-    return LIVE is not None and trial_name(trial) in LIVE.rows
+def _ours(trial) -> list[str]:
+    """The rows of this run that a Tune trial stands for: its own, or a stacked trial's members'."""
+    if LIVE is None:
+        return []
+    setup = (getattr(trial, "config", None) or {}).get("trial") or {}
+    names = [m.get("trial") for m in setup.get("stack") or ()] or [trial_name(trial)]
+    return [v for v in names if v in LIVE.rows]
+
+
+def _seats(trial, metrics: dict | None) -> list[tuple[str, dict]]:
+    """(row, message) of what a trial reported: its one message, or a stacked trial's, by member ("seats")."""
+    ours = _ours(trial)
+    if "seats" in (metrics or {}):
+        return [(v, m) for v, m in metrics["seats"].items() if v in ours]
+    return [(v, _zoo(metrics)) for v in ours]
+
+
+def _name(trial) -> str:
+    """A row's name: given as it is, or a Tune trial's own (trial_name)."""
+    return trial if isinstance(trial, str) else trial_name(trial)
 
 
 def trial_name(trial) -> str | None:

@@ -30,6 +30,7 @@ from zoo.paths import inside, inside_uri
 from zoo.result import TrialStatus
 from zoo.runner.folders import FRESH, spec_folder, stale, trial_folders, wipe
 from zoo.runner.local import check_shared
+from zoo.runner.stacking import STACK_DEFAULT, STACK_MODES, stacked, stacks
 from zoo.runner.store import DEFAULT_STORAGE, Store, default_path
 from zoo.runner.storefile import refuse_target
 from zoo.runner.trackers import logger_callbacks
@@ -83,10 +84,13 @@ class Storage:
 def run(spec: str, profile: str = "auto", variants: list[str] | None = None, sets: list[str] | None = None,
         address: str | None = None, storage: str | None = None, rerun: bool = False,
         max_concurrent: int | None = None, data_dir: str | None = None, seeds: list[int] | None = None,
-        loggers: list[str] | None = None, analysis: str | None = None,
+        loggers: list[str] | None = None, analysis: str | None = None, stack: str = STACK_DEFAULT,
         stream=sys.stdout) -> int:
-    """Run the spec's variants; return the exit code (0 all finished, 1 some failed, 130 interrupted, 143 by SIGTERM)."""
+    """Run the spec's variants; return the exit code (0 all finished, 1 some failed, 130 interrupted, 143 by SIGTERM).
+    `stack`: whether trials that differ only in shape-keeping values train side by side (runner.stacking)."""
     from zoo.runner.store import open_store
+    if stack not in STACK_MODES:
+        raise UserError(f"stack: {stack!r} is not one of {', '.join(STACK_MODES)} (runner.stacking)")
     address = address or os.environ.get("RAY_ADDRESS") or None  # as `ray` itself: the variable names the cluster
     spec_key = spec_in_store(spec)
     # Trials run in their own folders, maybe on other nodes: hand them absolute data paths.
@@ -108,7 +112,7 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
     lock = RunLock(st.local).acquire()  # one run per storage, for the whole run
     store = open_store(st.store_path, write=True)
     try:
-        sw = Sweep(spec, spec_key, st, store, rerun, max_concurrent, data_dir, stream, callbacks, asha, analysis)
+        sw = Sweep(spec, spec_key, st, store, rerun, max_concurrent, data_dir, stream, callbacks, asha, analysis, stack)
         return _run(sw, profile, variants, sets, seeds, address)
     except Exception as e:  # Tune wraps what its callbacks raise (the store's writes) in a TuneError
         if not is_disk_full(e):
@@ -136,6 +140,8 @@ class Sweep:
     loggers: list = field(default_factory=list)  # Ray Tune logger callbacks (W&B, MLflow) the user named
     asha: object = None  # zoo.spec.Asha: stop trials that trail at the same step
     analysis: str | None = None  # the hash of the analysis plan the trials run under (zoo.evidence.analysis), if any
+    stack: str = STACK_DEFAULT  # --stack: auto, on or off (runner.stacking)
+    groups: list = field(default_factory=list)  # the trials to run, in stacks (one trial: a stack of one)
 
     def plan(self, profile: str, variants, sets, seeds) -> tuple[list, list]:
         """(every resolved trial config, those not finished yet with this config)."""
@@ -170,6 +176,7 @@ def _run(sw: Sweep, profile: str, variants, sets, seeds, address: str | None) ->
         nodes = local.node_resources()
         check_fits(todo, nodes, sw.spec)
         sw.max_concurrent = concurrency(todo, nodes, sw.max_concurrent)
+        sw.groups = stacks(todo, sw.stack, nodes, scheduled=sw.asha is not None)
         return _sweep(sw, cfgs, todo, local_ray)
     finally:
         if local_ray:
@@ -187,7 +194,8 @@ def _sweep(sw: Sweep, cfgs: list, todo: list, local_ray) -> int:
     profile = cfgs[0].profile  # the profile's name (a profile file's stem), as it names folders
     folders = trial_folders(sw, cfgs, profile)  # trial: (its folder in the storage, its working folder)
     plan = json.dumps([[c.trial, c.config_hash(), c.resources.model_dump(),
-                        folders[c.trial][1]] for c in cfgs] + [sw.data_dir], sort_keys=True)
+                        folders[c.trial][1]] for c in cfgs] + [sw.data_dir]
+                      + [[c.trial for c in g] for g in sw.groups if len(g) > 1], sort_keys=True)  # stacks: a grid of their own
     name = f"{stem}-{profile}-{hashlib.sha256(plan.encode()).hexdigest()[:8]}"
     exp_path = f"{st.root}/tune/{name}"
     folders = {c.trial: folders[c.trial] for c in todo}
@@ -195,6 +203,9 @@ def _sweep(sw: Sweep, cfgs: list, todo: list, local_ray) -> int:
     print(f"zoo run {sw.spec}: {len(todo)} of {len(cfgs)} trials to run ({', '.join(run_dirs)})\n"
           f"profile {profile}: {cfgs[0].profile_description or 'the spec exactly as written'}\n"  # a file's too
           f"results {st.store_path}  trials {st.root}/{spec_folder(sw.spec)}/", file=sw.stream, flush=True)
+    if stacks_ := [g for g in sw.groups if len(g) > 1]:
+        print(f"side by side (--stack {sw.stack}): {sum(map(len, stacks_))} trials as {len(stacks_)} stacked trials, "
+              f"K = {', '.join(str(len(g)) for g in stacks_)}", file=sw.stream, flush=True)
     changed = [c.trial for c in todo if (row := sw.store.get(sw.spec_key, c.trial, profile)) and row.finished
                and row.config_hash != c.config_hash()]
     if changed:  # their finished results are about to be replaced: say so before it happens
@@ -257,10 +268,11 @@ def _tuner(sw: Sweep, todo: list, profile: str, name: str, exp_path: str, folder
     if not st.uri and Path(exp_path).exists():
         shutil.rmtree(inside(st.local, "tune", name))  # a finished or --rerun experiment: Tune bookkeeping only
     # Tune's param_space takes plain values: each trial's Setup as a dict (runner.trial reads it back)
-    trials = [trial.Setup(trial=c.trial, config=c.model_dump(mode="json"), data_dir=sw.data_dir,
-                          spec_file=os.path.abspath(sw.spec),
-                    out_dir=folders[c.trial][1], mirror=folders[c.trial][0] if st.uri else None,
-                    train_storage=f"{st.root}/tune/{name}-train").model_dump(mode="json") for c in todo]
+    setups = {c.trial: trial.Setup(trial=c.trial, config=c.model_dump(mode="json"), data_dir=sw.data_dir,
+                                   spec_file=os.path.abspath(sw.spec), out_dir=folders[c.trial][1],
+                                   mirror=folders[c.trial][0] if st.uri else None,
+                                   train_storage=f"{st.root}/tune/{name}-train") for c in todo}
+    trials = [stacked([setups[c.trial] for c in g]).model_dump(mode="json") for g in sw.groups or [[c] for c in todo]]
     return tune.Tuner(
         trainable, param_space={"trial": tune.grid_search(trials)},
         tune_config=tune.TuneConfig(max_concurrent_trials=sw.max_concurrent, scheduler=_scheduler(sw, todo),

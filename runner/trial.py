@@ -37,6 +37,7 @@ class Setup(BaseModel):
     mirror: str | None = None  # a storage URI the trial's files are copied to and from
     train_storage: str  # Ray Train's folder for a data-parallel trial
     spec_file: str | None = None  # the spec, absolute (a trial runs in Tune's folder): its git commit is provenance
+    stack: list["Setup"] = Field(default_factory=list)  # a stacked trial's members, each a trial of its own (runner.stacking)
 
 
 def _out(setup: Setup) -> Path:
@@ -55,6 +56,8 @@ def trainable(config: dict) -> None:
     n = data_parallel_workers(cfg)
     if n > 1:
         return _fit_data_parallel(setup, cfg, n)
+    if setup.stack:
+        return _fit_stack(setup)
     _threads(cfg.resources.cpus)
     mirror = Mirror(setup.mirror, _out(setup))
     mirror.pull()
@@ -118,6 +121,56 @@ def _train(cfg, setup: Setup, send, rank: int = 0, done=lambda: None) -> None:
     if final.result is not None and final.result.provenance is None:
         final.result.provenance = provenance(final.result.hardware, setup.spec_file or "", cfg.model)
     send(final)
+
+
+def _fit_stack(setup: Setup) -> None:
+    """A stacked trial: its members trained side by side in this process (zoo.train.stacked), each with its own
+    folder, mirror, TensorBoard, events and Done (with its provenance) as its solo trial has them. Each message
+    goes under "seats", by member; the last one holds every member's end: its Done, or the error that ended it
+    alone (a diverged seed, one not learning) while the others went on."""
+    import traceback
+    from zoo.train import train_stacked
+    members = setup.stack
+    names = [m.trial for m in members]
+    _threads(setup.config.resources.cpus)
+    mirrors = [Mirror(m.mirror, _out(m)) for m in members]
+    for mirror in mirrors:
+        mirror.pull()
+    boards = [TensorBoard(_out(m)) for m in members]
+    held: dict[int, Done] = {}
+
+    def send(k: int, e: Event) -> None:
+        if isinstance(e, Done):
+            held[k] = e  # sent once the mirror has the member's final files
+            return
+        if isinstance(e, LogPoint):
+            boards[k].point(e)
+        tune.report({"seats": {names[k]: wire(e)}})
+        mirrors[k].push()
+
+    where = placement() | {"workers": 1}
+    for k in range(len(members)):
+        send(k, Started(placement=where))
+    try:
+        results = train_stacked([m.config for m in members], [_out(m) for m in members], setup.data_dir, send)
+        for b, r in zip(boards, results):
+            if not isinstance(r, Exception):
+                b.result(r)
+    finally:
+        for b in boards:
+            b.close()
+    ends = {}
+    for k, (m, r) in enumerate(zip(members, results)):
+        if isinstance(r, Exception):
+            ends[m.trial] = {"failed": "".join(traceback.format_exception(r))}
+            continue
+        mirrors[k].push(final=True)
+        r = held[k].result if k in held else r  # a member finished before returns its result unsent
+        if r.provenance is None:
+            r.provenance = provenance(r.hardware, m.spec_file or "", m.config.model)
+        r.provenance.stacked_with = [n for n in names if n != m.trial]
+        ends[m.trial] = wire(Done(result=r))
+    tune.report({"seats": ends})
 
 
 class TensorBoard:

@@ -90,6 +90,7 @@ class Provenance(_Record):
     gpu_count: int = 0
     compute_dtype: str = ""
     components: dict[str, str] = Field(default_factory=dict)  # "kind.name" -> the package that supplied it
+    stacked_with: list[str] = Field(default_factory=list)  # the trials trained beside it as one stacked model
 
     @property
     def machine(self) -> str:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 # The door, written by scripts/doors.py from the parts' __all__ (tests/test_structure.py checks it).
 if TYPE_CHECKING:
-    from .batching import Batch, PairsIds, collate, encode_pairs, make_batches, pair_lengths, shard
+    from .batching import Batch, BatchOrder, PairsIds, collate, encode_pairs, make_batches, pair_lengths, shard
     from .bpe import bpe_model, load_sp
     from .corpora import ARCHIVE_SHA256, Archive, CORPORA, Corpus, CorpusFile, DataError, corpus, data_dir
     from .download import (BUILD_STAMP, DOWNLOAD_ENV, MIRROR_ENV, WORD_PIECES_PER_WORD, downloads_allowed, fetch,
@@ -35,11 +35,11 @@ if TYPE_CHECKING:
         word_pointer_tables)
 
 _PART = {  # name -> the part that lends it
-    "Batch": "batching", "PairsIds": "batching", "collate": "batching", "encode_pairs": "batching",
-    "make_batches": "batching", "pair_lengths": "batching", "shard": "batching", "bpe_model": "bpe",
-    "load_sp": "bpe", "ARCHIVE_SHA256": "corpora", "Archive": "corpora", "CORPORA": "corpora", "Corpus": "corpora",
-    "CorpusFile": "corpora", "DataError": "corpora", "corpus": "corpora", "data_dir": "corpora",
-    "BUILD_STAMP": "download", "DOWNLOAD_ENV": "download", "MIRROR_ENV": "download",
+    "Batch": "batching", "BatchOrder": "batching", "PairsIds": "batching", "collate": "batching",
+    "encode_pairs": "batching", "make_batches": "batching", "pair_lengths": "batching", "shard": "batching",
+    "bpe_model": "bpe", "load_sp": "bpe", "ARCHIVE_SHA256": "corpora", "Archive": "corpora", "CORPORA": "corpora",
+    "Corpus": "corpora", "CorpusFile": "corpora", "DataError": "corpora", "corpus": "corpora",
+    "data_dir": "corpora", "BUILD_STAMP": "download", "DOWNLOAD_ENV": "download", "MIRROR_ENV": "download",
     "WORD_PIECES_PER_WORD": "download", "downloads_allowed": "download", "fetch": "download",
     "fetch_on_first_use": "download", "list_corpora": "download", "split_present": "download",
     "train_size": "download", "verify": "download", "EncodedCorpus": "encoded", "encoded_corpus": "encoded",

@@ -18,7 +18,7 @@ from zoo.data.encoded import EncodedCorpus
 if TYPE_CHECKING:  # torch is imported where tensors are made: `zoo data list` stays quick
     import torch
 
-__all__ = ["Batch", "PairsIds", "collate", "encode_pairs", "make_batches", "pair_lengths", "shard"]
+__all__ = ["Batch", "BatchOrder", "PairsIds", "collate", "encode_pairs", "make_batches", "pair_lengths", "shard"]
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +79,23 @@ def make_batches(lengths: np.ndarray, batch_tokens: int, seed: int, epoch: int,
         part[:] = part[by]
         batches += _cut(part, s[by], t[by], batch_tokens)
     return [batches[i] for i in rng.permutation(len(batches))]
+
+
+class BatchOrder:
+    """A run's batches in its order, one whole batch a step: make_batches of its seed and each epoch in turn;
+    `epoch` and `cursor` say where it stands after the batch last taken (as a checkpoint keeps them)."""
+
+    def __init__(self, lengths: np.ndarray, batch_tokens: int, seed: int, epoch: int = 0, cursor: int = 0):
+        self.lengths, self.batch_tokens, self.seed = lengths, batch_tokens, seed
+        self.epoch, self.cursor = epoch, cursor
+        self.batches = make_batches(lengths, batch_tokens, seed, epoch)
+
+    def next(self) -> np.ndarray:
+        if self.cursor >= len(self.batches):  # the epoch is done: the next one's order
+            self.epoch, self.cursor = self.epoch + 1, 0
+            self.batches = make_batches(self.lengths, self.batch_tokens, self.seed, self.epoch)
+        self.cursor += 1
+        return self.batches[self.cursor - 1]
 
 
 def _cut(part: np.ndarray, s: np.ndarray, t: np.ndarray, budget: int) -> list[np.ndarray]:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .evaluation import attention_map, dev_perplexity, dev_sentence_nll, evaluate, load_for_eval, score
     from .learning import Levels, NotLearningError, check_from, levels
     from .loop import NonFiniteLoss, rank_parts, train
-    from .prepared import Prepared, build, prepare, target_vocab
+    from .prepared import Prepared, build, check_kept, prepare, target_vocab
     from .recipe import LOSS_CHUNK, make_optimizer, smoothed_loss
     from .stacked import Seat, stack_problem, stack_size, train_stacked
     from .step import compiled, data_parallel, draws_key, read_stats, step_setup, train_step
@@ -42,11 +42,11 @@ _PART = {  # name -> the part that lends it
     "attention_map": "evaluation", "dev_perplexity": "evaluation", "dev_sentence_nll": "evaluation",
     "evaluate": "evaluation", "load_for_eval": "evaluation", "score": "evaluation", "Levels": "learning",
     "NotLearningError": "learning", "check_from": "learning", "levels": "learning", "NonFiniteLoss": "loop",
-    "rank_parts": "loop", "train": "loop", "Prepared": "prepared", "build": "prepared", "prepare": "prepared",
-    "target_vocab": "prepared", "LOSS_CHUNK": "recipe", "make_optimizer": "recipe", "smoothed_loss": "recipe",
-    "Seat": "stacked", "stack_problem": "stacked", "stack_size": "stacked", "train_stacked": "stacked",
-    "compiled": "step", "data_parallel": "step", "draws_key": "step", "read_stats": "step", "step_setup": "step",
-    "train_step": "step", "Writer": "writer",
+    "rank_parts": "loop", "train": "loop", "Prepared": "prepared", "build": "prepared", "check_kept": "prepared",
+    "prepare": "prepared", "target_vocab": "prepared", "LOSS_CHUNK": "recipe", "make_optimizer": "recipe",
+    "smoothed_loss": "recipe", "Seat": "stacked", "stack_problem": "stacked", "stack_size": "stacked",
+    "train_stacked": "stacked", "compiled": "step", "data_parallel": "step", "draws_key": "step",
+    "read_stats": "step", "step_setup": "step", "train_step": "step", "Writer": "writer",
 }
 # End of the door.
 __all__ = list(_PART)

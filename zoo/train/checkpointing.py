@@ -21,7 +21,7 @@ import torch.distributed as dist
 
 from zoo.config import Config, dotted
 from zoo.errors import UserError, disk_full, on_sigterm
-from zoo.result import BadCheckpoint, ConfigChanged, Event, NoOptimizerState
+from zoo.result import BadCheckpoint, ConfigChanged, Event, NoOptimizerState, RunResult
 from zoo.train.device import rank_and_world
 
 __all__ = ["CHECKPOINTS", "atomic_save", "average_checkpoints", "checkpoint_name", "checkpoints", "load_checkpoint",
@@ -320,6 +320,16 @@ def config_changes(out: Path, cfg: Config) -> list[str]:
         return []
     old, new = (dotted(c.model_dump(mode="json")) for c in (before, cfg))
     return [f"{k}: {old.get(k)} -> {new.get(k)}" for k in sorted(old.keys() | new.keys()) if old.get(k) != new.get(k)]
+
+
+def finished(out: Path, cfg: Config) -> RunResult | None:
+    """The run's result when it finished before under this config (summary.json); None when absent, unreadable
+    (a half-copied or foreign file is not a reason to skip training) or another config's."""
+    try:
+        done = RunResult.model_validate_json((out / "summary.json").read_text())
+    except (OSError, ValueError):  # pydantic's ValidationError is a ValueError
+        return None
+    return done if done.config_hash == cfg.config_hash() else None
 
 
 def average_checkpoints(paths: list[Path]) -> dict:

@@ -25,18 +25,18 @@ from typing import Callable
 import torch
 
 from zoo.config import Config
-from zoo.data import collate, make_batches, pair_lengths, shard
+from zoo.data import BatchOrder, collate, pair_lengths, shard
 from zoo.errors import UserError
 from zoo.model import drawing
 from zoo.paths import atomic_write_text
 from zoo.result import Done, Event, Hardware, LogPoint, Resumed, RunResult, wire
-from zoo.train.checkpointing import (Interrupt, State, averaged_from, clear_unfinished, config_changes, ready_folder,
-                                     refuse_other_model, resume, save, writing)
+from zoo.train.checkpointing import (Interrupt, State, averaged_from, clear_unfinished, config_changes, finished,
+                                     ready_folder, refuse_other_model, resume, save, writing)
 from zoo.train.device import (agreed, autocast_dtype, check_memory, keep_freed_memory, out_of_memory, rank_and_world,
                               train_device)
 from zoo.train.evaluation import dev_perplexity, score
 from zoo.train.learning import check_from, levels, stop
-from zoo.train.prepared import Prepared, build, prepare
+from zoo.train.prepared import Prepared, build, check_kept, prepare
 from zoo.train.recipe import make_optimizer
 from zoo.train.step import compiled, data_parallel, draws_key, gradients, read_stats, train_step
 from zoo.train.writer import Writer
@@ -57,9 +57,7 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
     out = Path(out)
     report = report or (lambda m: None)
     rank, world = rank_and_world()
-    summary_path = out / "summary.json"
-    done = _finished(summary_path)
-    if done is not None and done.config_hash == cfg.config_hash():
+    if done := finished(out, cfg):
         return done  # finished before: nothing to redo
     t0 = time.time()
     device = train_device(cfg)  # a GPU request without CUDA stops here, before anything is written
@@ -75,7 +73,7 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
     if device.type == "cpu":
         keep_freed_memory()
     p = prepared or prepare(cfg, data_root)
-    _check_kept(cfg, p)
+    check_kept(cfg, p)
     torch.manual_seed(cfg.train.seed)
     model = build(cfg, p.sp, p.tgt_vocab).to(device)  # same seed: identical weights on every worker
     torch.manual_seed(cfg.train.seed * 1000 + rank)  # but each worker its own dropout masks
@@ -106,29 +104,9 @@ def train(cfg: Config, out: Path, data_root: Path | None = None, report: Report 
     if rank == 0:
         score(cfg, out, model, p, device, result)
         result.total_seconds = time.time() - t0
-        atomic_write_text(summary_path, result.model_dump_json(indent=2))
+        atomic_write_text(out / "summary.json", result.model_dump_json(indent=2))
         report(Done(result=result))
     return result
-
-
-def _check_kept(cfg: Config, p: Prepared) -> None:
-    """A data.max_len that drops most training pairs trains on a remnant (8 word-pieces keeps 15 of smoke's
-    2000 multi30k pairs): refused, not run on silently. prepare() refuses one that keeps none."""
-    kept, dropped = len(p.train.lengths), getattr(p.train, "dropped", 0)
-    if dropped > kept:
-        raise UserError(f"data.max_len: {cfg.data.max_len} word-pieces keeps {kept:,} of {kept + dropped:,} training "
-                        f"pairs of {cfg.data.dataset} ({100 * kept / (kept + dropped):.1f}%; the others are longer on one "
-                        "side), so the run would train on a remnant of its corpus; raise data.max_len (the paper's "
-                        "specs use 256) until it keeps most of them")
-
-
-def _finished(summary_path: Path) -> RunResult | None:
-    """The run's result when it finished before; None when absent or unreadable (a half-copied or
-    foreign file is not a reason to skip training)."""
-    try:
-        return RunResult.model_validate_json(summary_path.read_text())
-    except (OSError, ValueError):  # pydantic's ValidationError is a ValueError
-        return None
 
 
 # -- the loop -----------------------------------------------------------------------------------
@@ -154,29 +132,24 @@ def rank_parts(batch, lengths, world: int, accumulation: int, rank: int) -> list
 
 
 class _Loader:
-    """The loop's batches, one step ahead on a background thread: the epoch's batch order, this rank's
+    """The loop's batches, one step ahead on a background thread: the run's BatchOrder, this rank's
     micro-batches, collated and (on a GPU) pinned while the device works on the step before."""
 
     def __init__(self, cfg: Config, pairs, lengths, epoch: int, cursor: int, pin: bool):
         self.cfg, self.pairs, self.lengths, self.pin = cfg, pairs, lengths, pin
-        self.epoch, self.cursor = epoch, cursor
+        self.order = BatchOrder(lengths, cfg.train.batch_tokens, cfg.train.seed, epoch, cursor)
         self.rank, self.world = rank_and_world()
         self.accumulation = _accumulation(cfg, self.world)
-        self.batches = make_batches(lengths, cfg.train.batch_tokens, cfg.train.seed, epoch)
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="zoo-batches")
         self.ahead = self.pool.submit(self._build)
 
     def _build(self) -> _Work:
-        if self.cursor >= len(self.batches):
-            self.epoch, self.cursor = self.epoch + 1, 0
-            self.batches = make_batches(self.lengths, self.cfg.train.batch_tokens, self.cfg.train.seed, self.epoch)
-        batch = self.batches[self.cursor]
-        self.cursor += 1
+        batch = self.order.next()
         parts = []
         for idx, w in rank_parts(batch, self.lengths, self.world, self.accumulation, self.rank):
             b = collate(self.pairs, idx)
             parts.append((b.pinned() if self.pin else b, w))
-        return _Work(self.epoch, self.cursor, int(self.lengths[batch, 1].sum()), parts)
+        return _Work(self.order.epoch, self.order.cursor, int(self.lengths[batch, 1].sum()), parts)
 
     def next(self) -> _Work:
         work = self.ahead.result()

@@ -32,14 +32,14 @@ import torch
 from torch.func import functional_call, vmap
 
 from zoo.config import Config
-from zoo.data import Batch, collate, make_batches, pair_lengths
+from zoo.data import Batch, BatchOrder, collate, pair_lengths
 from zoo.errors import UserError
 from zoo.model import drawing
 from zoo.paths import atomic_write_text
 from zoo.result import Done, Event, Hardware, LogPoint, Resumed, RunResult, wire
 from zoo.tokens import EOS, PAD
-from zoo.train.checkpointing import (Checkpoint, State, averaged_from, clear_unfinished, config_changes, ready_folder,
-                                     refuse_other_model, resume, write_checkpoint)
+from zoo.train.checkpointing import (Checkpoint, State, averaged_from, clear_unfinished, config_changes, finished,
+                                     ready_folder, refuse_other_model, resume, write_checkpoint)
 from zoo.train.device import autocast, autocast_dtype, train_device
 from zoo.train.evaluation import dev_perplexity, score
 from zoo.train.learning import check_from, levels, stop
@@ -49,8 +49,10 @@ from zoo.train.step import draws_key
 
 __all__ = ["Seat", "stack_problem", "stack_size", "train_stacked"]
 
-# what seeds of one stack may differ in: values that keep every tensor's shape (and the trial's name)
-FREE = ("train.seed", "train.label_smoothing", "train.schedule.", "trial", "variant", "name", "seeds")
+# what seeds of one stack may differ in: values that keep every tensor's shape, and labels that train nothing (the
+# trial's name, its row of the paper, the record of the --set and seeds-axis values: what those set is compared)
+FREE = ("train.seed", "train.label_smoothing", "train.schedule.", "trial", "variant", "name", "seeds", "overrides.",
+        "paper.", "description")
 
 Report = Callable[[int, Event], None]
 
@@ -86,23 +88,6 @@ def stack_size(cfg: Config, seeds: int, have: int) -> int:
     return max(1, min(seeds, (have - est["runtime"]) // max(one, 1)))
 
 
-class Batches:
-    """One seed's batches, in the solo loop's order (zoo.train.loop: make_batches of its seed and epoch, one
-    whole batch a step), from where its State left off."""
-
-    def __init__(self, cfg: Config, pairs, lengths, epoch: int, cursor: int):
-        self.cfg, self.pairs, self.lengths, self.epoch, self.cursor = cfg, pairs, lengths, epoch, cursor
-        self.order = make_batches(lengths, cfg.train.batch_tokens, cfg.train.seed, epoch)
-
-    def next(self) -> Batch:
-        if self.cursor >= len(self.order):
-            self.epoch, self.cursor = self.epoch + 1, 0
-            self.order = make_batches(self.lengths, self.cfg.train.batch_tokens, self.cfg.train.seed, self.epoch)
-        batch = self.order[self.cursor]
-        self.cursor += 1
-        return collate(self.pairs, batch)
-
-
 @dataclass
 class Seat:
     """One seed's run inside the stack: what its solo run would keep."""
@@ -111,7 +96,8 @@ class Seat:
     model: torch.nn.Module
     opt: torch.optim.Optimizer
     st: State
-    batches: Batches
+    batches: BatchOrder  # its solo run's order (zoo.data), one whole batch a step
+    pairs: object  # the training pairs its batches index
     stats: torch.Tensor  # summed loss and NLL since the last log, on the device
     log_tokens: int = 0
     last_log: float = field(default_factory=time.time)
@@ -149,7 +135,7 @@ def _forward(skeleton: torch.nn.Module, params: dict, src, tgt_in, key) -> torch
 
 def stacked_step(seats: list[Seat], skeleton: torch.nn.Module, device, amp=None) -> None:
     """One optimizer step of every seat in `seats`, their forward and backward as one vmapped pass."""
-    batches = [s.batches.next() for s in seats]
+    batches = [collate(s.pairs, s.batches.next()) for s in seats]
     for s in seats:
         s.st.step += 1
         s.opt.zero_grad(set_to_none=True)
@@ -226,7 +212,7 @@ def _seat(cfg: Config, out: Path, p: Prepared, lengths, device, report) -> Seat:
     ready_folder(out)
     atomic_write_text(out / "config.json", json.dumps(cfg.model_dump(mode="json"), indent=2))
     clear_unfinished(out)
-    done = _finished(out / "summary.json")
+    done = finished(out, cfg)
     torch.manual_seed(cfg.train.seed)
     model = build(cfg, p.sp, p.tgt_vocab).to(device)
     opt = make_optimizer(model, 0.0, tuple(cfg.train.optimizer.betas), cfg.train.optimizer.eps)
@@ -234,18 +220,11 @@ def _seat(cfg: Config, out: Path, p: Prepared, lengths, device, report) -> Seat:
     st = ck.state if ck else State()
     if ck:
         report(Resumed(step=st.step))
-    seat = Seat(cfg, out, model, opt, st, Batches(cfg, p.train, lengths, st.epoch, st.cursor),
+    seat = Seat(cfg, out, model, opt, st, BatchOrder(lengths, cfg.train.batch_tokens, cfg.train.seed, st.epoch, st.cursor), p.train,
                 torch.zeros(2, dtype=torch.float64, device=device))
-    if done is not None and done.config_hash == cfg.config_hash():
+    if done:
         seat.result = done  # finished before: nothing to redo
     return seat
-
-
-def _finished(path: Path) -> RunResult | None:
-    try:
-        return RunResult.model_validate_json(path.read_text())
-    except (OSError, ValueError):
-        return None
 
 
 def _after_step(s: Seat, p: Prepared, device, lv, judge_from, t0: float, report) -> None:
