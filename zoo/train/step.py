@@ -19,7 +19,7 @@ from zoo.model import dropout_key
 from zoo.train import compiled_loss, fused_loss, recipe
 from zoo.train.device import autocast, autocast_dtype, rank_and_world
 
-__all__ = ["compiled", "data_parallel", "draws_key", "read_stats", "step_setup",
+__all__ = ["batch_loss", "compiled", "data_parallel", "draws_key", "read_stats", "step_setup",
            "train_step"]  # what it lends outside its package (the door serves these)
 
 
@@ -74,6 +74,10 @@ def train_step(cfg: Config, fwd: torch.nn.Module, opt: torch.optim.Optimizer, de
     """One optimizer step: the learning rate (`lr`, the schedule's for this step; None keeps the optimizer's),
     the gradients of this rank's micro-batches (`gradients`), Adam's update. Adds the step's summed loss and
     NLL to `stats` on the device; returns the last micro-batch's padding fraction."""
+    if cfg.train.cuda_graph == "on":  # the whole step as one CUDA graph per bucket of shapes (zoo.train.graphed)
+        from zoo.train import graphed
+        if (pad := graphed.train_step(cfg, fwd, opt, device, parts, n_tgt, stats, amp, lr)) is not None:
+            return pad
     if lr is not None:
         for g in opt.param_groups:
             g["lr"] = lr
@@ -97,19 +101,25 @@ def gradients(cfg: Config, fwd: torch.nn.Module, opt: torch.optim.Optimizer, dev
         b = b.to(device)
         sync = world == 1 or i == len(parts) - 1
         with nullcontext() if sync else fwd.no_sync():
-            eps, fused = cfg.train.label_smoothing, cfg.train.fused_loss == "on"
-            seg = {} if b.src_seg is None else {"src_seg": b.src_seg, "tgt_seg": b.tgt_seg}  # a packed batch
-            with autocast(device, amp):
-                out = fwd(b.src, b.tgt_in, **seg, **({"states": True} if fused else {}))
-                if fused:  # the decoder's states: the pre-softmax map runs inside the loss, chunk by chunk
-                    loss, nll = fused_loss.smoothed_loss(out, getattr(fwd, "module", fwd).output_weight(),
-                                                         b.tgt_out, eps)
-            if not fused:
-                loss, nll = (compiled_loss.smoothed_loss(out, b.tgt_out, eps, recipe.LOSS_CHUNK)
-                             if cfg.train.compile == "on" else recipe.smoothed_loss(out, b.tgt_out, eps))
+            loss, nll = batch_loss(cfg, fwd, b, device, amp)
             (loss * (weight * scale)).backward()
         stats += torch.stack([loss.detach(), nll]).double() * weight
     return b.padding_fraction
+
+
+def batch_loss(cfg: Config, fwd: torch.nn.Module, b, device: torch.device,
+               amp: torch.dtype | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """One micro-batch's forward and its summed (label-smoothed loss, NLL) over its non-pad targets, as the
+    run's choices take it (fused loss, compiled loss or the recipe's); also zoo.train.graphed's body."""
+    eps, fused = cfg.train.label_smoothing, cfg.train.fused_loss == "on"
+    seg = {} if b.src_seg is None else {"src_seg": b.src_seg, "tgt_seg": b.tgt_seg}  # a packed batch
+    with autocast(device, amp):
+        out = fwd(b.src, b.tgt_in, **seg, **({"states": True} if fused else {}))
+        if fused:  # the decoder's states: the pre-softmax map runs inside the loss, chunk by chunk
+            return fused_loss.smoothed_loss(out, getattr(fwd, "module", fwd).output_weight(), b.tgt_out, eps)
+    if cfg.train.compile == "on":
+        return compiled_loss.smoothed_loss(out, b.tgt_out, eps, recipe.LOSS_CHUNK)
+    return recipe.smoothed_loss(out, b.tgt_out, eps)
 
 
 def read_stats(stats: torch.Tensor) -> tuple[float, float]:
