@@ -32,13 +32,13 @@ from dataclasses import dataclass
 import torch
 
 from zoo.config import Config
-from zoo.data.batching import Batch
-from zoo.model.dropout import active_draws, drawing
+from zoo.data import Batch
+from zoo.model import active_draws, drawing
 from zoo.tokens import BOS, EOS, PAD
 from zoo.train.device import rank_and_world
 from zoo.train.step import batch_loss
 
-__all__ = ["GraphedStep", "bucket", "train_step"]
+__all__ = []  # nothing outside its package: zoo.train.step takes its step (train.cuda_graph on)
 
 RATIO = 2 ** 0.25  # each bucket at most ~19% longer than the batch, in each of R, S and T
 MAX_GRAPHS = 32
@@ -79,7 +79,6 @@ class GraphedStep:
         self.out = torch.zeros(2, dtype=torch.float64, device=device)  # the step's (loss, NLL)
         self.buckets: dict[tuple, _Bucket] = {}
         self.eager_steps = 0  # steps taken eagerly: a batch no bucket holds (MAX_GRAPHS recorded), packed, ...
-        self.detached = False
         if self.cuda:
             for g in opt.param_groups:
                 g["capturable"] = True  # Adam's step count and update stay on the device: no host read
@@ -136,12 +135,10 @@ class GraphedStep:
         """One optimizer step on parts' one batch (None: the caller takes the eager step instead)."""
         if not self.fits(parts) or (bk := self._find(b := parts[0][0])) is None:
             self.eager_steps += 1
-            self.detached = True  # the eager step sets the gradients to None: given back at the next graphed one
             return None
-        if self.detached:
-            for p, g in zip(self.params, self.grads):
+        for p, g in zip(self.params, self.grads):  # an eager step (this one's fallback, another optimizer's on the
+            if p.grad is not g:                      # same model) sets them to None: every graph writes these
                 p.grad = g
-            self.detached = False
         for g in self.opt.param_groups:  # a recording reads the lr tensor, never a number it would bake in
             g["lr"] = self.lr if self.cuda else (float(lr) if lr is not None else g["lr"])
         if lr is not None:
