@@ -17,7 +17,7 @@ def batches(data_root):
     pairs = zdata.encode_pairs(sp, zdata.load_pairs("multi30k", "train", data_root)[:400], 64)
     order = zdata.make_batches(zdata.pair_lengths(pairs), 600, 1, 0)
     every = [zdata.collate(pairs, o) for o in order]
-    key = lambda b: (graphed.bucket(b.src.size(1), 16), graphed.bucket(b.tgt_in.size(1), 16))
+    key = lambda b: (graphed.bucket(b.src.size(1), 8, 1), graphed.bucket(b.tgt_in.size(1), 8, 1))
     shared = max(({key(b) for b in every}), key=lambda k: sum(key(b) == k for b in every))
     same = [b for b in every if key(b) == shared][:3]  # three batches of one bucket, one of another
     return same + [next(b for b in every if key(b) != shared)]
@@ -49,11 +49,12 @@ def _train(cfg, batches, device="cpu", steps=None):
 
 
 def test_bucket_ladder_holds_every_size_with_few_rungs():
-    rungs = {graphed.bucket(n, 16) for n in range(1, 300)}
-    assert all(graphed.bucket(n, 16) >= n for n in range(1, 300))
-    assert all(graphed.bucket(n, 16) <= max(16, 1.19 * n + 8) for n in range(1, 300))  # waste bounded
-    assert len(rungs) <= 17  # lengths 1..299: a few shapes, not one a length
-    assert all(r % 8 == 0 for r in rungs)
+    lengths = [graphed.bucket(n, 8, 1) for n in range(1, 300)]
+    assert all(b >= n for n, b in zip(range(1, 300), lengths))
+    assert all(b <= max(8, 1.1 * n + 1) for n, b in zip(range(1, 300), lengths))  # waste bounded: ~9% at most
+    assert len(set(lengths)) <= 45  # lengths 1..299: a few dozen shapes, not one a length
+    rows = [graphed.bucket(n) for n in range(1, 2000)]
+    assert all(r % 8 == 0 and n <= r <= max(8, 1.1 * n + 8) for n, r in zip(range(1, 2000), rows))
 
 
 def test_bucketed_step_trains_as_the_unbucketed_one(batches, unbucketed):
