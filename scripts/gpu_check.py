@@ -177,9 +177,9 @@ STEPS = [
                                             "--json", c.out / "predict.json"], made=("predict.json",)),
     # news-length batches and Multi30k's, nn.Transformer beside zoo (eager), each zoo model also graphed
     # (train.cuda_graph on) in the same process
-    Step("2-bench-eager", (100, 180), lambda c: [*bench(c, "--device", c.mode.dev, "--graph"),
+    Step("2-bench-eager", (100, 120), lambda c: [*bench(c, "--device", c.mode.dev, "--graph"),
                                                  "--json", c.out / "bench-eager.json"], made=("bench-eager.json",)),
-    Step("2-bench-compiled", (240, 240), lambda c: [*bench(c, "--device", c.mode.dev, "--graph", "--no-reference"),
+    Step("2-bench-compiled", (240, 150), lambda c: [*bench(c, "--device", c.mode.dev, "--graph", "--no-reference"),
                                                     "--set", "train.compile=on", "--json", c.out / "bench-compiled.json"],
          made=("bench-compiled.json",)),
     # both schedules at once (one process each; small batches leave the GPU mostly idle)
