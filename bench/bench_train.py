@@ -54,7 +54,8 @@ from zoo import spec as zspec
 from zoo.model import forward_flops
 from zoo.model import build_model
 from zoo.config import Config, ModelSpec
-from zoo.train import cpu_has_bf16, keep_freed_memory, make_optimizer, smoothed_loss, step_setup, train_device, train_step
+from zoo.train import (cpu_has_bf16, keep_freed_memory, make_optimizer, smoothed_loss, step_setup, train_device,
+                       train_step, whole_model)
 
 
 class TorchReference(nn.Module):
@@ -131,6 +132,7 @@ class Trainer:
         self.m, self.vocab = cfg.model, cfg.data.vocab_size
         self.model = model.to(self.device)
         self.fwd, self.amp = step_setup(cfg, self.model, self.device, whole)
+        self.whole = whole_model(cfg, self.device) if whole is None else whole  # compiled: the model or its layers
         self.opt = make_optimizer(self.model, lr=1e-4)
         self.stats = torch.zeros(2, dtype=torch.float64, device=self.device)  # read once, after timing
         self.shapes: set = set()
@@ -327,6 +329,7 @@ def _row(tr: Trainer, peak: float, spec: float) -> dict:
             "mfu_measured_peak": tr.mfu(peak), "mfu_spec_peak": tr.mfu(spec),
             "compute_dtype": "bf16" if tr.amp else "fp32", "compile": tr.cfg.train.compile,
             "cuda_graph": tr.cfg.train.cuda_graph,
+            "compiled": "off" if tr.cfg.train.compile != "on" else "whole" if tr.whole else "regional",
             "warmup_s": tr.warmup_s, "first_step_s": tr.first_step_s, "warmup_shapes": len(tr.shapes),
             "graphs_after_first_step": tr.graphs_first, "graphs_after_warmup": tr.graphs}
 
