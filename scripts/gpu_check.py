@@ -7,7 +7,8 @@ OUT/measured.json (the raw numbers), OUT/steps.tsv, OUT/logs/ (each command's ou
 
   1 torch        what torch sees: device, bf16 support, torch version
   2 predict      bench/bench_train.py --predict: the roofline's step times, eager and compiled, base and big
-  2 bench-eager, bench-compiled   bench/bench_train.py --device cuda, a few steps of base and big each
+  2 bench-eager, bench-compiled   bench/bench_train.py --device cuda --graph, a few steps of base and big each on
+                 news-length batches and Multi30k's, nn.Transformer beside zoo (eager), each also graphed
   3 learn-new, learn-old   the paper's base on the news pool as the CPU reference's runs (results/gpu-recipe-cpu2:
                  1000-token batches, bf16, seed 1), 300 steps each, new schedule (warmup 4000) and old (240)
                  side by side on the GPU; training NLL at equal steps against the CPU reference's curves
