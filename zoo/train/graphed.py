@@ -131,7 +131,9 @@ class GraphedStep:
             self._body(bk.batch, keyed)
         torch.cuda.current_stream(self.device).wait_stream(side)
         bk.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(bk.graph, pool=self.pool):
+        # thread_local: the loop's loader thread pins the next batches meanwhile (cudaHostAlloc), which a global
+        # capture would refuse
+        with torch.cuda.graph(bk.graph, pool=self.pool, capture_error_mode="thread_local"):
             self._body(bk.batch, keyed)
 
     def step(self, parts: list, n_tgt: int, stats: torch.Tensor, lr: float | None = None) -> float | None:
