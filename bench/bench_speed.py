@@ -8,6 +8,8 @@
    Multi30k batches, and each one's peak memory in a process of its own.
 2. Packed batches (zoo.data.packing): `--part pack`: the cpu profile's base step on Multi30k batches as
    make_batches cuts them against the same batches packed into 64-token rows, alternating step by step.
+`--part graph`: train.cuda_graph on (zoo.train.graphed), predicted the same way: bucket-padded batches, no host
+time between the kernels, eager and compiled.
 `--part predict`: the calibrated H100 roofline (bench/roofline.py CALIBRATED) of the paper's base and big
 on the gpu profile's 25,000-token batches (Multi30k's, and the news pool's when present), eager: today,
 fused loss, packed, both. `--part all` runs them in turn.
@@ -213,9 +215,54 @@ def _repack(b: zdata.Batch, row: int) -> zdata.Batch:
     return pack(pairs, range(len(pairs)), row)
 
 
+def part_graph(steps: int, models=("base", "big")) -> dict:
+    """train.cuda_graph on (zoo.train.graphed), predicted by the calibrated H100 roofline: each batch padded up to its
+    bucket, its kernels replayed with no host time between them (a graph launch), eager and compiled, against
+    today's (each kernel queued by the host, 28 us apiece); and the buckets' padding, measured on the batches."""
+    import roofline
+    from bench_train import _meta_batch, news_dataset
+    from zoo.data import Batch
+    from zoo.train import graphed
+    dev = roofline.CALIBRATED["H100 SXM"]
+    replayed = dev.__class__(**{**dev.__dict__, "name": dev.name + ", replayed", "host": (0.0, 0.0)})
+    tokens = gpu_profile_batch_tokens()
+    out = {}
+    for name in models:
+        cfg = resolve(name, "paper")
+        eps = cfg.train.label_smoothing
+        with torch.device("meta"):
+            model = build_model(cfg.model, cfg.data.vocab_size).train()
+        recipe = lambda lg, t: smoothed_loss(lg, t, eps)[0]
+        for label, dataset in (news_dataset(), ("Multi30k", "multi30k")):
+            batches = load_batches(dataset, 8000, tokens, steps)
+            g = graphed.GraphedStep.__new__(graphed.GraphedStep)
+            g.cfg = cfg  # shape() reads the model's longest position only
+            rows = {}
+            for compiled in (False, True):
+                for graph in (False, True):
+                    ms, cells, real = [], 0, 0
+                    for b in batches:
+                        R, S, T = g.shape(b) if graph else (b.src.size(0), b.src.size(1), b.tgt_in.size(1))
+                        z = lambda n: torch.zeros(R, n, dtype=torch.long)
+                        t, _ = roofline.step(model, *_meta_batch(Batch(z(S), z(T), z(T), 0, 0, 0.0)), recipe,
+                                             fused=compiled, amp=True, compiled_loss=compiled)
+                        ms.append(1e3 * t.seconds(replayed if graph else dev))
+                        cells += R * (S + T)
+                        real += b.n_src_tokens + b.n_tgt_tokens
+                    rows[f"{'compiled' if compiled else 'eager'}{' graphed' if graph else ''}"] = {
+                        "ms": sum(ms) / len(ms), "padding": 1 - real / cells}
+            out[f"{name} {label}"] = rows
+            e, c = rows["eager"]["ms"], rows["compiled"]["ms"]
+            print(f"predicted calibrated H100, paper {name}, {tokens}-token batches of {label}, bf16: " + "; ".join(
+                f"{k} {v['ms']:.1f} ms ({(e if k.startswith('eager') else c) / v['ms']:.2f}x, {v['padding']:.0%} "
+                f"padding)" for k, v in rows.items()))
+    print(f"  (graphed: each batch padded to its bucket, no host time between kernels; {steps} batches each)")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--part", choices=["loss", "step", "pack", "predict", "all"], default="all")
+    ap.add_argument("--part", choices=["loss", "step", "pack", "predict", "graph", "all"], default="all")
     ap.add_argument("--tokens", type=int, default=4000, help="--part loss: target tokens")
     ap.add_argument("--steps", type=int, default=6, help="timed steps of --part step / pack; batches predicted")
     ap.add_argument("--row", type=int, default=64, help="tokens a side of a packed row")
@@ -239,6 +286,8 @@ def main():
         figures["pack"] = part_pack(args.steps, args.row)
     if args.part in ("predict", "all"):
         figures["predict"] = part_predict(min(args.steps, 3), args.row, args.chunk, args.models.split(","))
+    if args.part in ("graph", "all"):
+        figures["graph"] = part_graph(min(args.steps, 3), args.models.split(","))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(figures, f, indent=2)

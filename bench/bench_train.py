@@ -54,7 +54,8 @@ from zoo import spec as zspec
 from zoo.model import forward_flops
 from zoo.model import build_model
 from zoo.config import Config, ModelSpec
-from zoo.train import cpu_has_bf16, keep_freed_memory, make_optimizer, smoothed_loss, step_setup, train_device, train_step
+from zoo.train import (cpu_has_bf16, keep_freed_memory, make_optimizer, smoothed_loss, step_setup, train_device,
+                       train_step, whole_model)
 
 
 class TorchReference(nn.Module):
@@ -126,11 +127,12 @@ def batch_flops(m: ModelSpec, vocab: int, b: zdata.Batch) -> float:
 class Trainer:
     """One model trained by zoo.train.step.train_step with `cfg`'s choices (the loop's step); the timed steps' tallies."""
 
-    def __init__(self, model: nn.Module, cfg: Config, device="cpu", whole: bool = False):
+    def __init__(self, model: nn.Module, cfg: Config, device="cpu", whole: bool | None = None):
         self.device, self.cfg = torch.device(device), cfg
         self.m, self.vocab = cfg.model, cfg.data.vocab_size
         self.model = model.to(self.device)
         self.fwd, self.amp = step_setup(cfg, self.model, self.device, whole)
+        self.whole = whole_model(cfg, self.device) if whole is None else whole  # compiled: the model or its layers
         self.opt = make_optimizer(self.model, lr=1e-4)
         self.stats = torch.zeros(2, dtype=torch.float64, device=self.device)  # read once, after timing
         self.shapes: set = set()
@@ -231,6 +233,10 @@ def main():
     ap.add_argument("--profile", default="cpu", help="the profile whose base the CPU run compares with "
                     "nn.Transformer (and --compile times); smoke: tiny shapes, with its big as the second model "
                     "(tests/test_bench.py: every code path, figures that mean nothing)")
+    ap.add_argument("--graph", action="store_true", help="--device cuda / --tiny: each zoo model again with "
+                    "train.cuda_graph on (zoo.train.graphed), in the same process")
+    ap.add_argument("--one-corpus", action="store_true", help="--device cuda / --tiny: news-length batches only "
+                    "(default: Multi30k's beside them)")
     ap.add_argument("--json", metavar="PATH", help="also write the figures to PATH")
     args = ap.parse_args()
     args.base_steps = args.base_steps or (2 if args.tiny else 8)
@@ -322,34 +328,71 @@ def _row(tr: Trainer, peak: float, spec: float) -> dict:
     return {"tokens_per_s": tr.tps, "step_ms": 1e3 * tr.seconds / tr.steps, "steps": tr.steps,
             "mfu_measured_peak": tr.mfu(peak), "mfu_spec_peak": tr.mfu(spec),
             "compute_dtype": "bf16" if tr.amp else "fp32", "compile": tr.cfg.train.compile,
+            "cuda_graph": tr.cfg.train.cuda_graph,
+            "compiled": "off" if tr.cfg.train.compile != "on" else "whole" if tr.whole else "regional",
             "warmup_s": tr.warmup_s, "first_step_s": tr.first_step_s, "warmup_shapes": len(tr.shapes),
             "graphs_after_first_step": tr.graphs_first, "graphs_after_warmup": tr.graphs}
 
 
+def news_dataset() -> tuple[str, str]:
+    """(label, corpus) of the news-length batches: WMT14's training set when present, else the news pool."""
+    return ("WMT14", "wmt14_en_de") if zdata.split_present("wmt14_en_de", "train") else ("news pool", "wmt_news_ende")
+
+
 def paper_models(args) -> dict:
-    """The paper's base and big (specs as written; --tiny: the smoke profile's) as a trial trains them here."""
+    """The paper's base and big (specs as written; --tiny: the smoke profile's) as a trial trains them here, on
+    news-length batches and on Multi30k's, each beside torch.nn.Transformer of the same size (eager, the same loss,
+    optimizer and batches, alternating step by step); --graph: each zoo model again with train.cuda_graph on, in
+    the same process (a compiled model's graphs reused)."""
     import roofline
     gpu = torch.device(args.device).type == "cuda"
     profile = "smoke" if args.tiny else "paper"
-    results, dev = {}, None
-    for name in ("base", "big"):
-        cfg = resolve(name, profile, [*args.set, f"resources.gpus={1 if gpu else 0}"])
-        dev = train_device(cfg)  # TF32 and cuDNN attention off on a GPU, as for a trial
-        if dev.type == "cpu":
-            keep_freed_memory()
-        m, V = cfg.model, cfg.data.vocab_size
-        # Multi30k's ids stand in for WMT14's: the 37000-row softmax costs the same whatever the targets
-        batches = load_batches("multi30k", min(V, 8000), args.batch_tokens, args.base_steps, dev)
-        torch.manual_seed(0)
-        tr = Trainer(build_model(m, V), cfg, dev)
-        tr.warm_up(batches)
-        tr.run(batches)
-        results[name] = tr
-        mem = f", peak memory {torch.cuda.max_memory_allocated(dev) / 2**30:.1f} GiB" if gpu else ""
-        print(f"{name}: d_model {m.d_model}, {m.N}+{m.N} layers, vocab {V}, {args.batch_tokens}-token batches, "
-              f"{tr.tps:9.0f} target tokens/s, {1e3 * tr.seconds / tr.steps:.1f} ms a step{mem}; warm-up "
-              f"{tr.warmup_s:.1f} s over {len(tr.shapes)} shapes (first step {tr.first_step_s:.1f} s), graphs "
-              f"{tr.graphs_first} after the first step, {tr.graphs} after the warm-up")
+    results, dev, runs = {}, None, {}
+    for corpus_label, dataset in [news_dataset(), ("Multi30k", "multi30k")][: 1 if args.one_corpus else 2]:
+        for name in ("base", "big"):
+            cfg = resolve(name, profile, [*args.set, f"resources.gpus={1 if gpu else 0}"])
+            dev = train_device(cfg)  # TF32 and cuDNN attention off on a GPU, as for a trial
+            if dev.type == "cpu":
+                keep_freed_memory()
+            m, V = cfg.model, cfg.data.vocab_size
+            # the corpus's ids (8000 BPE) stand in for the 37000-piece vocabulary: the softmax costs the same
+            batches = load_batches(dataset, min(V, 8000), args.batch_tokens, args.base_steps, dev)
+            if name not in runs:  # one model per size across corpora: a compiled one compiles once
+                torch.manual_seed(0)
+                runs[name] = build_model(m, V)
+            trainers = {"zoo": Trainer(runs[name], cfg, dev)}
+            if args.graph:
+                trainers["zoo graphed"] = Trainer(runs[name], resolve(name, profile, [
+                    *args.set, f"resources.gpus={1 if gpu else 0}", "train.cuda_graph=on"]), dev)
+            if not args.no_reference:  # eager: compiling nn.Transformer whole had not warmed up in 90 s on an H100
+                torch.manual_seed(0)
+                trainers["nn.Transformer"] = Trainer(TorchReference(m, V), resolve(name, profile, [
+                    f"resources.gpus={1 if gpu else 0}", f"train.precision={cfg.train.precision}"]), dev)
+            for tr in trainers.values():
+                tr.warm_up(batches)
+            for i, b in enumerate(batches):  # step by step on the same batch, in alternating order
+                for tr in (list(trainers.values()) if i % 2 else list(trainers.values())[::-1]):
+                    tr.run([b])
+            pad = sum(b.padding_fraction for b in batches) / len(batches)
+            mean = sum(b.n_tgt_tokens for b in batches) / sum(b.src.size(0) for b in batches)
+            mem = f", peak memory {torch.cuda.max_memory_allocated(dev) / 2**30:.1f} GiB" if gpu else ""
+            print(f"{name} on {corpus_label} batches: d_model {m.d_model}, {m.N}+{m.N} layers, vocab {V}, "
+                  f"{args.batch_tokens}-token batches (mean {mean:.0f} target pieces a sentence, {pad:.0%} padding), "
+                  f"{len(batches)} steps{mem}")
+            for k, tr in trainers.items():
+                results[f"{name} {corpus_label} {k}"] = tr
+                how = "" if k == "nn.Transformer" else (
+                    f"; warm-up {tr.warmup_s:.1f} s over {len(tr.shapes)} shapes (first step {tr.first_step_s:.1f} s), "
+                    f"graphs {tr.graphs_first} after the first step, {tr.graphs} after the warm-up")
+                print(f"  {k:<15} {tr.tps:9.0f} target tokens/s, {1e3 * tr.seconds / tr.steps:6.1f} ms a step{how}")
+            if "nn.Transformer" in trainers:
+                print(f"  ratio zoo / nn.Transformer ({name}, {corpus_label}): "
+                      f"{trainers['zoo'].tps / trainers['nn.Transformer'].tps:.2f}")
+            if "zoo graphed" in trainers:
+                g = trainers["zoo graphed"].opt.__dict__.get("graphed_step")
+                print(f"  graphed / zoo ({name}, {corpus_label}): {trainers['zoo graphed'].tps / trainers['zoo'].tps:.2f}x"
+                      f" the tokens/s; {len(g.buckets) if g else 0} buckets, {g.eager_steps if g else 0} eager steps")
+    tr = results[next(iter(results))]
     dtype = torch.bfloat16 if tr.amp else torch.float32
     sizes = (4096, 8192) if gpu else (256, 512)
     peak = max(matmul_peak(args.peak_seconds, sizes, dev, dtype) for _ in range(2))
@@ -363,12 +406,15 @@ def paper_models(args) -> dict:
     kind = f"{dev.type} {'bf16' if tr.amp else 'fp32'}"
     print(f"{label}; {'bf16' if tr.amp else 'fp32'} matmul peak {peak:.0f} GFLOP/s measured; "
           f"{spec_flops / 1e9:.0f} GFLOP/s {spec_label}")
-    for name, tr in results.items():
-        print(f"MFU paper {name} ({kind}): {tr.mfu(peak):.2f} of the measured peak, "
+    for key, tr in results.items():
+        name, rest = key.split(" ", 1)
+        print(f"MFU paper {name} ({kind}, {rest}): {tr.mfu(peak):.2f} of the measured peak, "
               f"{tr.mfu(spec_flops / 1e9):.2f} of the spec peak ({spec_label})")
+    runs = {k: _row(tr, peak, spec_flops / 1e9) for k, tr in results.items()}
+    first = news_dataset()[0]  # "models": the news-length zoo rows, the ones the check's report reads
     return {"device": label, "profile": profile, "batch_tokens": args.batch_tokens, "peak_gflops": peak,
-            "spec_peak_gflops": spec_flops / 1e9, "spec_peak": spec_label,
-            "models": {k: _row(tr, peak, spec_flops / 1e9) for k, tr in results.items()}}
+            "spec_peak_gflops": spec_flops / 1e9, "spec_peak": spec_label, "corpora": [first, "Multi30k"],
+            "models": {name: runs[f"{name} {first} zoo"] for name in ("base", "big")}, "runs": runs}
 
 
 def _meta_model(m: ModelSpec, vocab: int):

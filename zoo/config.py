@@ -239,6 +239,10 @@ class TrainSpec(Strict):
         "off", description="on: the pre-softmax map and the label-smoothed loss in one, chunk by chunk, so the "
         "(tokens x vocabulary) logits are never held whole (zoo.train.fused_loss); the same loss and gradients "
         "to float rounding, so it is not part of the config hash")
+    cuda_graph: Literal["off", "on"] = Field(
+        "off", description="on: on a GPU, the whole training step (forward, backward, Adam) replayed as one CUDA "
+        "graph, one recorded per bucket of padded shapes (zoo.train.graphed); the same loss to float rounding, so "
+        "it is not part of the config hash; on a CPU the bucketed step runs without a graph")
     stop_if_not_learning: bool = Field(
         True, description="after warm-up (2 x warmup_steps), stop with exit 2 when the training NLL is not clearly "
         "below the target pieces' unigram level or is above the uniform one (zoo.train.learning); false: go on "
@@ -471,7 +475,7 @@ class Config(Strict):
                                # how it runs, like resources: compiled or eager, the same arithmetic; a
                                # save reads the state and changes nothing (the averaged checkpoints'
                                # steps follow checkpoint_every, which stays in)
-                               exclude={"train": {"compile", "fused_loss", "checkpoint_minutes",
+                               exclude={"train": {"compile", "fused_loss", "cuda_graph", "checkpoint_minutes",
                                                   "stop_if_not_learning"}})
         # fields added later leave the hash of a config that does not use them as it was, so finished
         # trials of a store stay finished (the field off changes no result)

@@ -19,18 +19,30 @@ from zoo.model import dropout_key
 from zoo.train import compiled_loss, fused_loss, recipe
 from zoo.train.device import autocast, autocast_dtype, rank_and_world
 
-__all__ = ["compiled", "data_parallel", "draws_key", "read_stats", "step_setup",
-           "train_step"]  # what it lends outside its package (the door serves these)
+__all__ = ["WHOLE_FROM_STEPS", "batch_loss", "compiled", "data_parallel", "draws_key", "read_stats", "step_setup",
+           "train_step", "whole_model"]  # what it lends outside its package (the door serves these)
 
 
-def compiled(module: torch.nn.Module, cfg: Config, backend: str = "inductor", whole: bool = False) -> torch.nn.Module:
+# train.compile on compiles the whole model on a GPU for a run of at least this many steps, regionally otherwise. On
+# the H100 whole took 69 s before base's first step against regional's 35 s, and stepped in 56.7 ms against 64.4:
+# the 34 s are repaid after ~4,400 steps. A CPU, smoke runs and tests keep the short regional warm-up.
+WHOLE_FROM_STEPS = 5000
+
+
+def whole_model(cfg: Config, device: torch.device) -> bool:
+    """Whether train.compile on compiles the whole model (True) or its layers (False): the rule above."""
+    return device.type == "cuda" and cfg.train.steps >= WHOLE_FROM_STEPS
+
+
+def compiled(module: torch.nn.Module, cfg: Config, backend: str = "inductor",
+             whole: bool | None = None) -> torch.nn.Module:
     """train.compile on: the module the training forward runs through, compiled with dynamic shapes, so the
     token-budget batches' ever-changing (batch, length) shapes share one graph instead of compiling one each.
 
     Regionally: a Transformer (inside DDP or not) compiles its encoder layer and its decoder layer once each
     (Transformer.compile_layers) and stays itself; the embeddings, the pre-softmax map and the loop over
     layers run eagerly between the graphs. `whole` (or a model without compile_layers) compiles the whole
-    forward into one graph instead: the bench's reference (bench_train.py --compile).
+    forward into one graph instead; None: whole_model's rule (a long run on a GPU), as the loop takes it.
 
     Duck sizing is off: with it, a first batch whose source and target lengths happen to be equal gives both
     one symbol, and the first batch where they differ compiles the model again (on an H100, recompiles up to
@@ -40,6 +52,8 @@ def compiled(module: torch.nn.Module, cfg: Config, backend: str = "inductor", wh
     import torch.fx.experimental._config as fx_config  # read when a graph is traced, so set before the first step
     fx_config.use_duck_shape = False
     model = getattr(module, "module", module)  # DDP holds the model as .module
+    if whole is None:
+        whole = whole_model(cfg, next(model.parameters()).device)
     if whole or not hasattr(model, "compile_layers"):
         return torch.compile(module, dynamic=True, backend=backend)
     model.compile_layers(dynamic=True, backend=backend)
@@ -63,7 +77,7 @@ def data_parallel(model: torch.nn.Module, device) -> torch.nn.Module:
 
 
 def step_setup(cfg: Config, model: torch.nn.Module, device: torch.device,
-               whole: bool = False) -> tuple[torch.nn.Module, torch.dtype | None]:
+               whole: bool | None = None) -> tuple[torch.nn.Module, torch.dtype | None]:
     """(the module the forward runs through, the autocast dtype) of a one-process run of `cfg` on `device`
     (the loop wraps the model in DDP first when it has several ranks); `whole`: see compiled."""
     return compiled(model, cfg, whole=whole), autocast_dtype(cfg.train.precision, device, cfg.model.d_model)
@@ -74,6 +88,10 @@ def train_step(cfg: Config, fwd: torch.nn.Module, opt: torch.optim.Optimizer, de
     """One optimizer step: the learning rate (`lr`, the schedule's for this step; None keeps the optimizer's),
     the gradients of this rank's micro-batches (`gradients`), Adam's update. Adds the step's summed loss and
     NLL to `stats` on the device; returns the last micro-batch's padding fraction."""
+    if cfg.train.cuda_graph == "on":  # the whole step as one CUDA graph per bucket of shapes (zoo.train.graphed)
+        from zoo.train import graphed
+        if (pad := graphed.train_step(cfg, fwd, opt, device, parts, n_tgt, stats, amp, lr)) is not None:
+            return pad
     if lr is not None:
         for g in opt.param_groups:
             g["lr"] = lr
@@ -97,19 +115,25 @@ def gradients(cfg: Config, fwd: torch.nn.Module, opt: torch.optim.Optimizer, dev
         b = b.to(device)
         sync = world == 1 or i == len(parts) - 1
         with nullcontext() if sync else fwd.no_sync():
-            eps, fused = cfg.train.label_smoothing, cfg.train.fused_loss == "on"
-            seg = {} if b.src_seg is None else {"src_seg": b.src_seg, "tgt_seg": b.tgt_seg}  # a packed batch
-            with autocast(device, amp):
-                out = fwd(b.src, b.tgt_in, **seg, **({"states": True} if fused else {}))
-                if fused:  # the decoder's states: the pre-softmax map runs inside the loss, chunk by chunk
-                    loss, nll = fused_loss.smoothed_loss(out, getattr(fwd, "module", fwd).output_weight(),
-                                                         b.tgt_out, eps)
-            if not fused:
-                loss, nll = (compiled_loss.smoothed_loss(out, b.tgt_out, eps, recipe.LOSS_CHUNK)
-                             if cfg.train.compile == "on" else recipe.smoothed_loss(out, b.tgt_out, eps))
+            loss, nll = batch_loss(cfg, fwd, b, device, amp)
             (loss * (weight * scale)).backward()
         stats += torch.stack([loss.detach(), nll]).double() * weight
     return b.padding_fraction
+
+
+def batch_loss(cfg: Config, fwd: torch.nn.Module, b, device: torch.device,
+               amp: torch.dtype | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """One micro-batch's forward and its summed (label-smoothed loss, NLL) over its non-pad targets, as the
+    run's choices take it (fused loss, compiled loss or the recipe's); also zoo.train.graphed's body."""
+    eps, fused = cfg.train.label_smoothing, cfg.train.fused_loss == "on"
+    seg = {} if b.src_seg is None else {"src_seg": b.src_seg, "tgt_seg": b.tgt_seg}  # a packed batch
+    with autocast(device, amp):
+        out = fwd(b.src, b.tgt_in, **seg, **({"states": True} if fused else {}))
+        if fused:  # the decoder's states: the pre-softmax map runs inside the loss, chunk by chunk
+            return fused_loss.smoothed_loss(out, getattr(fwd, "module", fwd).output_weight(), b.tgt_out, eps)
+    if cfg.train.compile == "on":
+        return compiled_loss.smoothed_loss(out, b.tgt_out, eps, recipe.LOSS_CHUNK)
+    return recipe.smoothed_loss(out, b.tgt_out, eps)
 
 
 def read_stats(stats: torch.Tensor) -> tuple[float, float]:
