@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from .prepared import Prepared, build, check_kept, prepare, target_vocab
     from .recipe import LOSS_CHUNK, make_optimizer, smoothed_loss
     from .stacked import Seat, stack_problem, stack_size, train_stacked
-    from .step import compiled, data_parallel, draws_key, read_stats, step_setup, train_step
+    from .step import (WHOLE_FROM_STEPS, batch_loss, compiled, data_parallel, draws_key, read_stats, step_setup,
+        train_step, whole_model)
     from .writer import Writer
 
 _PART = {  # name -> the part that lends it
@@ -45,8 +46,9 @@ _PART = {  # name -> the part that lends it
     "rank_parts": "loop", "train": "loop", "Prepared": "prepared", "build": "prepared", "check_kept": "prepared",
     "prepare": "prepared", "target_vocab": "prepared", "LOSS_CHUNK": "recipe", "make_optimizer": "recipe",
     "smoothed_loss": "recipe", "Seat": "stacked", "stack_problem": "stacked", "stack_size": "stacked",
-    "train_stacked": "stacked", "compiled": "step", "data_parallel": "step", "draws_key": "step",
-    "read_stats": "step", "step_setup": "step", "train_step": "step", "Writer": "writer",
+    "train_stacked": "stacked", "WHOLE_FROM_STEPS": "step", "batch_loss": "step", "compiled": "step",
+    "data_parallel": "step", "draws_key": "step", "read_stats": "step", "step_setup": "step", "train_step": "step",
+    "whole_model": "step", "Writer": "writer",
 }
 # End of the door.
 __all__ = list(_PART)
