@@ -12,7 +12,7 @@ from pydantic.json_schema import models_json_schema
 
 from zoo.paths import SAFE_NAME
 from zoo.config import ClaimSpec, DataSpec, EvalSpec, ModelSpec, PaperRef, ResourcesSpec, TrainSpec
-from zoo.spec.profiles import Profile
+from zoo.spec.profile_grammar import Profile
 from zoo.spec.seeds import SEEDS
 from zoo.spec.specfile import SECTIONS
 from zoo.spec.sweep_axes import Asha

@@ -9,7 +9,6 @@ A model may say a mistake in its own words: a validator raises `mistake(text)`, 
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection
 from types import UnionType
 from typing import Annotated, Union, get_args, get_origin
 
