@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import ValidationError
 
 from zoo.paths import name_problem
 from zoo.config import DataSpec, MAX_STEPS, ModelSpec, TrainSpec
 from zoo.text import did_you_mean, shorten
-from zoo.spec.profile_grammar import Profile, Scale
 from zoo.spec.specfile import MAX_EXTENDS, Doc, SECTIONS, SpecError, deep_merge, read_yaml, specs_dir, without_empty
-from zoo.spec.validation import spec_error
+
+if TYPE_CHECKING:  # at run time imported where used: a module-level import makes the chain from reports too long
+    from zoo.spec.profile_grammar import Profile, Scale
 
 __all__ = ["WIDTHS", "ProfileFile", "apply_profile", "auto_profile", "check_heads", "find_profile", "load_profile",
            "profile_description", "profile_name", "profile_text", "profile_untestable", "profiles_dir", "read_profile"]
@@ -108,6 +109,8 @@ def auto_profile(profile: str, gpus: float | None = None) -> str:
 def load_profile(path: Path | None) -> ProfileFile | None:
     """The profile file with what it `extends:` beneath it, checked against its grammar (`Profile`): every
     mistake at its line, said together. None: `paper`, the spec exactly as written."""
+    from zoo.spec.profile_grammar import Profile
+    from zoo.spec.validation import spec_error
     if path is None:
         return None
     doc = read_profile(path)
@@ -137,6 +140,7 @@ def apply_profile(doc: Doc, prof: ProfileFile | None, data_dir: str | Path | Non
     """The profile overlaid on a spec. A `datasets:` entry's `prefer:` settings replace the others when
     their corpus's training split is present in `data_dir` (default $ZOO_DATA_DIR); the choice is
     appended to `notes` (the run's profile description records it)."""
+    from zoo.spec.profile_grammar import Scale
     if prof is None:
         return doc
     # The corpus first: its `datasets:` entry may carry a `scale:` of its own (a model the corpus supports),
@@ -173,6 +177,7 @@ def _corpus_of(doc: Doc, prof: Doc) -> str | None:
 
 def _entry(doc: Doc, prof: ProfileFile, data_dir, notes: list[str] | None) -> Entry | None:
     """The profile's `datasets:` entry for the spec's corpus, with `prefer:` decided (None: no entry)."""
+    from zoo.spec.profile_grammar import Scale
     name = _corpus_of(doc, prof.doc)
     maps = prof.doc.data.get("datasets") or {}
     if not isinstance(name, str) or name not in maps:
