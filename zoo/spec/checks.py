@@ -1,19 +1,31 @@
 """The checks a resolved spec passes beyond its fields' own types (zoo.config): its claims name rows there are,
-its corpus and splits exist, its model components are installed, its `compare_to` names a row. Each raises
-SpecError at the line written; zoo.spec.resolution runs them on every trial of a spec."""
+its corpus and splits exist, its model components are installed, its `compare_to` names a row; and across its
+trials: not too many, one seed axis, no two trials (or claimed rows) one model, ASHA able to stop one. Each
+raises SpecError at the line written; zoo.spec.resolution runs them on every trial of a spec."""
 from __future__ import annotations
 
+import functools
+import json
+import logging
 from collections.abc import Collection, Sequence
 
 from zoo.config import ClaimSpec, Config
 from zoo.paper import TABLE2, TABLE3, TABLE4
 from zoo.spec.profiles import find_profile
 from zoo.spec.specfile import Doc, SpecError, unknown_key
+from zoo.spec.sweep_axes import Asha, count
 from zoo.text import did_you_mean, shorten
 
-__all__ = ["PAPER_ROWS", "check_claims", "check_compare_to", "check_components", "check_corpus", "check_spec_claims"]
+__all__ = ["MAX_TRIALS", "PAPER_ROWS", "check_claims", "check_claims_apart", "check_compare_to", "check_components",
+           "check_corpus", "check_grace", "check_one_seed", "check_paper_row", "check_same", "check_seed_axes",
+           "check_size", "check_spec_claims", "say_once"]
 
 
+# Trials one spec may make (variants x sweep points x seeds), checked by arithmetic before any is built.
+# Every trial is resolved and validated before anything runs (about 1 ms each) and becomes a row in
+# Ray Tune's driver and in the store; the paper's Tables 2-4 hold 41 rows, so 2000 is every row x 10
+# seeds x a few sweep points. A larger study is several specs (each its own Tune experiment).
+MAX_TRIALS = 2000
 PAPER_ROWS = {2: [r[5] for r in TABLE2 if r[5]], 3: [r[0] for r in TABLE3], 4: [r[3] for r in TABLE4 if r[3]]}
 
 
@@ -108,3 +120,110 @@ def check_compare_to(doc: Doc, cfg: Config, variants) -> None:
         raise SpecError(doc.where(("paper", "compare_to")), "paper.compare_to",
                         f"no row '{shorten(name)}': a variant of this spec or a row of the paper's Table {table}"
                         f"{did_you_mean(name, rows)}")  # its "Allowed:" lists them all, once
+
+
+# ----------------------------------------------------------------------------------------------
+# Checks across a spec's trials: how many, their seeds, two that would train one model
+
+
+def check_size(doc: Doc, variants: int, points: int, seeds: int) -> None:
+    """Refuse a spec that makes more than MAX_TRIALS trials, from the counts alone (nothing built)."""
+    n = variants * points * seeds
+    if n <= MAX_TRIALS:
+        return
+    raw = doc.variants_from
+    key = next((k for k in ("sweep", "seeds", "variants") if k in doc.data or k in raw.data), "variants")
+    where = doc.where((key,)) if key in doc.data else raw.where((key,))
+    many = lambda k, what: f"{count(k)} {what}" + ("" if k == 1 else "s")
+    raise SpecError(where, key, f"makes {count(n)} trials ({many(variants, 'variant')} x {many(points, 'sweep point')} "
+                    f"x {many(seeds, 'seed')}); at most {MAX_TRIALS:,} per spec: split the study into several specs, or sweep "
+                    "fewer values")
+
+
+def check_seed_axes(doc: Doc, axis: list[int] | None, cli: list[int] | None) -> None:
+    """`train.seed` swept in `sweep:` and a seeds axis as well: the axis would overwrite every swept seed."""
+    sw = doc.data.get("sweep")
+    if axis is None or not isinstance(sw, dict):
+        return
+    for sec in ("grid", "random"):
+        if isinstance(sw.get(sec), dict) and "train.seed" in sw[sec]:
+            other = "--seeds" if cli is not None else "`seeds:`"
+            raise SpecError(doc.where(("sweep", sec, "train.seed")), f"sweep.{sec}.train.seed",
+                            f"the seed is swept here and also by {other}, which would overwrite every "
+                            "swept value; keep one of the two")
+
+
+def check_one_seed(doc: Doc, variants: dict, set_locs: dict, axis_at: str) -> None:
+    """A variant's own `train.seed`, or `--set train.seed`, beside a seeds axis: the axis would overwrite it."""
+    axis = "--seeds" if axis_at == "--seeds" else f"`seeds:` ({axis_at})"
+    if ("train", "seed") in set_locs:
+        raise SpecError(set_locs[("train", "seed")], "train.seed", f"the seed is set here and also by {axis}, "
+                        "which would overwrite it; keep one of the two")
+    for name, over in variants.items():
+        if isinstance(over.get("train"), dict) and "seed" in over["train"]:
+            raise SpecError(doc.variants_from.where(("variants", name, "train", "seed")), f"variants.{name}.train.seed",
+                            f"the seed is set here and also by {axis}, which would overwrite it; keep one of the two")
+
+
+def check_same(doc: Doc, cfg: Config, sized: dict, seen: dict) -> None:
+    """Two trials of one variant and seed that train the same model: sweep values that differ as written
+    but read the same (0, 0.0 and -0.0, or 1 and 1.0, in a float field). Compared as the fields read
+    them, with -0.0 as 0.0 (equal, though it prints and hashes apart). Sizes a profile scales to one
+    value (model.N 2 and 4 at depth 0.1) stay apart: the spec's own sweep, shrunk to a budget."""
+    def plain(x):
+        return {k: plain(v) for k, v in x.items()} if isinstance(x, dict) else [plain(v) for v in x] \
+            if isinstance(x, list) else x + 0.0 if isinstance(x, float) else x  # -0.0 + 0.0 is 0.0
+    body = cfg.model_dump(mode="json", include={"model", "data", "train", "eval", "resources"})
+    first = seen.setdefault((cfg.variant, json.dumps([plain(body), plain(sized)], sort_keys=True)), cfg)
+    if first is cfg:
+        return
+    field = next((k for k in cfg.overrides if repr(cfg.overrides[k]) != repr(first.overrides.get(k))), "sweep")
+    value = functools.reduce(lambda o, p: getattr(o, p, None), field.split("."), cfg)
+    at = next((("sweep", sec, field) for sec in ("grid", "random") if ("sweep", sec, field) in doc.locs), ("sweep",))
+    raise SpecError(doc.where(at), ".".join(at), f"the trials {first.trial} and {cfg.trial} would train the same model: "
+                    f"{shorten(repr(first.overrides.get(field)))} and {shorten(repr(cfg.overrides.get(field)))} "
+                    f"both read as {shorten(repr(value))} in {field}; list each value once")
+
+
+def check_claims_apart(doc: Doc, cfgs: list[Config], profile: str) -> None:
+    """A claim between two variants the profile makes one model (model.N 2 and 4 both 1 layer at depth 0.1):
+    a warning at the claim's line (smoke checks the path; the built-in specs' depth pairs merge there)."""
+    first = {c.variant: c for c in reversed(cfgs)}  # each variant's first trial
+    body = lambda c: json.dumps(c.model_dump(mode="json", include={"model", "data", "train", "eval"}), sort_keys=True)
+    for i, claim in enumerate(cfgs[0].claims):
+        a, b = (first.get(r) for r in claim.rows)
+        if a is None or b is None or a is b or body(a) != body(b):
+            continue
+        written = sorted(k for k in {*a.overrides, *b.overrides} if a.overrides.get(k) != b.overrides.get(k))
+        differ = "; ".join(f"{k} {shorten(repr(a.overrides.get(k)))} and {shorten(repr(b.overrides.get(k)))}" for k in written)
+        say_once(f"{doc.where(('claims', i))}: claims.{i}: under profile {profile}, {a.variant} and {b.variant} train "
+                 f"the same model ({differ or 'nothing differs'} as written, equal once the profile has scaled them), so "
+                 f"the claim {claim.id} compares a model with itself here and its verdict means nothing; judge it under a "
+                 "profile that keeps the rows apart (e.g. ablation)")
+
+
+def check_paper_row(doc: Doc, paper: dict, ours: bool) -> None:
+    """`paper_row: true` stands a row in for the paper's own: only a row the paper's table has."""
+    rows = PAPER_ROWS.get(paper["table"], []) if isinstance(paper["table"], int) else []
+    if paper.get("paper_row") is True and not ours and rows and paper.get("row") not in rows:
+        raise SpecError(doc.where(("paper", "paper_row")), "paper.paper_row", f"true stands the row "
+                        f"'{shorten(str(paper.get('row')))}' in for the paper's own, but the paper's Table "
+                        f"{paper['table']} has no such row ({', '.join(rows)}); remove it (your row is then "
+                        "shown as yours, after the paper's rows of its group) or name one of those rows")
+
+
+def check_grace(doc: Doc, asha: Asha | None, cfgs: list[Config], profile: str) -> None:
+    """ASHA's grace period below the trials' steps: else it would never stop a trial."""
+    if asha is None or not cfgs or asha.grace_steps < max(c.train.steps for c in cfgs):
+        return
+    steps = max(c.train.steps for c in cfgs)
+    raise SpecError(doc.where(("sweep", "scheduler", "asha", "grace_steps")), "sweep.scheduler.asha.grace_steps",
+                    f"{asha.grace_steps} is not below the trials' {steps} steps (profile {profile}), "
+                    f"so ASHA would never stop a trial; set it below {steps} (e.g. {max(1, steps // 8)}) or "
+                    "remove the scheduler")
+
+
+@functools.lru_cache(maxsize=None)
+def say_once(note: str) -> None:
+    """A warning said once per process (a profile's corpus choice, two rows one model)."""
+    logging.getLogger(__name__).warning("profile: %s", note)

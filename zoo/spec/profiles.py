@@ -12,20 +12,29 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from pydantic import ValidationError
 
 from zoo.paths import name_problem
 from zoo.config import DataSpec, MAX_STEPS, ModelSpec, TrainSpec
 from zoo.text import did_you_mean, shorten
-from zoo.spec.specfile import (MAX_EXTENDS, Doc, SECTIONS, SpecError, kind_of, unknown_key, deep_merge, read_yaml,
-                          specs_dir, without_empty)
+from zoo.spec.specfile import MAX_EXTENDS, Doc, SECTIONS, SpecError, deep_merge, read_yaml, specs_dir, without_empty
 
-__all__ = ["PROFILE_KEYS", "SCALE_KEYS", "WIDTHS", "apply_profile", "auto_profile", "find_profile",
-           "profile_description", "profile_name", "profile_untestable", "profiles_dir", "read_profile"]
+if TYPE_CHECKING:  # at run time imported where used: a module-level import makes the chain from reports too long
+    from zoo.spec.profile_grammar import Profile, Scale
+
+__all__ = ["WIDTHS", "ProfileFile", "apply_profile", "auto_profile", "check_heads", "find_profile", "load_profile",
+           "profile_description", "profile_name", "profile_text", "profile_untestable", "profiles_dir", "read_profile"]
 
 
-PROFILE_KEYS = {"description", "extends", "scale", "set", "datasets", "seeds", "untestable"}
-SCALE_KEYS = {"width", "depth", "steps", "heads"}
 WIDTHS = {"d_model": True, "d_ff": False, "d_k": False, "d_v": False}  # what `scale.width` scales; True: kept even
+
+
+class ProfileFile(NamedTuple):
+    """A profile as read: its file (with `extends:` beneath it and a line for every key) and its checked grammar."""
+    doc: Doc
+    profile: Profile
 
 
 def profiles_dir() -> Path:
@@ -97,138 +106,160 @@ def auto_profile(profile: str, gpus: float | None = None) -> str:
     return "gpu" if gpus else "cpu"
 
 
-def apply_profile(doc: Doc, profile_path: Path | None, data_dir: str | Path | None = None,
+def load_profile(path: Path | None) -> ProfileFile | None:
+    """The profile file with what it `extends:` beneath it, checked against its grammar (`Profile`): every
+    mistake at its line, said together. None: `paper`, the spec exactly as written."""
+    from zoo.spec.profile_grammar import Profile
+    from zoo.spec.validation import spec_error
+    if path is None:
+        return None
+    doc = read_profile(path)
+    try:
+        return ProfileFile(doc, Profile.model_validate(doc.data))
+    except ValidationError as e:
+        raise spec_error(doc, e, Profile) from None
+
+
+# ----------------------------------------------------------------------------------------------
+# A profile laid over a spec: the corpus's `datasets:` entry, then `scale:`, `set:`, the entry's settings
+
+
+class Entry(NamedTuple):
+    """The `datasets:` entry for the spec's corpus, after `prefer:`: its data settings and their lines, its
+    `set:` and where that is written, its `scale:` (None: the profile's applies)."""
+    data: dict
+    locs: dict
+    set: dict
+    set_at: tuple
+    scale: Scale | None
+    scale_at: tuple
+
+
+def apply_profile(doc: Doc, prof: ProfileFile | None, data_dir: str | Path | None = None,
                   notes: list[str] | None = None) -> Doc:
     """The profile overlaid on a spec. A `datasets:` entry's `prefer:` settings replace the others when
     their corpus's training split is present in `data_dir` (default $ZOO_DATA_DIR); the choice is
     appended to `notes` (the run's profile description records it)."""
-    if profile_path is None:
+    from zoo.spec.profile_grammar import Scale
+    if prof is None:
         return doc
-    prof = read_profile(profile_path)
-    for k in prof.data:
-        if k not in PROFILE_KEYS:
-            raise SpecError(prof.where((str(k),)), shorten(k), unknown_key("profile key", k, PROFILE_KEYS))
-    sets = prof.data.get("set") or {}
-    if not isinstance(sets, dict):
-        raise SpecError(prof.where(("set",)), "set", "must be a mapping of sections")
-    sets = without_empty(sets, SECTIONS)  # `model:` with only comments under it sets nothing
     # The corpus first: its `datasets:` entry may carry a `scale:` of its own (a model the corpus supports),
     # which replaces the profile's for that corpus.
-    maps = prof.data.get("datasets") or {}
-    if not isinstance(maps, dict) or not all(isinstance(v, dict) for v in maps.values()):
-        raise SpecError(prof.where(("datasets",)), "datasets",
-                        "must map a corpus name to data settings, e.g. {wmt14_en_de: {dataset: multi30k}}")
-    _check_corpora(prof, maps)
-    data_sec = doc.data.get("data")
-    # a spec without `data:` trains on the default corpus, which the profile maps like any other
-    name = data_sec.get("dataset", DataSpec().dataset) if isinstance(data_sec, dict) else \
-        DataSpec().dataset if data_sec is None else None
-    if isinstance(sets.get("data"), dict) and "dataset" in sets["data"]:
-        name = sets["data"]["dataset"]  # the profile's own corpus
-    entry = dict(maps[name]) if isinstance(name, str) and name in maps else None
-    scale_at = ("scale",)
+    entry = _entry(doc, prof, data_dir, notes)
+    if entry is not None and entry.scale is not None:
+        scale, scale_at = entry.scale, entry.scale_at
+    else:
+        scale, scale_at = prof.profile.scale or Scale(), ("scale",)
+    out, scaled_train = _scaled(doc, scale, lambda key: prof.doc.where((*scale_at, key)))
+    sets = without_empty(prof.doc.data.get("set") or {}, SECTIONS)  # `model:` with only comments under it sets nothing
+    out = deep_merge(out, sets, {p[1:]: loc for p, loc in prof.doc.locs.items() if p[0] == "set" and len(p) > 1})
+    # `datasets:` maps the spec's corpus to the one this budget uses, with its data settings
+    # (e.g. wmt14_en_de -> multi30k), so a translation profile never rewrites a parsing spec; the entry's
+    # optional `set:` overrides other sections for that corpus only (a parsing recipe, a budget in epochs)
     if entry is not None:
-        m_locs = {("data",) + p[2:]: loc for p, loc in prof.locs.items()
-                  if p[:2] == ("datasets", name) and len(p) > 2 and p[2] not in ("set", "scale")}
-        set_at = ("datasets", name, "set")
-        if "prefer" in entry:
-            preferred = isinstance(entry["prefer"], dict) and "set" in entry["prefer"]
-            entry = _prefer(prof, name, entry, m_locs, data_dir, notes)
-            if preferred and entry.get("dataset") == maps[name]["prefer"].get("dataset"):
-                set_at = ("datasets", name, "prefer", "set")
-            for p in [p for p in m_locs if len(p) > 1 and p[1] == "set"]:
-                del m_locs[p]
-        if "scale" in entry:
-            scale_at = ("datasets", name, "scale")
-    scale = (entry or {}).pop("scale", None) if scale_at != ("scale",) else prof.data.get("scale")
-    scale = scale or {}
-    where_scale = ".".join(scale_at)
-    if not isinstance(scale, dict):
-        raise SpecError(prof.where(scale_at), where_scale, "must be a mapping like {width: 0.5, depth: 0.5, steps: 0.01}")
-    for k, v in scale.items():
-        if k not in SCALE_KEYS:
-            raise SpecError(prof.where((*scale_at, str(k))), f"{where_scale}.{shorten(k)}",
-                            unknown_key("scale", k, SCALE_KEYS))
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 < v <= 1000:  # NaN fails too
-            raise SpecError(prof.where((*scale_at, k)), f"{where_scale}.{k}",
-                            f"must be a number in (0, 1000] (got {shorten(repr(v))})")
+        out = deep_merge(out, {"data": entry.data}, entry.locs)
+        n = len(entry.set_at)
+        out = deep_merge(out, entry.set, {p[n:]: loc for p, loc in prof.doc.locs.items() if p[:n] == entry.set_at and len(p) > n})
+    return _keep_checkpoint_share(out, scaled_train, TrainSpec())
+
+
+def _corpus_of(doc: Doc, prof: Doc) -> str | None:
+    """The corpus the spec trains on before the `datasets:` map: the profile's own `set: {data: {dataset:}}`,
+    else the spec's (a spec without `data:` trains on the default corpus, which the profile maps like any other)."""
+    sets = prof.data.get("set") or {}
+    if isinstance(sets.get("data"), dict) and "dataset" in sets["data"]:
+        return sets["data"]["dataset"]
+    data = doc.data.get("data")
+    if data is None:
+        return DataSpec().dataset
+    return data.get("dataset", DataSpec().dataset) if isinstance(data, dict) else None
+
+
+def _entry(doc: Doc, prof: ProfileFile, data_dir, notes: list[str] | None) -> Entry | None:
+    """The profile's `datasets:` entry for the spec's corpus, with `prefer:` decided (None: no entry)."""
+    from zoo.spec.profile_grammar import Scale
+    name = _corpus_of(doc, prof.doc)
+    maps = prof.doc.data.get("datasets") or {}
+    if not isinstance(name, str) or name not in maps:
+        return None
+    at = ("datasets", name)
+    entry = dict(maps[name])
+    locs = {("data",) + p[2:]: loc for p, loc in prof.doc.locs.items()
+            if p[:2] == at and len(p) > 2 and p[2] not in ("set", "scale")}
+    set_at = (*at, "set")
+    if "prefer" in entry:
+        preferred = entry["prefer"]
+        entry = _prefer(prof.doc, name, entry, locs, data_dir, notes)
+        if "set" in preferred and entry.get("dataset") == preferred["dataset"]:
+            set_at = (*at, "prefer", "set")
+        locs = {p: loc for p, loc in locs.items() if p[1:2] != ("set",)}
+    sets = without_empty(entry.pop("set", None) or {}, SECTIONS)
+    own_scale = "scale" in entry  # even empty: it replaces the profile's
+    scale = (prof.profile.datasets[name].scale or Scale()) if own_scale else None
+    entry.pop("scale", None)
+    return Entry(entry, locs, sets, set_at, scale, (*at, "scale"))
+
+
+def _scaled(doc: Doc, scale: Scale, where) -> tuple[Doc, dict]:
+    """The spec's sizes times the profile's factors, and its `train:` as scaled (before any `set:`). A scaled
+    value is the profile's doing: an error in it points at the `scale:` entry that made it (`where(key)`)."""
     data = copy.deepcopy(doc.data)
     m, t = data.setdefault("model", {}), data.setdefault("train", {})
     m, t = (x if isinstance(x, dict) else {} for x in (m, t))  # not a mapping: validation says so
-    base_m, base_t = ModelSpec(), TrainSpec()
-    w, d, s = scale.get("width", 1), scale.get("depth", 1), scale.get("steps", 1)
-
-    def sc(value, f, even=False):
-        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_STEPS:
-            return value  # not a valid size: left for validation to report where it was set
-        x = max(1, round(value * f))
-        return x + (x % 2) if even else x
-
-    # Widths scale together so h*d_k = d_model keeps holding where the paper kept it (rows A, C4, C5).
-    # Without `heads`, h stays (each row's head count is the paper's, each head w times narrower); with
-    # `heads: r`, h scales by r (at least 1 head) and d_k, d_v by w / r instead, so every row's head size
-    # is the paper's divided by one factor and a comparison of rows A compares head counts, not head sizes.
-    # A scaled value is the profile's doing: an error in it points at the `scale:` entry that made it.
     locs = dict(doc.locs)
-    at = lambda key, *field: locs.update({field: prof.where((*scale_at, key))})
-    hr, per_head = scale.get("heads", 1), 1.0
-    if hr != 1:
-        h = m.get("h", base_m.h)
+    at = lambda key, *field: locs.update({field: where(key)})
+    _scale_widths(m, scale, at)
+    if scale.depth != 1:
+        m["N"] = _times(m.get("N", ModelSpec().N), scale.depth)
+        at("depth", "model", "N")
+    if scale.steps != 1:  # the checkpoint cadence keeps its share of the run, so averaging the last k spans the
+        # same late part of training as in the paper (10-minute checkpoints of a 12-hour or 3.5-day run);
+        # outside that window a save comes once per train.checkpoint_minutes, so a short cadence is cheap
+        t["steps"] = _times(t.get("steps", TrainSpec().steps), scale.steps)
+        t["checkpoint_every"] = _times(t.get("checkpoint_every", TrainSpec().checkpoint_every), scale.steps)
+        at("steps", "train", "steps")
+        at("steps", "train", "checkpoint_every")
+    return Doc(data, locs, doc.origin), t
+
+
+def _scale_widths(m: dict, scale: Scale, at) -> None:
+    """Widths scale together so h*d_k = d_model keeps holding where the paper kept it (rows A, C4, C5).
+    Without `heads`, h stays (each row's head count is the paper's, each head w times narrower); with
+    `heads: r`, h scales by r (at least 1 head) and d_k, d_v by w / r instead, so every row's head size
+    is the paper's divided by one factor and a comparison of rows A compares head counts, not head sizes."""
+    w, per_head = scale.width, 1.0
+    if scale.heads != 1:
+        h = m.get("h", ModelSpec().h)
         if isinstance(h, int) and not isinstance(h, bool) and h >= 1:
-            m["h"] = max(1, round(h * hr))
+            m["h"] = max(1, round(h * scale.heads))
             per_head = h / m["h"]
             at("heads", "model", "h")
     for k, even in WIDTHS.items():
         f = w * per_head if k in ("d_k", "d_v") else w
         if f != 1:
-            m[k] = sc(m.get(k, getattr(base_m, k)), f, even)
+            m[k] = _times(m.get(k, getattr(ModelSpec(), k)), f, even)
             at("width" if w != 1 else "heads", "model", k)
-    if d != 1:
-        m["N"] = sc(m.get("N", base_m.N), d)
-        at("depth", "model", "N")
-    if s != 1:  # the checkpoint cadence keeps its share of the run, so averaging the last k spans the
-        # same late part of training as in the paper (10-minute checkpoints of a 12-hour or 3.5-day run);
-        # outside that window a save comes once per train.checkpoint_minutes, so a short cadence is cheap
-        t["steps"] = sc(t.get("steps", base_t.steps), s)
-        t["checkpoint_every"] = sc(t.get("checkpoint_every", base_t.checkpoint_every), s)
-        at("steps", "train", "steps")
-        at("steps", "train", "checkpoint_every")
-    out = Doc(data, locs, doc.origin)
-    set_locs = {p[1:]: loc for p, loc in prof.locs.items() if p[0] == "set" and len(p) > 1}
-    for k in sets:
-        if k not in SECTIONS:
-            raise SpecError(prof.where(("set", str(k))), f"set.{shorten(k)}", unknown_key("section", k, SECTIONS))
-        if not isinstance(sets[k], dict):
-            raise SpecError(prof.where(("set", k)), f"set.{k}", f"must be a mapping of fields, not {kind_of(sets[k])}")
-    out = deep_merge(out, sets, set_locs)
-    # `datasets:` maps the spec's corpus to the one this budget uses, with its data settings
-    # (e.g. wmt14_en_de -> multi30k), so a translation profile never rewrites a parsing spec.
-    if entry is not None:
-        # an entry's optional `set:` overrides other sections for that corpus only (a parsing recipe, a
-        # budget in epochs); with `prefer:`, the preferred corpus may carry its own `set:` instead
-        extra = entry.pop("set", None) or {}
-        extra = without_empty(extra, SECTIONS) if isinstance(extra, dict) else extra
-        if not isinstance(extra, dict) or not set(extra) <= set(SECTIONS):
-            raise SpecError(prof.where(set_at), ".".join(set_at),
-                            f"must be a mapping of sections ({', '.join(SECTIONS)})")
-        out = deep_merge(out, {"data": entry}, m_locs)
-        s_locs = {p[len(set_at):]: loc for p, loc in prof.locs.items() if p[:len(set_at)] == set_at and len(p) > len(set_at)}
-        out = deep_merge(out, extra, s_locs)
-    return _keep_checkpoint_share(out, t, base_t)
 
 
-def check_heads(profile_path: Path | None, row: str, doc: Doc, seen: dict) -> None:
+def _times(value, f: float, even: bool = False):
+    """A size times a factor, at least 1 (`even`: rounded up to even); a value that is no valid size is left
+    for validation to report where it was set."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_STEPS:
+        return value
+    x = max(1, round(value * f))
+    return x + (x % 2) if even else x
+
+
+def check_heads(prof: ProfileFile | None, row: str, doc: Doc, seen: dict) -> None:
     """`scale.heads: r` gives every row a whole number of heads: h x r, or 1 where h x r < 1. A product
     that is not whole is refused (it would be rounded), and so are two rows with different head counts
     that end with the same one: with d_k scaled by h / h', they would be one model run twice. `seen`
     maps a scaled head count to the first (row, heads) that had it."""
-    prof = read_profile(profile_path) if profile_path is not None else None
-    scale = prof.data.get("scale") if prof is not None else None
-    r = scale.get("heads", 1) if isinstance(scale, dict) else 1
+    r = prof.profile.scale.heads if prof is not None and prof.profile.scale is not None else 1
     m = doc.data.get("model")
     h = m.get("h", ModelSpec().h) if isinstance(m, dict) else ModelSpec().h
-    if r == 1 or not isinstance(r, (int, float)) or not isinstance(h, int) or isinstance(h, bool) or h < 1:
-        return  # nothing scaled, or a value apply_profile or validation reports
+    if r == 1 or not isinstance(h, int) or isinstance(h, bool) or h < 1:
+        return  # nothing scaled, or a value validation reports
     raw = h * r
     scaled = max(1, round(raw))
     first = seen.setdefault(scaled, (row, h))
@@ -240,7 +271,7 @@ def check_heads(profile_path: Path | None, row: str, doc: Doc, seen: dict) -> No
     if merged:
         msg += (f"; {row} would get {scaled} head{'s' * (scaled > 1)} as {first[0]} ({first[1]} x {r:g}) does, "
                 "so the two rows would be one model")
-    raise SpecError(prof.where(("scale", "heads")), "scale.heads", f"{msg}; use a factor that gives every row its "
+    raise SpecError(prof.doc.where(("scale", "heads")), "scale.heads", f"{msg}; use a factor that gives every row its "
                     "own whole number of heads (at least 1), e.g. 0.5 for rows A's 1, 4, 16 and 32")
 
 
@@ -261,28 +292,11 @@ def _keep_checkpoint_share(doc: Doc, before: dict, base_t: "TrainSpec") -> Doc:
     return doc
 
 
-def _check_corpora(prof: Doc, maps: dict) -> None:
-    """Every corpus a `datasets:` map names (its keys, each entry's `dataset:` and `prefer: {dataset:}`) is
-    in the registry: a misspelt key would never match a spec's corpus, so the spec would silently run as
-    written, and a misspelt `prefer:` would never be present, so the fallback would always run."""
-    from zoo.data import CORPORA  # no torch there
-    for name, entry in maps.items():
-        pref = entry.get("prefer")
-        for at, corpus in ((("datasets", name), name), (("datasets", name, "dataset"), entry.get("dataset")),
-                           (("datasets", name, "prefer", "dataset"), pref.get("dataset") if isinstance(pref, dict) else None)):
-            if corpus not in CORPORA and (isinstance(corpus, str) or at == ("datasets", name)):  # values: also typed later
-                raise SpecError(prof.where(at), ".".join(map(shorten, at)),
-                                unknown_key("corpus", corpus, CORPORA) + " (see `zoo data list`)")
-
-
 def _prefer(prof: Doc, name: str, entry: dict, m_locs: dict, data_dir, notes: list[str] | None) -> dict:
     """`datasets: {X: {prefer: {dataset: P, ...}, dataset: F, ...}}`: P's settings when P's training
     split is in the data directory (`zoo data fetch P` put it there), else F's. Never downloads."""
     from zoo.data import data_dir as resolve_dir, split_present  # no torch there
     pref = entry.pop("prefer")
-    if not isinstance(pref, dict) or not isinstance(pref.get("dataset"), str):
-        raise SpecError(prof.where(("datasets", name, "prefer")), f"datasets.{shorten(name)}.prefer",
-                        "must be data settings naming a corpus, e.g. {dataset: wmt14_en_de, vocab_size: 37000}")
     root = resolve_dir(data_dir)
     if split_present(pref["dataset"], "train", root):
         pref = dict(pref)
@@ -307,24 +321,16 @@ def _prefer(prof: Doc, name: str, entry: dict, m_locs: dict, data_dir, notes: li
 
 
 def profile_description(name: str, spec_path: Path | None = None) -> str:
-    return f"{profile_name(name)}: {profile_text(find_profile(name, spec_path))}"
+    return f"{profile_name(name)}: {profile_text(load_profile(find_profile(name, spec_path)))}"
 
 
 def profile_untestable(profile_path: Path | None) -> str:
     """Why no claim can be tested on a run at this profile (its `untestable:`, through `extends:`), or ""."""
-    if profile_path is None:
-        return ""
-    prof = read_profile(profile_path)
-    why = prof.data.get("untestable")
-    if why is not None and not isinstance(why, str) or len(why or "") > 1000:
-        raise SpecError(prof.where(("untestable",)), "untestable", "must be a sentence (at most 1,000 characters) "
-                        "saying why no claim can be tested at this budget, or empty for a profile that can test them")
-    return (why or "").strip()
+    prof = load_profile(profile_path)
+    return "" if prof is None else (prof.profile.untestable or "").strip()
 
 
-def profile_text(profile_path: Path | None) -> str:
-    if profile_path is None:
+def profile_text(prof: ProfileFile | None) -> str:
+    if prof is None:
         return "the spec exactly as written"
-    return str(read_profile(profile_path).data.get("description") or "").strip()[:10_000]
-
-
+    return (prof.profile.description or "").strip()[:10_000]

@@ -1,7 +1,7 @@
 """JSON Schemas of the files a user writes: spec files and profiles (`zoo schema`).
 
 Derived from the pydantic section models in zoo/config.py, so the schema and the validator never
-disagree on a field, type, bound or description. A spec file gives partial sections (defaults fill
+disagree on a field, type, bound or description; a profile's schema is its model's (zoo.spec.profiles.Profile). A spec file gives partial sections (defaults fill
 the rest), so nothing inside a section is required. An editor's YAML language server uses the
 schema for completion and hover help; `zoo validate` stays the authority (it also checks what a
 schema cannot: `extends` chains, corpus names against the registry, cross-field rules, line numbers).
@@ -12,8 +12,8 @@ from pydantic.json_schema import models_json_schema
 
 from zoo.paths import SAFE_NAME
 from zoo.config import ClaimSpec, DataSpec, EvalSpec, ModelSpec, PaperRef, ResourcesSpec, TrainSpec
-from zoo.spec.profiles import SCALE_KEYS
-from zoo.spec.resolution import MAX_SEEDS
+from zoo.spec.profile_grammar import Profile
+from zoo.spec.seeds import SEEDS
 from zoo.spec.specfile import SECTIONS
 from zoo.spec.sweep_axes import Asha
 
@@ -24,9 +24,6 @@ SECTION_MODELS = {"model": ModelSpec, "data": DataSpec, "train": TrainSpec, "eva
                   "resources": ResourcesSpec}
 assert set(SECTION_MODELS) == set(SECTIONS)  # one list of sections: zoo.spec's
 NAME = {"type": "string", "pattern": f"^{SAFE_NAME.pattern}$", "description": "becomes a folder name"}
-SEEDS = {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 2**32 - 1}, "minItems": 1,
-         "maxItems": MAX_SEEDS, "uniqueItems": True,
-         "description": "run every variant once per seed, as trials named VARIANT-seedN"}
 
 
 def _partial(node):
@@ -102,48 +99,9 @@ def spec_schema() -> dict:
 
 
 def profile_schema() -> dict:
-    """Schema of a profile file (specs/profiles/*.yaml): an overlay that scales a spec to a budget."""
-    sections = {"type": "object", "additionalProperties": False, "properties": _sections()}
-    factor = {"type": "number", "exclusiveMinimum": 0, "maximum": 1000}
-    scale = {"type": "object", "additionalProperties": False, "properties": {k: factor for k in sorted(SCALE_KEYS)}}
-    return {
-        "$schema": DRAFT, "title": "zoo profile file", "type": "object", "additionalProperties": False,
-        "properties": {
-            "description": {"type": "string"},
-            "extends": {"type": "string", "description": "a profile beside this one (or a .yaml file) that this "
-                        "one changes: mappings merge key by key, this file wins"},
-            "scale": scale,
-            "set": {**sections, "description": "fields set on every spec run under this profile"},
-            "seeds": SEEDS,
-            "untestable": {"type": ["string", "null"], "maxLength": 1000,
-                           "description": "why no claim can be tested at this budget: every claim on a row run "
-                                          "under it is 'untestable at this budget' with this reason, never a verdict"},
-            "datasets": {"type": "object", "propertyNames": _corpus(), "additionalProperties": _dataset_entry(sections, scale),
-                         "description": "corpus named by a spec -> data settings used instead"},
-        },
-        "$defs": _defs(),
-    }
-
-
-def _corpus() -> dict:
-    """A corpus name: one of the registry's (zoo.data.CORPORA, as `zoo validate` checks a profile)."""
-    from zoo.data import CORPORA  # no torch there
-    return {"type": "string", "enum": sorted(CORPORA), "description": "a corpus of the registry (`zoo data list`)"}
-
-
-def _dataset_entry(sections: dict, scale: dict) -> dict:
-    """DataSpec's fields, plus `prefer`: settings used instead when their corpus's training data is present,
-    `set`: other sections' fields set for this corpus only (parsing's own recipe), and `scale`: the profile's
-    scale replaced for this corpus (a model it supports)."""
-    data = _defs()["DataSpec"]
-    data = {**data, "properties": {**data["properties"], "dataset": {**_corpus(), **data["properties"]["dataset"], "enum": _corpus()["enum"]}}}
-    only = {**sections, "description": "fields set on every spec whose corpus this is (e.g. a parsing recipe, a "
-            "budget in epochs); with `prefer:`, for the fallback corpus only"}
-    prefer = {**data, "properties": {**data["properties"], "set": {
-                  **only, "description": "the preferred corpus's own `set:`, used instead of the fallback's"}},
-              "required": ["dataset"],
-              "description": "used instead of the other settings when this corpus's training split is in the "
-                             "data directory (e.g. after `zoo data fetch wmt14_en_de`)"}
-    own = {**scale, "description": "replaces the profile's `scale:` for this corpus (with `prefer:`, the fallback's "
-           "only): a smaller model where the corpus cannot support the paper's"}
-    return {**data, "properties": {**data["properties"], "prefer": prefer, "set": only, "scale": own}}
+    """Schema of a profile file (specs/profiles/*.yaml): zoo.spec.profiles.Profile's, the one grammar the
+    validator reads too; the spec sections it sets refer to the section models' (partial) schemas."""
+    _, top = models_json_schema([(m, "validation") for m in (*SECTION_MODELS.values(), Profile)],
+                                ref_template="#/$defs/{model}")
+    defs = {**top["$defs"], **_defs()}  # the sections' partial (a profile sets some of their fields)
+    return {"$schema": DRAFT, **defs.pop("Profile"), "$defs": defs}

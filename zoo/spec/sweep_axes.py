@@ -193,7 +193,6 @@ def _random_points(doc: Doc, rnd) -> list[tuple[str, dict]]:
     """`samples` different points drawn from the search spaces: a draw that repeats an earlier point
     is drawn again (a repeat would be the same trial twice), and a space with fewer points than
     `samples` is an error (a grid is the way to take all of them)."""
-    import numpy as np
     where = doc.where(("sweep", "random"))
     if not isinstance(rnd, dict) or len(rnd) < 2 or "samples" not in rnd:
         raise SpecError(where, "sweep.random", f"needs `samples: N` (1 to {MAX_GRID}) and at least one field with "
@@ -229,6 +228,18 @@ def _random_points(doc: Doc, rnd) -> list[tuple[str, dict]]:
                         f"{n} draws from a space of only {size} different points would repeat trials; "
                         f"use samples: {size} or fewer, or a `grid:` to run every point")
     seed = int(hashlib.sha256(json.dumps(rnd, sort_keys=True, default=str).encode()).hexdigest()[:8], 16)
+    out = _draw(spaces, n, seed)
+    if len(out) == n:
+        return out
+    raise SpecError(doc.where(("sweep", "random", "samples")), "sweep.random.samples",
+                    f"only {len(out)} different points found in {100 * n} draws (values are rounded to 4 "
+                    "significant digits); widen the ranges or lower samples")
+
+
+def _draw(spaces: dict, n: int, seed: int) -> list[tuple[str, dict]]:
+    """Up to `n` different points drawn from `spaces` (100 draws per point: a repeat is drawn again), each
+    value rounded to 4 significant digits; a seeded generator, so a spec draws the same points every time."""
+    import numpy as np
     rng = np.random.default_rng(seed)
     out, seen = [], set()
     for _ in range(100 * n):  # enough for any space with >= n points (a repeat is drawn again)
@@ -247,8 +258,5 @@ def _random_points(doc: Doc, rnd) -> list[tuple[str, dict]]:
             seen.add(point)
             out.append((f"r{len(out) + 1}-" + "-".join(f"{k.split('.')[-1]}={v}" for k, v in d.items()), d))
             if len(out) == n:
-                return out
-    raise SpecError(doc.where(("sweep", "random", "samples")), "sweep.random.samples",
-                    f"only {len(out)} different points found in {100 * n} draws (values are rounded to 4 "
-                    "significant digits); widen the ranges or lower samples")
-
+                break
+    return out
