@@ -36,6 +36,7 @@ _API = {  # public name -> (module, attribute): one home per fact, these are re-
     "build_model": ("zoo.model", "build_model"),
     "fit": ("zoo.train", "train"),  # not `train`: that is the package zoo.train
     "results": ("zoo.reports.runs", "load"),
+    "table": ("zoo.reports.frames", "table"),  # a page's table of those results, as a DataFrame
 }
 __all__ = sorted(_API)
 
