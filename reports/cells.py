@@ -111,6 +111,11 @@ def run_columns(*names: str):
     return add
 
 
+def run_column(name: str) -> Column:
+    """One of RUN_COLUMNS, for a table whose columns are listed rather than a row type's fields."""
+    return Column(name, RUN_COLUMNS[name], "run", align="text")
+
+
 def columns(row_type) -> list[Column]:
     """A row dataclass's columns, in field order."""
     return [Column(f.name, **f.metadata["column"]) for f in dataclasses.fields(row_type) if "column" in f.metadata]

@@ -75,3 +75,15 @@ def test_the_report_cli_names_no_page():
     literals = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
     assert not literals & names
     assert [p.name for p in pages.PAGES if p.on_index] == ["table3"]  # the index's figure: the registry says whose
+
+
+def test_the_runs_columns_are_spelt_once():
+    """The run's column group (state, profile, data, ...) is reports/cells.py's RUN_COLUMNS; a row type takes
+    its columns from there, so no other file declares a column of the group "run"."""
+    spelt = []
+    for path in (REPO / "reports").glob("*.py"):
+        for n in ast.walk(ast.parse(path.read_text())):
+            if isinstance(n, ast.Call) and getattr(n.func, "id", None) in ("col", "text_col", "Column") and \
+                    any(isinstance(a, ast.Constant) and a.value == "run" for a in n.args):
+                spelt.append(f"{path.name}:{n.lineno}")
+    assert spelt and {s.partition(":")[0] for s in spelt} == {"cells.py"}, spelt
