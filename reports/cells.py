@@ -93,6 +93,29 @@ def text_col(group: str, header: str):
     return col(group, header, align="text")
 
 
+# The run's columns, last on each table of runs: name -> header. A row type takes those it shows (run_columns).
+RUN_COLUMNS = {"provenance": "provenance differs", "state": "state", "hardware": "hardware", "profile": "profile",
+               "data": "data / split"}
+
+
+def run_columns(*names: str):
+    """A class decorator (under @dataclass): the row type's last fields are these of RUN_COLUMNS, in its order."""
+    assert set(names) <= set(RUN_COLUMNS), set(names) - set(RUN_COLUMNS)
+
+    def add(row_type):
+        for name, header in RUN_COLUMNS.items():
+            if name in names:
+                row_type.__annotations__[name] = "State | None" if name == "state" else "str | None"
+                setattr(row_type, name, text_col("run", header))
+        return row_type
+    return add
+
+
+def run_column(name: str) -> Column:
+    """One of RUN_COLUMNS, for a table whose columns are listed rather than a row type's fields."""
+    return Column(name, RUN_COLUMNS[name], "run", align="text")
+
+
 def columns(row_type) -> list[Column]:
     """A row dataclass's columns, in field order."""
     return [Column(f.name, **f.metadata["column"]) for f in dataclasses.fields(row_type) if "column" in f.metadata]

@@ -32,8 +32,9 @@ def build(runs_path: Path, out: Path, tables: list[int], formats: list[str], pro
     written, index_figures = [], []
     draw = any(f != pages.LATEX for f in formats)  # LaTeX pages are tables only: no figure a .tex would not use
     for t in built:
-        figures = pages.page_of(t.name).draw(t, img) if draw else []
-        if t.name == "table3":  # the index shows its first figure
+        page = pages.page_of(t.name)
+        figures = page.draw(t, img) if draw else []
+        if page.on_index:
             index_figures = figures[:1]
         cards = []
         for label, trial in t.trials if draw else ():

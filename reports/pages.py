@@ -44,6 +44,7 @@ class Page:
     table: int | None = None   # the paper's table number: `zoo report --table N` builds this page alone
     template: str = "table"    # reports/templates/<template>.{md,html}.j2
     figures: Callable[[Table, Path], list[tuple[str, str]]] | None = None  # (table, img) -> [(caption, file)]
+    on_index: bool = False     # the index shows this page's first figure
 
     def draw(self, table: Table, img: Path) -> list[tuple[str, str]]:
         return self.figures(table, img) if self.figures else []
@@ -103,7 +104,7 @@ def _sweep_figures(t: Table, img: Path) -> list[tuple[str, str]]:
 
 PAGES = (  # in the order of the nav and the index
     Page("table2", "Table 2", _table2, table=2),
-    Page("table3", "Table 3", _table3, table=3, figures=_table3_figures),
+    Page("table3", "Table 3", _table3, table=3, figures=_table3_figures, on_index=True),
     Page("table4", "Table 4", _table4, table=4),
     Page("trend", "Scale trend", _trend, figures=_trend_figures),
     Page("sweep-*", None, _spec_pages, figures=_sweep_figures),
@@ -124,6 +125,11 @@ def build(request: Request) -> list[Table]:
 def page_of(name: str) -> Page:
     """The registered page a built table is (sweep-modern is sweep-*)."""
     return next(p for p in PAGES if fnmatch.fnmatchcase(name, p.name))
+
+
+def page_of_table(n: int) -> Page:
+    """The page of paper table `n`."""
+    return next(p for p in PAGES if p.table == n)
 
 
 def titles() -> dict[str, str]:

@@ -109,29 +109,6 @@ class Runs:
                 out.setdefault(self._recipe(x), []).append(x)
         return out
 
-    def table(self, n: int, section: int = 0, bootstrap_seed: int | None = None, plan=None):
-        """Paper table `n` as a pandas DataFrame, as its page shows it: one row per table row (its name the
-        index), the page's columns by the labels of its markdown page, numbers as numbers, a state as its words.
-        `section` picks another of the page's tables (Table 3's claims: 1, with delta, interval, p and verdict)."""
-        import pandas as pd
-        from zoo.reports import pages
-        from zoo.reports.cells import State
-        from zoo.reports.render import grid
-        if n not in pages.paper_tables():
-            raise UserError(f"no Table {n}: choose from {', '.join(map(str, pages.paper_tables()))}")
-        (t,) = [x for x in pages.build(pages.Request(self, self.path, (n,), plan, bootstrap_seed))
-                if x.name == f"table{n}"]
-        if not 0 <= section < len(t.sections):
-            raise UserError(f"Table {n} has {len(t.sections)} sections: " + "; ".join(
-                f"{i}: {s.heading or t.title}" for i, s in enumerate(t.sections)))
-        s = t.sections[section]
-        labels = grid(s)["md_labels"]
-        cell = lambda c, r: (c.text(v) if isinstance(v := c.value(r), State) else v)
-        frame = pd.DataFrame([[cell(c, r) for c in s.columns] for r in s.rows], columns=labels,
-                             index=pd.Index([r.name for r in s.rows], name=s.index))
-        frame.attrs = {"table": t.title, "section": s.heading, "notes": list(s.notes)}
-        return frame
-
     def csv(self) -> str:
         """Every trial as one CSV row, sorted and rounded so two reports diff line by line (as timm
         keeps its results tables): what ran, how far, and each scored split's headline figures."""

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zoo.errors import UserError
-from zoo.reports.cells import (Column, Section, State, Table, columns, count, over_seeds, profile_notes, shown_path,
-                               state, text_col)
+from zoo.reports.cells import (Column, Section, State, Table, columns, count, over_seeds, profile_notes, run_column,
+                               shown_path, state, text_col)
 from zoo.reports.runs import Runs
 from zoo.reports.verdicts import reference, shared_resampler, spec_claims, user_rows_of, versus
 from zoo.result import Trial
@@ -53,7 +53,7 @@ def sweep_columns(fields: list[str], diffs: list[str], against: str, label: str)
         Column("ppl", "PPL", "measured", "{:.2f}"), Column("ppl_sd", "PPL sd", "measured", "{:.2f}"),
         Column("mean", label, "measured", "{:.2f}"), Column("sd", f"{label} sd", "measured", "{:.2f}"),
         Column("seeds", "seeds", "measured", "{:d}"),
-        Column("state", "state", "run", align="text"), Column("profile", "profile", "run", align="text")])
+        run_column("state"), run_column("profile")])
 
 
 def settings(cfg) -> dict:

@@ -11,7 +11,8 @@ from zoo.model import params_analytic, train_flops_total
 from zoo.config import Config
 from zoo.reports import peaks
 from zoo.reports.cells import (CITED, COUNTING, PAPER_METRIC_NOTE, Run, Section, State, Table, col, columns, count,
-                               decoding_note, paper_metric, pct, profile_notes, provenance_flags, sci, text_col)
+                               decoding_note, paper_metric, pct, profile_notes, provenance_flags, run_columns, sci,
+                               text_col)
 from zoo.reports.runs import Runs, paper_configs, table_specs, whose
 from zoo.reports.verdicts import claims_section, rank_section, reference, shared_resampler, versus
 from zoo.text import duration
@@ -20,6 +21,7 @@ from zoo.text import duration
 # -- Table 3 --------------------------------------------------------------------------------------
 
 @dataclass
+@run_columns("provenance", "state", "profile", "data")
 class T3Row:
     """One row of the paper's Table 3 beside our run of it. Measured figures: the mean over its seeds."""
     name: str = ""
@@ -55,10 +57,6 @@ class T3Row:
     vs: str | None = text_col("yours against", "against")              # a user's row: its reference row
     d_ppl: str | None = text_col("yours against", "Δ PPL [95%]")     # how much better than the reference (claims' sign)
     d_bleu: str | None = text_col("yours against", "Δ BLEU [95%]")
-    provenance: str | None = text_col("run", "provenance differs")
-    state: State | None = text_col("run", "state")
-    profile: str | None = text_col("run", "profile")
-    data: str | None = text_col("run", "data / split")
 
     @property
     def yours(self) -> bool:
@@ -191,6 +189,7 @@ def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None 
 # -- Table 2 --------------------------------------------------------------------------------------
 
 @dataclass
+@run_columns("provenance", "state", "hardware", "profile", "data")
 class T2Row:
     """Our run of the paper's base or big model on one language pair. Its BLEU figures: the mean over
     its seeds; its weights, costs and run columns: the trial shown."""
@@ -214,11 +213,6 @@ class T2Row:
     wall: float | None = col("cost", "wall time", duration)
     peak: float | None = col("cost", "device peak FLOP/s", sci)
     utilization: float | None = col("cost", "utilization", pct)
-    provenance: str | None = text_col("run", "provenance differs")
-    state: State | None = text_col("run", "state")
-    hardware: str | None = text_col("run", "hardware")
-    profile: str | None = text_col("run", "profile")
-    data: str | None = text_col("run", "data / split")
 
 
 @dataclass
@@ -369,6 +363,7 @@ def _table4_rows():
 
 
 @dataclass
+@run_columns("state", "profile", "data")
 class T4Row:
     """A parser of the paper's Table 4: cited, or our run of it."""
     name: str = ""                    # the parser
@@ -380,9 +375,6 @@ class T4Row:
     flat: float | None = col("measured", "flat tree F1", "{:.2f}")
     right: float | None = col("measured", "right-branching F1", "{:.2f}")
     malformed: str | None = text_col("measured", "malformed before repair")
-    state: State | None = text_col("run", "state")
-    profile: str | None = text_col("run", "profile")
-    data: str | None = text_col("run", "data / split")
 
 
 def table4(runs: Runs) -> Table:

@@ -1,5 +1,5 @@
 """Out to a paper (issue 46, item 3): `zoo report --format latex` writes each table as booktabs tables that
-compile, and `zoo.results(store).table(n)` gives a notebook the page's table as a DataFrame."""
+compile, and `zoo.table(zoo.results(store), n)` gives a notebook the page's table as a DataFrame."""
 import re
 import shutil
 import subprocess
@@ -54,12 +54,12 @@ def test_latex_tables_compile(latex, tmp_path):
 def test_a_table_as_a_dataframe_has_one_row_per_table_row(repo):
     import zoo
     runs = zoo.results(repo / "results/quick-cpu2/zoo.db")
-    df = runs.table(3)
+    df = zoo.table(runs, 3)
     assert df.index.name == "row" and list(df.index[:3]) == ["base", "A1", "A2"] and len(df) == 20
     assert df.loc["A1", "h"] == 1 and df.loc["A1", "d_k"] == 64 and isinstance(df.loc["A1", "measured PPL"], float)
-    claims = runs.table(3, section=1)
+    claims = zoo.table(runs, 3, section=1)
     assert {"verdict", "measured Δ", "measured 95% interval", "measured p (Holm)"} <= set(claims.columns)
     assert len(claims) == 19  # the paper's 19 claims, one row each
     from zoo.errors import UserError
     with pytest.raises(UserError, match="no Table 5"):
-        runs.table(5)
+        zoo.table(runs, 5)

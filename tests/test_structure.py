@@ -35,7 +35,7 @@ STAGES = [
      "zoo.runner.plan", "zoo.runner.gpu_plan", "zoo.runner.stacking"},                      # trials on Ray
     {"zoo.reports.peaks", "zoo.reports.runs", "zoo.reports.cells", "zoo.reports.verdicts", "zoo.reports.tables",
      "zoo.reports.plots", "zoo.reports.render", "zoo.reports.latex", "zoo.reports.sweep", "zoo.reports.power", "zoo.reports.share",
-     "zoo.reports.trend", "zoo.reports.compare", "zoo.reports.pages"},
+     "zoo.reports.trend", "zoo.reports.compare", "zoo.reports.pages", "zoo.reports.frames"},
 ]
 CLI = {"zoo", "zoo.cli", "zoo.commands", "zoo.runner.cli", "zoo.reports.cli", "zoo.runner", "zoo.reports"}
 LONGEST_CHAIN = 8  # modules, counted along module-level imports as Python runs them (12 before the packages)

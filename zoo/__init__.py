@@ -32,6 +32,7 @@ os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
 if TYPE_CHECKING:
     from zoo.config import Config
     from zoo.model import build_model
+    from zoo.reports.frames import table
     from zoo.reports.runs import load as results
     from zoo.spec import resolve as load
     from zoo.train import train as fit
@@ -42,6 +43,7 @@ _API = {  # public name -> (module, attribute): one home per fact, these are re-
     "build_model": ("zoo.model", "build_model"),
     "fit": ("zoo.train", "train"),  # not `train`: that is the package zoo.train
     "results": ("zoo.reports.runs", "load"),
+    "table": ("zoo.reports.frames", "table"),  # a page's table of those results, as a DataFrame
 }
 __all__ = sorted(_API)
 

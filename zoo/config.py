@@ -48,19 +48,11 @@ def _safe(value: str) -> str:
 
 # ----------------------------------------------------------------------------------------------
 # Model components: a spec names one of each kind; their names, costs and contract have one home,
-# zoo.model.components (no torch there, so validating stays light), imported where used.
+# zoo.model.components, which reads this config (the spec checks the names, the schema lists them).
 
 def param_matched_d_ff(d_ff: int) -> int:
     """A gated FFN's d_ff (3 matrices) that holds about the parameters of an ungated one (2) at d_ff."""
     return round(2 * d_ff / 3)
-
-
-def _choices(kind: str):
-    # the JSON Schema's enum: the names installed when `zoo schema` runs
-    def enum(schema: dict) -> None:
-        from zoo.model import component_names  # when the schema is asked for, not when this module loads
-        schema.update(enum=component_names(kind))
-    return enum
 
 
 class ModelSpec(Strict):
@@ -75,8 +67,7 @@ class ModelSpec(Strict):
     # (0) in the paper specs, which state only P_drop
     attention_dropout: float = Field(0.0, ge=0.0, lt=1.0, description="dropout on attention weights")
     ff_dropout: float = Field(0.0, ge=0.0, lt=1.0, description="dropout after the FFN's ReLU")
-    positional_encoding: str = Field("sinusoidal", max_length=100, json_schema_extra=_choices("positional"),
-                                     description=(
+    positional_encoding: str = Field("sinusoidal", max_length=100, description=(
         "sinusoidal (the paper's), learned (Table 3 row E), added to the embeddings; rope (rotary, Su et al. 2021) "
         "or alibi (Press et al. 2022), acting in every self-attention, the encoder's (ALiBi by |i - j|) and the "
         "decoder's, never in encoder-decoder attention (its queries and keys share no position axis); none (only "
@@ -91,14 +82,14 @@ class ModelSpec(Strict):
     norm_position: Literal["post", "pre"] = Field("post", description=(
         "post: Norm(x + Dropout(Sublayer(x))), the paper's; pre: x + Dropout(Sublayer(Norm(x))) with a final "
         "norm after each stack (pre-LN, Xiong et al. 2020)"))
-    norm: str = Field("layernorm", max_length=100, json_schema_extra=_choices("norm"), description=(
+    norm: str = Field("layernorm", max_length=100, description=(
         "layernorm (the paper's) or rmsnorm (Zhang & Sennrich 2019: no mean, no bias), or a third-party package's"))
-    ffn: str = Field("relu", max_length=100, json_schema_extra=_choices("ffn"), description=(
+    ffn: str = Field("relu", max_length=100, description=(
         "relu (the paper's: max(0, x W_1 + b_1) W_2 + b_2), gelu (the same with GELU), swiglu or geglu (Shazeer "
         "2020: (act(x W) * x V) W_2, no biases), or a third-party package's. A gated FFN has 3 matrices and d_ff "
         "is the hidden width of each gate (W and V), so at the same d_ff it holds 1.5x the weights: 2/3 of an "
         "ungated d_ff matches its parameters (`zoo show` prints that d_ff)"))
-    attention: str = Field("multihead", max_length=100, json_schema_extra=_choices("attention"), description=(
+    attention: str = Field("multihead", max_length=100, description=(
         "multihead (the paper's scaled dot-product attention in h heads, with h_kv key/value heads), or a "
         "third-party package's"))
     h_kv: int | None = Field(None, ge=1, le=256, description=(

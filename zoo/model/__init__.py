@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 # The door, written by scripts/doors.py from the parts' __all__ (tests/test_structure.py checks it).
 if TYPE_CHECKING:
     from .components import (AttentionModule, BUILT_IN, CONTRACTS, Cost, FIELDS, GATED_FFN, KINDS, PositionsModule,
-        component_entry_points, component_names, component_package, component_problem, provide, third_party)
+        component_entry_points, component_names, component_package, component_problem, third_party)
     from .costs import (FLOAT, SEQ_LEN, cost_row, forward_flops, forward_flops_per_token, gib, memory_text,
         params_analytic, train_flops_per_step, train_flops_total, train_memory, activation_floats_per_token,
         paper_cost_flops)
@@ -32,9 +32,9 @@ _PART = {  # name -> the part that lends it
     "AttentionModule": "components", "BUILT_IN": "components", "CONTRACTS": "components", "Cost": "components",
     "FIELDS": "components", "GATED_FFN": "components", "KINDS": "components", "PositionsModule": "components",
     "component_entry_points": "components", "component_names": "components", "component_package": "components",
-    "component_problem": "components", "provide": "components", "third_party": "components", "FLOAT": "costs",
-    "SEQ_LEN": "costs", "cost_row": "costs", "forward_flops": "costs", "forward_flops_per_token": "costs",
-    "gib": "costs", "memory_text": "costs", "params_analytic": "costs", "train_flops_per_step": "costs",
+    "component_problem": "components", "third_party": "components", "FLOAT": "costs", "SEQ_LEN": "costs",
+    "cost_row": "costs", "forward_flops": "costs", "forward_flops_per_token": "costs", "gib": "costs",
+    "memory_text": "costs", "params_analytic": "costs", "train_flops_per_step": "costs",
     "train_flops_total": "costs", "train_memory": "costs", "activation_floats_per_token": "costs",
     "paper_cost_flops": "costs", "beam_search": "decode", "beam_search_nocache": "decode", "greedy": "decode",
     "translate": "decode", "Draws": "dropout", "active_draws": "dropout", "counter_dropout": "dropout",

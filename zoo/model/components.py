@@ -5,9 +5,9 @@ stays exact for whatever component a spec names.
 This module is the one home of the components' names (BUILT_IN below; a spec is validated against them) and
 of their contract (KINDS: what a kind's constructor takes; the Protocols: what the encoder, the decoder and
 the report call on one). It imports neither torch nor the config, so the spec language reads it on the ground
-floor. zoo.model.transformer hands it zoo's classes (`provide`); a third-party package adds a component
-through the entry-point group `zoo.components`: one entry point named KIND.NAME pointing at the class, which
-carries its cost as a static method `cost` (see docs/components.md):
+floor: a built-in names its class as "module:Class", imported when a model is built, as an entry point does.
+A third-party package adds a component through the entry-point group `zoo.components`: one entry point named
+KIND.NAME pointing at the class, which carries its cost as a static method `cost` (see docs/components.md):
 
     [project.entry-points."zoo.components"]
     "norm.scalenorm" = "zoo_scalenorm:ScaleNorm"
@@ -17,6 +17,7 @@ It is imported on its first lookup, and a spec names it as it names a built-in (
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import logging
 import math
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from zoo.config import ModelSpec
 
 __all__ = ["AttentionModule", "BUILT_IN", "CONTRACTS", "Cost", "FIELDS", "GATED_FFN", "KINDS", "PositionsModule",
-           "component_entry_points", "component_names", "component_package", "component_problem", "provide", "third_party"]
+           "component_entry_points", "component_names", "component_package", "component_problem", "third_party"]
 
 # A kind's constructor parameters, in order; the model passes them positionally, read from the spec, and a
 # cost function takes the same ones.
@@ -86,25 +87,15 @@ class Cost:
 class Component:
     kind: str
     name: str
-    factory: Any  # the class, or for zoo's own the name of a class zoo.model.transformer provides
+    factory: Any  # the class, or for zoo's own where it is defined: "module:Class" (imported when built)
     cost: Callable[..., Cost]
     package: str = ""  # "distribution version" of the third-party package that supplied it; "" for zoo's own
 
     def cls(self) -> Any:
         if isinstance(self.factory, str):
-            if self.factory not in _CLASSES:
-                raise RuntimeError(f"{self.kind} '{self.name}': import zoo.model.transformer first (it provides "
-                                   f"{self.factory})")
-            return _CLASSES[self.factory]
+            module, _, name = self.factory.partition(":")
+            return getattr(importlib.import_module(module), name)
         return self.factory
-
-
-_CLASSES: dict[str, type] = {}
-
-
-def provide(*classes: type) -> None:
-    """zoo.model.transformer hands over zoo's component classes; BUILT_IN names each by its class name."""
-    _CLASSES.update({c.__name__: c for c in classes})
 
 
 _REGISTRY: dict[tuple[str, str], Component] = {}
@@ -232,16 +223,18 @@ def _attention(d_model: int, h: int, d_k: int, d_v: int, dropout: float, h_kv: i
                 activations=h * d_k + h_kv * (d_k + d_v) + h * d_v + 2 * h + 2 * d_model)
 
 
-# The one list of zoo's component names: kind -> name -> (the class zoo.model.transformer provides, its cost).
-# The first of each kind is the paper's.
+# The one list of zoo's components: kind -> name -> (its class, where it is defined, as "module:Class"; its
+# cost). Nothing else lists them: the model builds each through this list. The first of each kind is the paper's.
+_T = "zoo.model.transformer:"
 BUILT_IN: dict[str, dict[str, tuple[str, Callable[..., Cost]]]] = {
-    "norm": {"layernorm": ("LayerNorm", _norm(2)), "rmsnorm": ("RMSNorm", _norm(1))},
-    "ffn": {"relu": ("FeedForward", _ffn), "gelu": ("GeluFeedForward", _ffn), "swiglu": ("SwiGLU", _gated_ffn),
-            "geglu": ("GEGLU", _gated_ffn)},
-    "positional": {"sinusoidal": ("SinusoidalPositions", _positions(False)),
-                   "learned": ("LearnedPositions", _positions(True)), "rope": ("RotaryPositions", _positions(False)),
-                   "alibi": ("ALiBi", _positions(False)), "none": ("Positions", _positions(False))},
-    "attention": {"multihead": ("MultiHeadAttention", _attention)},
+    "norm": {"layernorm": ("torch.nn:LayerNorm", _norm(2)), "rmsnorm": ("torch.nn:RMSNorm", _norm(1))},
+    "ffn": {"relu": (_T + "FeedForward", _ffn), "gelu": (_T + "GeluFeedForward", _ffn),
+            "swiglu": (_T + "SwiGLU", _gated_ffn), "geglu": (_T + "GEGLU", _gated_ffn)},
+    "positional": {"sinusoidal": (_T + "SinusoidalPositions", _positions(False)),
+                   "learned": (_T + "LearnedPositions", _positions(True)),
+                   "rope": (_T + "RotaryPositions", _positions(False)), "alibi": (_T + "ALiBi", _positions(False)),
+                   "none": (_T + "Positions", _positions(False))},
+    "attention": {"multihead": (_T + "MultiHeadAttention", _attention)},
 }
 GATED_FFN = tuple(n for n, (_, c) in BUILT_IN["ffn"].items() if c is _gated_ffn)  # 3 matrices of d_model x d_ff, not 2
 for _kind, _names in BUILT_IN.items():

@@ -475,12 +475,6 @@ def encoder_attention(model: Transformer, src: torch.Tensor, layer: int = -1) ->
     return model.encoder[layer].self_attn.weights(model.encoder[layer].res1.inner(x), mask, pos)
 
 
-
-# zoo's own components, each built by the name zoo.model.components.BUILT_IN gives it
-components.provide(nn.LayerNorm, nn.RMSNorm, FeedForward, GeluFeedForward, SwiGLU, GEGLU, SinusoidalPositions,
-                   LearnedPositions, RotaryPositions, ALiBi, Positions, MultiHeadAttention)
-
-
 def build_model(m: ModelSpec, vocab_size: int, tgt_vocab_size: int | None = None,
                 word_pointer: tuple | None = None) -> Transformer:
     """vocab_size: the shared (or source) vocabulary; tgt_vocab_size: a separate target one.

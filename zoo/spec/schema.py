@@ -12,6 +12,7 @@ from pydantic.json_schema import models_json_schema
 
 from zoo.paths import SAFE_NAME
 from zoo.config import ClaimSpec, DataSpec, EvalSpec, ModelSpec, PaperRef, ResourcesSpec, TrainSpec
+from zoo.model import FIELDS, component_names
 from zoo.spec.profile_grammar import Profile
 from zoo.spec.seeds import SEEDS
 from zoo.spec.specfile import SECTIONS
@@ -39,6 +40,9 @@ def _defs() -> dict:
     models = [*SECTION_MODELS.values(), PaperRef, Asha, ClaimSpec]
     _, top = models_json_schema([(m, "validation") for m in models], ref_template="#/$defs/{model}")
     defs = _partial(top["$defs"])
+    for kind, name in FIELDS.items():  # a component's names: zoo's and those installed when `zoo schema` runs
+        props = defs["ModelSpec"]["properties"]
+        props[name] = dict(sorted({**props[name], "enum": component_names(kind)}.items()))
     # a claim's margin may be written as a percentage ('1.5%'), which ClaimSpec reads as 0.015
     margin = defs["ClaimSpec"]["properties"]["margin"]
     margin["anyOf"] = [*margin.get("anyOf", []), {"type": "string", "pattern": r"^\s*[0-9]*\.?[0-9]+\s*%\s*$"}]
