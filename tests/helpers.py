@@ -54,3 +54,9 @@ def fails_at(tmp_path, capsys, text: str, line: int, field: str, *more, command=
     assert f"{f}:{line}: {field}: " in msg, msg
     assert fragment in msg, msg
     return msg
+
+
+def ran(*argv, capsys) -> subprocess.CompletedProcess:
+    """`zoo ARGV` in this process, shaped as a finished command: returncode, stdout, stderr."""
+    code, out, err = run(*argv, capsys=capsys)
+    return subprocess.CompletedProcess(["zoo", *map(str, argv)], code, out, err)

@@ -3,31 +3,31 @@ or a folder that is no zoo run named in the message."""
 import os
 import sys
 
-from helpers import run, zoo
+from helpers import ran, run, zoo
 
 
-def test_validate_takes_set_so_a_set_mistake_shows_before_a_run(repo):
-    r = zoo("validate", repo / "specs/base.yaml", "--set", "model.dropotu=0.3")
+def test_validate_takes_set_so_a_set_mistake_shows_before_a_run(repo, capsys):
+    r = ran("validate", repo / "specs/base.yaml", "--set", "model.dropotu=0.3", capsys=capsys)
     assert r.returncode == 2 and "did you mean 'dropout'?" in r.stdout and "Traceback" not in r.stderr, r
-    assert zoo("validate", repo / "specs/base.yaml", "--set", "model.dropout=0.3").returncode == 0
+    assert ran("validate", repo / "specs/base.yaml", "--set", "model.dropout=0.3", capsys=capsys).returncode == 0
 
 
-def test_extends_a_missing_spec_suggests_the_built_in_one(tmp_path):
+def test_extends_a_missing_spec_suggests_the_built_in_one(tmp_path, capsys):
     (tmp_path / "x.yaml").write_text("extends: table3_Z\n")
     (tmp_path / "y.yaml").write_text("extends: base.yml\n")
-    r = zoo("validate", tmp_path)
+    r = ran("validate", tmp_path, capsys=capsys)
     assert "did you mean 'table3_E'?" in r.stdout and "did you mean 'base'?" in r.stdout, r.stdout
     assert "a built-in spec by name: base, big" in r.stdout
 
 
-def test_params_print_their_figures_as_counted():
-    r = zoo("params", "base")
+def test_params_print_their_figures_as_counted(capsys):
+    r = ran("params", "base", capsys=capsys)
     row = r.stdout.splitlines()[-1].split()
     assert row[:3] == ["base", "63,045,632", "63.0"] and "63.00" not in r.stdout, r.stdout
 
 
-def test_show_prints_a_small_budget_in_tokens_not_0_0m():
-    r = zoo("show", "base", "--profile", "smoke")
+def test_show_prints_a_small_budget_in_tokens_not_0_0m(capsys):
+    r = ran("show", "base", "--profile", "smoke", capsys=capsys)
     assert "= 18,000 tokens" in r.stdout and "0.0M" not in r.stdout, r.stdout
 
 
@@ -35,12 +35,12 @@ def allowed(err: str) -> list[str]:
     return err.split("Allowed: ")[1].split(")")[0].strip().split(", ")
 
 
-def test_errors_list_each_allowed_name_once(repo):
-    r = zoo("show", "modrn")
+def test_errors_list_each_allowed_name_once(repo, capsys):
+    r = ran("show", "modrn", capsys=capsys)
     names = allowed(r.stderr)
     assert r.returncode == 2 and "table3_A" in names and len(names) == len(set(names)), r.stderr
     assert r.stderr.count("table3_A") == 1, r.stderr
-    r = zoo("compare", "C11", "C1", "--runs", repo / "results/quick-cpu2/zoo.db")
+    r = ran("compare", "C11", "C1", "--runs", repo / "results/quick-cpu2/zoo.db", capsys=capsys)
     names = allowed(r.stderr)
     assert r.returncode == 2 and "C1" in names and len(names) == len(set(names)), r.stderr
     assert r.stderr.count(" C2,") == 1, r.stderr

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO, exit_2, run, spec, zoo
+from helpers import REPO, exit_2, ran, run, spec
 
 
 REFERENCE = REPO / "results" / "ablation-cpu2" / "zoo.db"
@@ -15,18 +15,18 @@ REFERENCE = REPO / "results" / "ablation-cpu2" / "zoo.db"
 SMALL = REPO / "results" / "table4-cpu2" / "zoo.db"  # 2 trials: the quickest store to report
 
 
-def test_report_spec_that_is_no_spec_says_so(repo, tmp_path):
+def test_report_spec_that_is_no_spec_says_so(repo, tmp_path, capsys):
     store = repo / "results/quick-cpu2/zoo.db"
-    r = zoo("report", "--runs", store, "--spec", "nonexist.yaml", "--out", tmp_path / "a")
+    r = ran("report", "--runs", store, "--spec", "nonexist.yaml", "--out", tmp_path / "a", capsys=capsys)
     assert r.returncode == 2 and "no such spec file" in r.stderr and "run `zoo run" not in r.stderr, r.stderr
-    r = zoo("report", "--runs", store, "--spec", "", "--out", tmp_path / "b")
+    r = ran("report", "--runs", store, "--spec", "", "--out", tmp_path / "b", capsys=capsys)
     assert r.returncode == 2 and "--spec needs a spec" in r.stderr and not (tmp_path / "b").exists(), r.stderr
 
 
-def test_a_partial_report_links_no_index_and_the_index_counts_the_users_rows(repo, tmp_path):
-    r = zoo("report", "--runs", repo / "results/quick-cpu2/zoo.db", "--table", "3", "--out", tmp_path / "t3")
+def test_a_partial_report_links_no_index_and_the_index_counts_the_users_rows(repo, tmp_path, capsys):
+    r = ran("report", "--runs", repo / "results/quick-cpu2/zoo.db", "--table", "3", "--out", tmp_path / "t3", capsys=capsys)
     assert r.returncode == 0 and 'href="index.html"' not in (tmp_path / "t3/table3.html").read_text()
-    r = zoo("report", "--runs", repo / "results/modern-cpu2/zoo.db", "--out", tmp_path / "all")
+    r = ran("report", "--runs", repo / "results/modern-cpu2/zoo.db", "--out", tmp_path / "all", capsys=capsys)
     assert 'href="index.html"' in (tmp_path / "all/table3.html").read_text()
     line = next(l for l in (tmp_path / "all/index.md").read_text().splitlines() if l.startswith("- [Table 3:"))
     assert "your rows" in line, line

@@ -1,5 +1,7 @@
 """Specs bounded before they expand: trial counts by arithmetic, a megabyte of variants, YAML aliases (billion
 laughs) and oversized files, each refused in little memory."""
+import pytest
+
 import re
 import resource
 import subprocess
@@ -42,6 +44,7 @@ def test_trials_are_capped_across_variants_sweep_and_seeds(tmp_path, capsys):
                    3, "sweep", fragment=f"makes 3,000 trials (30 variants x 10 sweep points x 10 seeds); at most {MAX_TRIALS:,}")
 
 
+@pytest.mark.slow  # a megabyte of variants, validated in a process of its own
 def test_a_megabyte_of_variants_validates_in_little_memory(tmp_path):
     lines, i = ["extends: base", "variants:"], 0
     while sum(map(len, lines)) + len(lines) < 990_000:

@@ -12,6 +12,7 @@ TRAIN = ("train", "base", "--profile", "smoke", "--set", "train.steps=2", "--set
          "--set", "train.checkpoint_every=2")
 
 
+@pytest.mark.slow  # trains twice (2 steps each) and resumes
 def test_train_into_a_finished_runs_folder_with_another_model(tmp_path, capsys):
     out = tmp_path / "run"
     code, _, err = run(*TRAIN, "--out", out, capsys=capsys)
@@ -47,6 +48,7 @@ def test_train_into_a_folder_that_is_a_file_or_read_only(tmp_path, capsys, make)
     refused(*run(*TRAIN, "--out", out, capsys=capsys), f"the run folder {out}", fragment)
 
 
+@pytest.mark.slow  # its second half trains a model
 def test_a_tiny_data_max_len_that_keeps_a_remnant_is_refused(tmp_path, capsys):
     out = tmp_path / "run"
     refused(*run(*TRAIN, "--set", "data.max_len=8", "--out", out, capsys=capsys), "data.max_len: 8 word-pieces keeps 15 of "

@@ -1,8 +1,10 @@
 """Each verdict as one sentence to paste: the evidence's wording, and where it is printed (the claims table,
 zoo compare, the LaTeX table)."""
+import pytest
+
 from zoo import evidence as E
 
-from helpers import zoo
+from helpers import ran
 
 
 def estimate(delta, lo, hi, se=0.2, seeds=(3, 3), paired=True):
@@ -49,6 +51,7 @@ def test_a_verdict_that_decides_nothing_says_no_verdict():
     assert E.say(v).endswith(": inconclusive, no verdict.")
 
 
+@pytest.mark.slow  # the claims of a reference store, bootstrapped
 def test_the_sentence_column_of_the_claims_table_uses_the_real_figures(repo):
     from zoo.reports import runs as R
     runs = R.load(repo / "results/ablation2-cpu2/zoo.db", profile="ablation", addons=("ablation_dropout", "ablation_big"))
@@ -61,16 +64,18 @@ def test_the_sentence_column_of_the_claims_table_uses_the_real_figures(repo):
     assert claims.loc["C-width-ppl", "measured 95% interval"] == "[+10.97, +14.10]"
 
 
-def test_zoo_compare_prints_the_sentence(repo):
-    r = zoo("compare", "C3", "C1", "--runs", repo / "results/ablation2-cpu2/zoo.db", "--profile", "ablation")
+@pytest.mark.slow  # a comparison of a reference store, bootstrapped
+def test_zoo_compare_prints_the_sentence(repo, capsys):
+    r = ran("compare", "C3", "C1", "--runs", repo / "results/ablation2-cpu2/zoo.db", "--profile", "ablation", capsys=capsys)
     assert r.returncode == 0, r.stderr
     assert ("in a sentence: C1 beats C3 by 14.58 PPL [9.37, 19.78], paired over 3 seeds, p 0.00682 "
             "(one comparison, unadjusted).") in r.stdout, r.stdout
 
 
-def test_the_latex_claims_table_carries_the_sentence(repo, tmp_path):
-    r = zoo("report", "--runs", repo / "results/quick-cpu2/zoo.db", "--table", "3", "--format", "latex",
-            "--out", tmp_path)
+@pytest.mark.slow  # a report of a reference store
+def test_the_latex_claims_table_carries_the_sentence(repo, tmp_path, capsys):
+    r = ran("report", "--runs", repo / "results/quick-cpu2/zoo.db", "--table", "3", "--format", "latex",
+            "--out", tmp_path, capsys=capsys)
     assert r.returncode == 0, r.stderr
     tex = next(tmp_path.glob("table3*.tex")).read_text()
     assert "& sentence \\\\" in tex and "no verdict (cut short" in tex, tex[-3000:]
