@@ -23,6 +23,7 @@ def test_report_spec_that_is_no_spec_says_so(repo, tmp_path, capsys):
     assert r.returncode == 2 and "--spec needs a spec" in r.stderr and not (tmp_path / "b").exists(), r.stderr
 
 
+@pytest.mark.slow  # two whole reports of reference stores
 def test_a_partial_report_links_no_index_and_the_index_counts_the_users_rows(repo, tmp_path, capsys):
     r = ran("report", "--runs", repo / "results/quick-cpu2/zoo.db", "--table", "3", "--out", tmp_path / "t3", capsys=capsys)
     assert r.returncode == 0 and 'href="index.html"' not in (tmp_path / "t3/table3.html").read_text()
