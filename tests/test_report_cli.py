@@ -40,6 +40,7 @@ def test_a_bootstrap_seed_outside_numpys_range_is_refused(tmp_path, capsys, seed
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow  # a bootstrapped Table 3 of a reference store
 def test_the_largest_bootstrap_seed_is_a_report(tmp_path, capsys):
     code, out, err = run("report", "--runs", REFERENCE, "--table", 3, "--format", "md", "--out", tmp_path / "o",
                          "--bootstrap-seed", 2**32 - 1, capsys=capsys)
