@@ -28,16 +28,8 @@ def repo() -> Path:
     return REPO
 
 
-# The fast lane (`pytest -m "not slow"`, under a minute) leaves out whole modules that start Ray,
-# a browser or real training runs; README's test command runs everything. One list, here, rather
-# than a marker line in each module.
-SLOW_MODULES = {"test_runner", "test_report_browser", "test_train", "test_cluster_netns", "test_faults"}
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if item.module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES or item.get_closest_marker("slow"):
-            item.add_marker(pytest.mark.slow)
+# The fast lane is `pytest -m "not slow"`: a test (or a module, with `pytestmark = pytest.mark.slow`) that
+# starts Ray, a browser or a real training run says so with the marker (registered in pyproject.toml).
 
 
 # -- zoo as an unprivileged user (tests/test_faults.py, tests/test_store_access.py) ------------------

@@ -8,14 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from zoo.cli import main
 from zoo.runner.store import Store
-
-
-def run(*argv, capsys):
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
+from helpers import run
 
 
 def pages_of(db: Path, out: Path, formats: list[str]) -> list[Path]:

@@ -6,13 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from helpers import zoo
 from zoo.spec import builtin_specs
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def zoo(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "zoo.cli", *args], capture_output=True, text=True, cwd=cwd)
 
 
 def test_plan_lists_every_trial_with_its_cost_and_runs_nothing(tmp_path):

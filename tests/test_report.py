@@ -14,6 +14,7 @@ from zoo.runner.store import Store
 from zoo.cli import main
 from zoo.paper import TABLE3
 from zoo.spec import resolve
+from helpers import run
 
 REPO = Path(__file__).resolve().parents[1]
 T3_FILES = {"base": "base", "A": "table3_A", "B": "table3_B", "C": "table3_C", "D": "table3_D",
@@ -104,12 +105,6 @@ def synthetic_store(path: Path, profile: str = "cpu") -> Path:
                   config=cfg.model_dump(mode="json"), paper_table=4, paper_group="WSJ only", paper_row=cfg.variant,
                   status="finished", step=cfg.train.steps, steps=cfg.train.steps, metrics=m, created_at=t0)
     return path
-
-
-def run(*argv, capsys):
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def table_rows(md: str) -> list[list[str]]:

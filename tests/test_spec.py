@@ -6,14 +6,8 @@ import sys
 
 import pytest
 
-from zoo.cli import main
 from zoo.spec import SpecError, resolve, spec_files
-
-
-def run(*argv, capsys):
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
+from helpers import run
 
 
 def test_validate_all_specs(repo, capsys):

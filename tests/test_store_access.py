@@ -12,20 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from zoo.cli import main
 from zoo.runner import store as store_mod
 from zoo.runner.store import Store
 from zoo.runner.storefile import unpacked
+from helpers import run
 
 REPO = Path(__file__).resolve().parents[1]
 COMMITTED = sorted({*REPO.glob("results/*/zoo.db.xz"), *REPO.glob("results/*/*/zoo.db.xz")})  # compressed
 SMALL = unpacked(REPO / "results/table4-cpu2/zoo.db.xz")  # 2 finished trials, schema 2: the quickest to copy
-
-
-def run(*argv, capsys):
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def state(folder: Path) -> dict[str, str]:

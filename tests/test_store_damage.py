@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from zoo.cli import main
 from zoo.runner.storefile import unpacked
+from helpers import run
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = unpacked(REPO / "results/table4-cpu2/zoo.db.xz")  # 2 finished trials (wsj_only, wsj_only_pointer), schema 2
@@ -23,12 +23,6 @@ DAMAGE = {
                    "config"),
     "unknown-status": (f"UPDATE trials SET status = 'exploded' WHERE trial = '{BAD}'", "status"),
 }
-
-
-def run(*argv, capsys):
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def sha(path: Path) -> str:

@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from zoo.cli import main
 from zoo.evidence import claims as C
 from zoo.runner.store import Store
 from zoo.spec import resolve
+from helpers import run
 
 REPO = Path(__file__).resolve().parents[1]
 MINE = """extends: table3_A
@@ -51,12 +51,6 @@ def store_of(tmp_path: Path, base_seeds=(1, 2), mine_seeds=(1, 2), mine_steps=No
     put(st, "specs/base.yaml", REPO / "specs" / "base.yaml", None, base_seeds)
     put(st, str(tmp_path / "mine.yaml"), tmp_path / "mine.yaml", "two_heads", mine_seeds, mine_steps)
     return db
-
-
-def run(*argv, capsys):
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def claim_cells(md: str, cid: str) -> list[str]:

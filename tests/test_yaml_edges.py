@@ -6,15 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from zoo.cli import main
 from zoo.spec import resolve
 from zoo.spec import yaml12
-
-
-def run(*argv, capsys):
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
+from helpers import run
 
 
 def write(tmp_path: Path, text: str, name: str = "s.yaml") -> Path:

@@ -1,72 +1,37 @@
-"""Issue 38, reliability round 4: the CLI's last minor mistakes, each now exit 2 with one paragraph and
-no traceback (`zoo: error:`), where they used to be ignored without a word, planned as if nothing had
-been said, printed a traceback or replaced committed pages."""
+"""zoo report's options and its --out folder: --spec, --bootstrap-seed, --analysis, a partial report's links,
+an --out that cannot be a folder or holds pages committed to git."""
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from zoo.cli import main
-from zoo.spec import MAX_SEEDS
+from helpers import REPO, exit_2, ran, run, spec
 
-REPO = Path(__file__).resolve().parents[1]
+
 REFERENCE = REPO / "results" / "ablation-cpu2" / "zoo.db"
+
+
 SMALL = REPO / "results" / "table4-cpu2" / "zoo.db"  # 2 trials: the quickest store to report
 
 
-def run(*argv, capsys):
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
+def test_report_spec_that_is_no_spec_says_so(repo, tmp_path, capsys):
+    store = repo / "results/quick-cpu2/zoo.db"
+    r = ran("report", "--runs", store, "--spec", "nonexist.yaml", "--out", tmp_path / "a", capsys=capsys)
+    assert r.returncode == 2 and "no such spec file" in r.stderr and "run `zoo run" not in r.stderr, r.stderr
+    r = ran("report", "--runs", store, "--spec", "", "--out", tmp_path / "b", capsys=capsys)
+    assert r.returncode == 2 and "--spec needs a spec" in r.stderr and not (tmp_path / "b").exists(), r.stderr
 
 
-def exit_2(code, out, err, *fragments):
-    assert code == 2, (code, out, err)
-    assert "Traceback" not in out + err and "zoo: error:" in err, err
-    for f in fragments:
-        assert f in err, (f, err)
+@pytest.mark.slow  # two whole reports of reference stores
+def test_a_partial_report_links_no_index_and_the_index_counts_the_users_rows(repo, tmp_path, capsys):
+    r = ran("report", "--runs", repo / "results/quick-cpu2/zoo.db", "--table", "3", "--out", tmp_path / "t3", capsys=capsys)
+    assert r.returncode == 0 and 'href="index.html"' not in (tmp_path / "t3/table3.html").read_text()
+    r = ran("report", "--runs", repo / "results/modern-cpu2/zoo.db", "--out", tmp_path / "all", capsys=capsys)
+    assert 'href="index.html"' in (tmp_path / "all/table3.html").read_text()
+    line = next(l for l in (tmp_path / "all/index.md").read_text().splitlines() if l.startswith("- [Table 3:"))
+    assert "your rows" in line, line
 
-
-# -- zoo run --max-seeds ---------------------------------------------------------------------------------
-
-PLAN = ("run", "table3_A", "--profile", "quick", "--plan", "--no-measure")  # smoke can test no claim: refused
-
-
-@pytest.mark.parametrize("k", [0, MAX_SEEDS + 1, 10**6])
-def test_max_seeds_is_capped_like_a_spec_seeds_list(capsys, k):
-    exit_2(*run(*PLAN, "--until-resolved", "--max-seeds", k, capsys=capsys), "--max-seeds",
-           f"between 1 and {MAX_SEEDS}", str(k))
-
-
-def test_max_seeds_without_until_resolved_is_refused_not_ignored(capsys):
-    exit_2(*run(*PLAN, "--max-seeds", 20, capsys=capsys), "--max-seeds goes with --until-resolved")
-
-
-def test_a_plan_under_until_resolved_says_later_rounds_are_not_in_it(capsys):
-    code, out, err = run(*PLAN, "--until-resolved", "--max-seeds", 20, capsys=capsys)
-    assert code == 0 and "A1" in out, out + err
-    assert "--max-seeds 20" in err and "not in this plan" in err, err
-    code, out, err = run(*PLAN, "--until-resolved", "--json", capsys=capsys)  # the note is not in the JSON
-    assert code == 0 and out.lstrip().startswith("[") and "--max-seeds 10" in err, out + err
-
-
-# -- zoo run --plan --power --pilot ----------------------------------------------------------------------
-
-def test_a_missing_pilot_store_is_named_not_replaced_by_the_prior(tmp_path, capsys):
-    missing = tmp_path / "pilot.db"
-    exit_2(*run("run", "table3_C", "--plan", "--power", "--profile", "ablation", "--pilot", missing,
-                capsys=capsys), f"--pilot {missing}", "no results store")
-    exit_2(*run("run", "table3_C", "--plan", "--power", "--profile", "ablation", "--pilot", tmp_path,
-                capsys=capsys), str(tmp_path / "zoo.db"))  # a folder: its zoo.db, named
-    assert list(tmp_path.iterdir()) == []  # nothing created where the pilot was looked for
-
-
-def test_pilot_without_power_is_refused(capsys):
-    exit_2(*run(*PLAN, "--pilot", REFERENCE, capsys=capsys), "--pilot goes with --plan --power")
-
-
-# -- zoo report --bootstrap-seed ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("seed", [-5000, -1, 2**32, 10**30])
 def test_a_bootstrap_seed_outside_numpys_range_is_refused(tmp_path, capsys, seed):
@@ -75,14 +40,13 @@ def test_a_bootstrap_seed_outside_numpys_range_is_refused(tmp_path, capsys, seed
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow  # a bootstrapped Table 3 of a reference store
 def test_the_largest_bootstrap_seed_is_a_report(tmp_path, capsys):
     code, out, err = run("report", "--runs", REFERENCE, "--table", 3, "--format", "md", "--out", tmp_path / "o",
                          "--bootstrap-seed", 2**32 - 1, capsys=capsys)
     assert code == 0, err
     assert f"bootstrap seed {2**32 - 1}" in (tmp_path / "o" / "table3.md").read_text()
 
-
-# -- zoo report --out a folder of committed pages ----------------------------------------------------------
 
 def git(repo: Path, *args):
     return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
@@ -133,3 +97,30 @@ def test_the_reference_scripts_rebuild_their_committed_pages_with_force():
     assert lines
     for sh, line in lines:
         assert "--force" in line.split(), (sh, line)
+
+
+@pytest.mark.parametrize("out", ["/proc/zoo-report", "FILE"])
+def test_report_out_that_cannot_be_a_folder(tmp_path, capsys, out):
+    if out == "FILE":
+        out = tmp_path / "a-file"
+        out.write_text("keep")
+    code, _, err = run("report", "--runs", REFERENCE, "--table", "4", "--out", out, capsys=capsys)
+    assert code == 2 and "--out" in err and "Traceback" not in err
+    assert out == "/proc/zoo-report" or Path(out).read_text() == "keep"
+
+
+MODERN = REPO / "results" / "modern-cpu2"
+
+
+@pytest.mark.slow  # two reports of a reference store: about a minute
+def test_a_changed_plan_marks_a_specs_own_claims_post_hoc(tmp_path, capsys):
+    changed = spec(tmp_path, (MODERN / "plan.yaml").read_text().replace("\nalpha: 0.05", "\nalpha: 0.04"), "plan.yaml")
+    assert changed.read_text() != (MODERN / "plan.yaml").read_text()
+    for plan, out in ((changed, tmp_path / "changed"), (MODERN / "plan.yaml", tmp_path / "same")):
+        code, _, err = run("report", "--runs", MODERN / "zoo.db", "--analysis", plan, "--table", 3, "--format", "md",
+                           "--out", out, capsys=capsys)
+        assert code == 0, err
+    line = lambda out: next(x for x in (out / "table3.md").read_text().splitlines()
+                            if x.startswith("| pre-ln-better (specs/modern.yaml) |"))
+    assert "post hoc: its trials ran under another plan" in line(tmp_path / "changed"), line(tmp_path / "changed")
+    assert "post hoc" not in line(tmp_path / "same"), line(tmp_path / "same")  # the plan they ran under
