@@ -53,9 +53,9 @@ def test_a_verdict_that_decides_nothing_says_no_verdict():
 
 @pytest.mark.slow  # the claims of a reference store, bootstrapped
 def test_the_sentence_column_of_the_claims_table_uses_the_real_figures(repo):
-    from zoo.reports import runs as R
+    from zoo.reports import frames, runs as R
     runs = R.load(repo / "results/ablation2-cpu2/zoo.db", profile="ablation", addons=("ablation_dropout", "ablation_big"))
-    claims = runs.table(3, section=1)
+    claims = frames.table(runs, 3, section=1)
     assert claims.loc["C-depth-ppl", "sentence"] == ("C1 beats C3 by 14.58 PPL [9.37, 19.78], paired over 3 seeds, "
                                                      "Holm-adjusted p 0.0341: flipped (the paper has C3 ahead).")
     assert claims.loc["C-width-ppl", "sentence"] == ("C5 beats C4 by 12.54 PPL [10.97, 14.10], paired over 6 seeds, "
