@@ -266,6 +266,7 @@ def test_chunked_loss_equals_the_whole_one(monkeypatch, dtype):
     torch.testing.assert_close(g.float(), g_ref.float(), rtol=1e-2 if dtype == torch.bfloat16 else 1e-5, atol=1e-6)
 
 
+@pytest.mark.slow  # zoo train in a process of its own (torch's import: over 3 s)
 def test_a_gpu_request_without_cuda_exits_2_before_training(repo, data_root, tmp_path):
     """No CUDA here: gpus 1 stops before anything is written, naming what torch sees and the opt-in;
     gpus above 1 per worker and a share with several workers are spec errors."""
