@@ -135,7 +135,7 @@ def cmd_report(args) -> int:
         from zoo.errors import UserError
         raise UserError("--spec needs a spec: a file (specs/mine.yaml) or the name of a spec in the store")
     # not a zoo store, or one with no trials: refused before --out is created (pages of "not run" say nothing)
-    if not locate(runs).exists() or not open_store(runs).trials():
+    if not locate(runs).exists() or not open_store(runs).holds_trials():
         from zoo.errors import UserError
         where = "no results store" if not locate(runs).exists() else "a results store with no trials"
         raise UserError(f"--runs {runs}: {where}, so nothing to report: run `zoo run SPEC --storage DIR` first "

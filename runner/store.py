@@ -235,6 +235,16 @@ class Store:
         where = {k: v for k, v in (("spec", spec), ("profile", profile)) if v is not None}
         return self._select(where, " ORDER BY created_at, spec, variant")
 
+    def holds_trials(self) -> bool:
+        """Whether trials() would return any: rows decoded only until one is whole (a damaged row is skipped
+        as trials() skips it), so asking costs one decode, not the whole store's."""
+        if self.empty:
+            return False
+        for r in self._rows("SELECT rowid AS _rowid, * FROM trials"):
+            if _decode_row_quietly(dict(r)) is not None:
+                return True
+        return False
+
     def run_dirs(self) -> list[tuple[str, str, str, str]]:
         """(spec, trial, profile, its folder) of every row that names a folder: who holds which folder."""
         key = self._key("trials")
@@ -426,6 +436,13 @@ def _decode(row: dict) -> Trial:
     """A stored row as its record (JSON columns parsed; Trial reads RESULT_COLUMN as its `result`)."""
     row.pop("_rowid", None)
     return Trial.model_validate({k: _loads(k, v) if k in JSON_COLS and v else v for k, v in _current(row).items()})
+
+
+def _decode_row_quietly(row: dict) -> Trial | None:
+    try:
+        return _decode(row)
+    except (ValueError, TypeError, AttributeError):  # damaged: as Store._decode_row, which also names it
+        return None
 
 
 def _damage(row: dict, e: Exception) -> str:

@@ -37,6 +37,7 @@ def test_the_checkpoint_clock_is_not_part_of_a_runs_identity():
     assert old.checkpoint_seconds == 0.0 and old.checkpoint_share == 0.0  # summaries from before load
 
 
+@pytest.mark.slow  # trains
 def test_saving_often_writes_beside_training(repo, data_root, tmp_path, monkeypatch):
     """The gpu profile's cadence scaled down: a checkpoint every 3 steps of a tiny model (30 saves; the gpu
     profile's base saves every 18). No write runs in the training process (torch.save holds the GIL there);
@@ -78,6 +79,7 @@ def test_the_writer_copies_the_state_it_is_given_and_writes_every_dtype(tmp_path
     assert torch.equal(opt["state"][0]["exp_avg"], torch.full((2, 3), 0.5))
 
 
+@pytest.mark.slow  # trains
 def test_outside_the_averaging_window_a_run_saves_on_the_clock(repo, data_root, tmp_path):
     """With the default 10 minutes a seconds-long run saves only at its end; averaging keeps every
     checkpoint_every-th step of the last k, whatever the clock, so the averaged weights are the same."""
@@ -144,6 +146,7 @@ def _writers_of(pid: int) -> list[int]:
     return found
 
 
+@pytest.mark.slow  # trains
 def test_killed_mid_write_resumes_from_the_last_whole_checkpoint(repo, data_root, tmp_path):
     out = tmp_path / "run"
     args = ["train", str(repo / SPEC), "--variant", "A2", "--profile", "smoke", "--out", str(out),
@@ -192,6 +195,7 @@ def test_killed_mid_write_resumes_from_the_last_whole_checkpoint(repo, data_root
     assert RunResult.model_validate_json((out / "summary.json").read_text()).steps_done == 60
 
 
+@pytest.mark.slow  # trains
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_train_checkpoints_the_step_it_stopped_at(repo, data_root, tmp_path, sig):
     """Ctrl-C (or a scheduler's SIGTERM) with checkpoints 10 minutes apart: the run stops after the step in

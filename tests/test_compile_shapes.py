@@ -1,5 +1,6 @@
 """train.compile on meets token-budget batches of ever new (sentences, length) shapes: zoo.train.step.compiled
 compiles with dynamic shapes, so a compiled run compiles a bounded number of graphs, all in its first steps."""
+import pytest
 import torch
 from torch._dynamo.utils import counters
 
@@ -10,6 +11,7 @@ from zoo.train import compiled_loss, make_optimizer, train_step
 from zoo.train.step import compiled
 
 
+@pytest.mark.slow  # torch.compile
 def test_a_compiled_model_on_varied_batches_compiles_a_bounded_number_of_graphs(monkeypatch, data_root):
     monkeypatch.setattr(compiled_loss, "BACKEND", "aot_eager")  # dynamo's graphs and guards, no C++ build
     cfg = resolve("specs/base.yaml", profile="smoke", sets=["train.compile=on"])[0]
@@ -34,6 +36,7 @@ def test_a_compiled_model_on_varied_batches_compiles_a_bounded_number_of_graphs(
     assert torch.isfinite(stats).all()
 
 
+@pytest.mark.slow  # torch.compile
 def test_regional_compilation_serves_every_layer_with_one_graph_and_leaves_decoding_eager(monkeypatch, data_root):
     """train.compile on compiles one encoder layer and one decoder layer (Transformer.compile_layers), not the
     whole model: the graphs do not grow with N, the loss is the eager model's, and evaluation and beam search

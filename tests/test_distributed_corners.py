@@ -68,6 +68,7 @@ def _fast_clock_job(rank: int, cfg: str, out: str, data_root: str) -> dict:
     return {"steps_done": r.steps_done, "logged": [m.step for m in seen if getattr(m, "loss", None) is not None]}
 
 
+@pytest.mark.slow  # two ranks train (Ray, gloo)
 def test_a_time_limit_stops_every_rank_at_the_same_step(repo, data_root, tmp_path):
     """One rank's clock says the minute is up long before the other's: both stop at the same step (the
     slowest clock is everyone's), where each decided alone a rank would wait forever in an all-reduce."""
@@ -91,6 +92,7 @@ def _resume_job(rank: int, cfg: str, out: str, data_root: str) -> dict:
             "broadcast_buffers": ddp.broadcast_buffers}
 
 
+@pytest.mark.slow  # two ranks train (Ray, gloo)
 def test_every_rank_resumes_from_rank_0s_checkpoint_and_reports_its_events(repo, data_root, tmp_path):
     """A truncated newest checkpoint: rank 0 sets it aside and falls back to the one before; every rank
     loads that one and reports the same events (Ray Train's report is collective: as many on every rank)."""
@@ -120,6 +122,7 @@ def test_torch_settings_reach_the_trials(monkeypatch):
 
 # -- two Ray nodes that do not share their scratch folders -------------------------------------------
 
+@pytest.mark.slow  # two ranks train (Ray, gloo)
 def test_every_rank_pulls_a_storage_uris_checkpoints(repo, data_root, tmp_path):
     """A data-parallel trial resumed from a storage URI (a file:// URI stands in for object storage) on two
     nodes whose scratch folders differ (each node its own home): every rank pulls the checkpoint it

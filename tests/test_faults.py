@@ -24,6 +24,8 @@ from zoo.runner.local import LOCKFILE, RunLock
 from zoo.runner.store import Store
 from zoo.spec import resolve
 
+pytestmark = pytest.mark.slow  # zoo runs with Ray and training, as another user
+
 REPO = Path(__file__).resolve().parents[1]
 ZOO = [sys.executable, "-m", "zoo.cli"]
 SPEC = REPO / "specs/table3_A.yaml"

@@ -117,6 +117,7 @@ def _spawn(tmp_path, strict=False, compile=False) -> list[dict]:
     return [torch.load(f"{out}.{r}", weights_only=True) for r in range(2)]
 
 
+@pytest.mark.slow  # two processes train (gloo)
 def test_two_ranks_on_batches_smaller_than_the_ranks_match_one_rank(tmp_path):
     """A 1-pair batch on 2 ranks (one rank gets a zero-weight stand-in), a batch too small for 2 x 2
     micro-batches: no collective mismatch, and every step's update and loss equal one rank's."""
@@ -128,6 +129,7 @@ def test_two_ranks_on_batches_smaller_than_the_ranks_match_one_rank(tmp_path):
         assert np.allclose(r["read"], one_read, rtol=1e-6)  # every step's (loss, NLL), summed over ranks
 
 
+@pytest.mark.slow  # two processes train (gloo)
 def test_two_ranks_with_compiled_layers_match_one_eager_rank(tmp_path):
     """train.compile on across ranks, as the loop runs it: DDP around the model, each rank's encoder and decoder
     layers compiled regionally (2 + 2 layers, one graph a kind). DDP's all-reduce still sees every layer's
@@ -140,6 +142,7 @@ def test_two_ranks_with_compiled_layers_match_one_eager_rank(tmp_path):
         assert np.allclose(r["read"], one_read, rtol=1e-6)
 
 
+@pytest.mark.slow  # two processes train (gloo)
 def test_every_collective_on_the_models_device(tmp_path):
     """The data-parallel step and the statistics' reduction on a device-strict group: tensors made
     without the model's device land on the meta device, and a collective on anything but the model's
@@ -201,6 +204,7 @@ def test_a_training_step_never_waits_for_the_device(monkeypatch):
     assert len(listed) == 1 and loss > 0 and nll > 0 and not stats.any()
 
 
+@pytest.mark.slow  # torch.compile
 def test_compile_recompiles_per_bucket_at_most_and_the_model_has_no_graph_break():
     """train.compile on: 50 length-bucketed batches (make_batches' token budgets: every one a new
     (batch, length) shape) through the compiled model, forward and backward. Dynamic shapes keep the
@@ -262,6 +266,7 @@ def test_chunked_loss_equals_the_whole_one(monkeypatch, dtype):
     torch.testing.assert_close(g.float(), g_ref.float(), rtol=1e-2 if dtype == torch.bfloat16 else 1e-5, atol=1e-6)
 
 
+@pytest.mark.slow  # zoo train in a process of its own (torch's import: over 3 s)
 def test_a_gpu_request_without_cuda_exits_2_before_training(repo, data_root, tmp_path):
     """No CUDA here: gpus 1 stops before anything is written, naming what torch sees and the opt-in;
     gpus above 1 per worker and a share with several workers are spec errors."""

@@ -15,6 +15,8 @@ from zoo.cli import main
 from zoo.paper import TABLE3
 from zoo.runner.storefile import unpacked
 
+pytestmark = pytest.mark.slow  # drives a headless browser
+
 
 def chromium(tmp_path, url: str, *args: str) -> subprocess.CompletedProcess:
     exe = shutil.which("chromium")

@@ -25,6 +25,8 @@ from zoo.result import RunResult
 from zoo.runner import local, sweep
 from zoo.runner.store import Store
 
+pytestmark = pytest.mark.slow  # starts Ray and trains (zoo run)
+
 REPO = Path(__file__).resolve().parents[1]
 ZOO = [sys.executable, "-m", "zoo.cli"]
 SPEC = "specs/table3_A.yaml"

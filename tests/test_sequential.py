@@ -88,6 +88,7 @@ def _seed_noise(rng, most):
                 for s in range(most)] for r in CLAIM.rows}
 
 
+@pytest.mark.slow  # Monte Carlo calibration
 def test_sequential_levels_bound_false_verdicts_over_all_looks_seed_noise():
     """Seeds 2 to 10 (9 looks), per-seed figures only (an exact paired t test per look)."""
     runs = 1500
@@ -117,6 +118,7 @@ def _sentence_noise(rng, most):
     return out
 
 
+@pytest.mark.slow  # Monte Carlo calibration
 def test_sequential_levels_bound_false_verdicts_over_all_looks_sentence_noise():
     """Seeds 2 to 10 (9 looks), per-sentence statistics through the bootstrap (few sentences, few resamples);
     the sentence part of the standard error makes each look a little conservative, the old rule still fails."""

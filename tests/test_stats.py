@@ -67,6 +67,7 @@ def mc(rate, sims=SIMULATIONS):
     return 2 * math.sqrt(max(rate, 0.05) * (1 - rate) / sims)
 
 
+@pytest.mark.slow  # Monte Carlo calibration: thousands of simulated comparisons
 @pytest.mark.parametrize("n_seeds", [3, 5])
 @pytest.mark.parametrize("seed_sd", [0.05, 0.005])  # seed noise dominating, and sentence noise dominating
 def test_null_effect_gets_few_verdicts(n_seeds, seed_sd):
@@ -75,6 +76,7 @@ def test_null_effect_gets_few_verdicts(n_seeds, seed_sd):
     assert false <= 0.05 + mc(0.05), rates
 
 
+@pytest.mark.slow  # Monte Carlo calibration: thousands of simulated comparisons
 def test_power_at_two_sd_and_five_seeds():
     """An effect of 2 sd of one seed's difference (the unit a paired comparison sees)."""
     world = World(np.random.default_rng(11), [1, 2, 3, 4, 5], seed_sd=0.05)
@@ -86,6 +88,7 @@ def test_power_at_two_sd_and_five_seeds():
     assert rates.get("flipped", 0.0) == 0.0
 
 
+@pytest.mark.slow  # Monte Carlo calibration: thousands of simulated comparisons
 def test_a_true_tie_is_equivalent_when_the_noise_is_small():
     world = World(np.random.default_rng(3), [1, 2, 3], seed_sd=0.0005, sentence_sd=0.005, residual_sd=0.005)
     rates = verdict_rate(world, TIE, sims=100)
@@ -252,6 +255,7 @@ def fwer_bound(families=FAMILIES, alpha=C.ALPHA) -> float:
     return float(st.binom.ppf(0.999, families, alpha)) / families
 
 
+@pytest.mark.slow  # Monte Carlo calibration: thousands of simulated comparisons
 @pytest.mark.parametrize("paired", [True, False], ids=["paired", "unpaired"])
 @pytest.mark.parametrize("metric", ["ppl", "bleu"])
 def test_null_family_wise_error_at_holms_level(metric, paired):
@@ -285,6 +289,7 @@ def difference_sd(world, seeds) -> float:
     return math.sqrt(2 * (seed_sd ** 2 + sentence_sd ** 2 / 85) / seeds + 2 * shared_sd ** 2 / 85)
 
 
+@pytest.mark.slow  # Monte Carlo calibration: thousands of simulated comparisons
 @pytest.mark.parametrize("world,seeds,least", [("seed noise", 3, 0.05), ("seed noise", 5, 0.5),
                                                 ("test-set noise", 3, 0.0), ("test-set noise", 5, 0.6)])
 def test_power_at_holms_level(world, seeds, least):

@@ -128,6 +128,7 @@ def test_result_is_written_through_its_column(tmp_path):
 
 
 # -- read commands write nothing -----------------------------------------------------------------------
+@pytest.mark.slow  # reports every committed store (up to 25 MiB of xz each)
 @pytest.mark.parametrize("db", COMMITTED, ids=lambda p: str(p.parent.relative_to(REPO / "results")))
 def test_status_and_report_change_nothing_beside_a_committed_store(db, tmp_path, capsys):
     folder = tmp_path / "store"

@@ -28,12 +28,13 @@ SMALL = ["train.steps=6", "train.eval_every=6", "train.checkpoint_every=3", "eva
 RUN = 600  # seconds one `zoo run` of this trial may take on a busy 2-core machine (about 45 s idle)
 
 
-def run_with(logger: str, tmp_path: Path, **env) -> tuple:
-    """`zoo run` of A1 with `--logger`, the trackers' settings only from `env`; (the store's row, its points)."""
+def run_with(loggers: list[str], tmp_path: Path, **env) -> tuple:
+    """`zoo run` of A1 with each of `--logger`, the trackers' settings only from `env`; (the store's row, its points)."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "WANDB_"))}
     storage = tmp_path / "runs"
     cmd = [sys.executable, "-m", "zoo.cli", "run", SPEC, "--profile", "smoke", "--variant", "A1",
-           "--storage", str(storage), "--logger", logger, *[x for s in SMALL for x in ("--set", s)]]
+           "--storage", str(storage), *[x for n in loggers for x in ("--logger", n)],
+           *[x for s in SMALL for x in ("--set", s)]]
     r = subprocess.run(cmd, cwd=REPO, env=clean | env, capture_output=True, text=True, timeout=RUN)
     assert r.returncode == 0 and "1 finished, 0 failed" in r.stdout, r.stdout + r.stderr
     store = Store(storage / "zoo.db", readonly=True)
@@ -42,6 +43,19 @@ def run_with(logger: str, tmp_path: Path, **env) -> tuple:
     points = [p for p in store.points(SPEC, "A1", "smoke") if p.loss is not None]
     assert points and points[-1].step == 6
     return row, points
+
+
+@pytest.fixture(scope="module")
+def tracked(tmp_path_factory):
+    """One `zoo run` of A1 logging to MLflow and to W&B (offline) at once: (its folder, the store's row, its points).
+    Both trackers read the same trial, so one Ray start and one training serve both tests."""
+    tmp_path = tmp_path_factory.mktemp("tracked")
+    w = tmp_path / "wandb"
+    row, points = run_with(["mlflow", "wandb"], tmp_path, MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'mlflow.db'}",
+                           WANDB_MODE="offline", WANDB_DIR=str(w), WANDB_SILENT="true",
+                           WANDB_CONFIG_DIR=str(w / "config"), WANDB_CACHE_DIR=str(w / "cache"),
+                           WANDB_DATA_DIR=str(w / "data"))
+    return tmp_path, row, points
 
 
 def test_the_callbacks_get_zoo_params_and_metrics_at_the_training_step():
@@ -78,10 +92,10 @@ def test_the_callbacks_get_zoo_params_and_metrics_at_the_training_step():
 
 
 @pytest.mark.slow  # starts Ray and trains
-def test_mlflow_holds_the_config_the_curve_and_the_final_scores(tmp_path):
+def test_mlflow_holds_the_config_the_curve_and_the_final_scores(tracked):
     from mlflow.tracking import MlflowClient
+    tmp_path, row, points = tracked
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    row, points = run_with("mlflow", tmp_path, MLFLOW_TRACKING_URI=uri)
     m = row.result
 
     client = MlflowClient(tracking_uri=uri)
@@ -135,11 +149,9 @@ def wandb_records(path: Path):
 
 
 @pytest.mark.slow  # starts Ray and trains
-def test_wandb_offline_run_holds_the_config_the_curve_and_the_final_scores(tmp_path):
+def test_wandb_offline_run_holds_the_config_the_curve_and_the_final_scores(tracked):
+    tmp_path, row, points = tracked
     w = tmp_path / "wandb"
-    row, points = run_with("wandb", tmp_path, WANDB_MODE="offline", WANDB_DIR=str(w), WANDB_SILENT="true",
-                           WANDB_CONFIG_DIR=str(w / "config"), WANDB_CACHE_DIR=str(w / "cache"),
-                           WANDB_DATA_DIR=str(w / "data"))
     m = row.result
     (path,) = w.glob("wandb/offline-run-*/run-*.wandb")
     records = list(wandb_records(path))

@@ -18,6 +18,8 @@ from zoo.train import average_checkpoints, checkpoints, load_checkpoint, smoothe
 from zoo.train.checkpointing import optim_file
 from zoo.result import Resumed
 
+pytestmark = pytest.mark.slow  # trains models (zoo train, in and out of process)
+
 
 def test_noam_schedule_at_known_steps():
     # lr = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), the paper's equation (3)

@@ -160,6 +160,7 @@ def test_compare_suggests_commands_with_relative_paths(page):
     assert str(page) not in r.stdout and str(REPO) not in r.stdout, r.stdout
 
 
+@pytest.mark.slow  # drives a headless browser
 def test_delta_and_interval_are_in_view_at_1280px(tmp_path):
     """Headless Chromium: no column of the page ends past the window or its table's box (base.html.j2's
     data-cut-columns), the Δ and interval columns among them, with a user's long variant names (one

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # the manual's walk: zoo run through Ray, 8 trials
+
 REPO = Path(__file__).resolve().parents[1]
 RECIPE = "extends: table3_A\ntrain: {label_smoothing: 0.0}\n"  # A1-A4 under another recipe: the user's rows
 NAMED_BASE = "extends: base\nname: base\nmodel: {h: 2, d_k: 256, d_v: 256}\n"  # a user's variant named base

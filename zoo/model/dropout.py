@@ -59,6 +59,13 @@ def dropout_key(seed: int, step: int, micro: int = 0, rank: int = 0, device=None
 
 
 @functools.cache
+def _strides(size: int, device: torch.device) -> torch.Tensor:
+    """0, G, 2G, ... (size terms, int32, wrapping): a coordinate's step in the hash, made once per size (a
+    forward asks for the same few sizes at every call site)."""
+    return torch.arange(size, dtype=torch.int32, device=device) * _GOLDEN
+
+
+@functools.cache
 def _cut(cut: int, device: torch.device) -> torch.Tensor:
     return torch.tensor(cut - 32768, dtype=torch.int16, device=device)  # a 16-bit lane, signed
 
@@ -78,10 +85,10 @@ class Draws:
         dev = like.device
         # a hash chained over the coordinates: the site, then each leading dim (small tensors: (B, 1), (B, T)),
         # then the features, two to a 32-bit hash (the only full-size pass)
-        z = _mix(self.k + _wrap(self.site * _GOLDEN))
-        for d, size in enumerate(lead):
-            z = _mix(z[..., None] + torch.arange(size, dtype=torch.int32, device=dev) * _GOLDEN)
-        z = z[..., None] + torch.arange((n + 1) // 2, dtype=torch.int32, device=dev) * _GOLDEN
+        z = _mix(self.k + _wrap(self.site * _GOLDEN), inplace=True)  # each sum a fresh tensor: hashed in place
+        for size in lead:
+            z = _mix(z[..., None] + _strides(size, dev), inplace=True)
+        z = z[..., None] + _strides((n + 1) // 2, dev)
         keep = _mix(z, inplace=True).view(torch.int16)[..., :n] >= _cut(cut, dev)  # 16 bits a feature, signed
         return keep, 65536 / (65536 - cut)
 
