@@ -14,6 +14,10 @@ os.environ["ZOO_DATA_DIR"] = str(DATA)
 # Tests never reach the internet: a corpus missing from a test's data dir is an error, unless the test
 # turns fetching on against its loopback mirror (ZOO_DOWNLOAD=1, ZOO_DATA_MIRROR=http://127.0.0.1:...).
 os.environ["ZOO_DOWNLOAD"] = "0"
+# One torch thread in this process and every process it starts (zoo train, bench, a Ray trial sets its own): on a
+# busy 2-core machine a second thread made a tiny model's step about 12x slower (other processes hold the cores
+# it spins for), and one thread gives the same sums however busy the machine is.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture(scope="session")
