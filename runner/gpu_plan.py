@@ -25,6 +25,7 @@ from pathlib import Path
 
 from zoo.config import Config
 from zoo.errors import UserError
+from zoo.result import RunResult
 from zoo.text import text_table
 
 
@@ -120,9 +121,9 @@ def measured() -> dict:
     path = ROOT / MEASURED_RUN
     if not path.is_file():
         raise UserError(f"the H100 estimate reads the measured run {MEASURED_RUN} of a source checkout; it is missing")
-    s = json.loads(path.read_text())
-    return {"step": s["train_seconds"] / s["steps_done"], "eval": s["total_seconds"] - s["train_seconds"],
-            "steps": s["steps_done"], "tokens": s["tokens_seen"] / s["steps_done"]}
+    r = RunResult.model_validate_json(path.read_text())
+    return {"step": r.train_seconds / r.steps_done, "eval": r.total_seconds - r.train_seconds,
+            "steps": r.steps_done, "tokens": r.tokens_seen / r.steps_done}
 
 
 def anchor_config() -> Config:

@@ -29,7 +29,7 @@ STAGES = [
     SPEC | DATA,  # the spec, and the corpora it names (validation checks names and splits against the catalog)
     (MODEL - {"zoo.model", "zoo.model.components"}) | EVIDENCE,                             # the model and its scores
     TRAIN,                                                                                 # a trial's work
-    {"zoo.runner.storefile", "zoo.runner.store"},                                          # the store
+    {"zoo.runner.storefile", "zoo.runner.store_schema", "zoo.runner.store"},                                        # the store
     {"zoo.runner.local", "zoo.runner.trial", "zoo.runner.progress", "zoo.runner.trackers", "zoo.runner.folders",
      "zoo.runner.sweep",
      "zoo.runner.plan", "zoo.runner.gpu_plan", "zoo.runner.stacking"},                      # trials on Ray
