@@ -68,6 +68,7 @@ def test_post_hoc_when_trials_ran_under_another_plan_or_none(tmp_path):
     assert analysis.post_hoc(None, [None]) == ""  # no plan named: nothing to be post hoc against
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_report_under_a_plan_marks_claims_whose_trials_ran_under_another(tmp_path, capsys):
     """The v2 store's trials ran under no plan: every tested claim is post hoc under one; once its trials
     carry the plan's hash (as `zoo run --analysis` stores it), none is."""

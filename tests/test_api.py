@@ -17,6 +17,7 @@ def test_import_zoo_does_not_import_torch_or_ray():
     assert out.strip() == "[]"
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_import_zoo_puts_large_tensors_on_huge_pages_unless_told_not_to():
     """torch reads THP_MEM_ALLOC_ENABLE at its first CPU allocation: `import zoo` sets it before
     any (zoo/__init__.py), and leaves a value the user set alone."""

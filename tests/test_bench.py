@@ -20,6 +20,7 @@ def _bench(repo, data_root, tmp_path, *args):
     return r.stdout, json.loads(out.read_text())
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_default_run_compares_zoo_with_nn_transformer(repo, data_root, tmp_path):
     """The default mode (the docstring's command) on the smoke profile's shapes: zoo beside nn.Transformer,
     the second model, the MFU lines and the ratio."""
@@ -30,12 +31,14 @@ def test_default_run_compares_zoo_with_nn_transformer(repo, data_root, tmp_path)
     assert all(row["tokens_per_s"] > 0 and row["step_ms"] > 0 for row in fig["models"].values())
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_tiny_trains_both_paper_models_on_this_device(repo, data_root, tmp_path):
     out, fig = _bench(repo, data_root, tmp_path, "--tiny", "--no-bf16")
     assert "MFU paper base (cpu " in out and "MFU paper big (cpu " in out and "ms a step" in out
     assert set(fig["models"]) == {"base", "big"} and fig["batch_tokens"] == 600
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_predict_checks_itself_and_predicts_each_gpu_and_the_calibrated_h100(repo, data_root, tmp_path):
     out, fig = _bench(repo, data_root, tmp_path, "--predict", "--tiny")
     assert "roofline self-check error: " in out

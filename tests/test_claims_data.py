@@ -72,6 +72,7 @@ def test_the_paper_file_gives_the_claims_the_code_built():
     assert [fields(c) for c in C.CLAIMS] == BEFORE and all(c.source == "" for c in C.CLAIMS)
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_the_paper_files_claims_give_the_reference_verdicts(tmp_path):
     from zoo.reports import runs as runs_mod
     from zoo.reports.verdicts import claims_section

@@ -67,6 +67,7 @@ def run_page(page: str, mark: str, tmp_path: Path) -> None:
         assert r.returncode == 0, f"{b.page}:{b.line} ({b.lang}) exit {r.returncode}\n{r.stdout[-3000:]}{r.stderr[-3000:]}"
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 @pytest.mark.parametrize("page", [p for p in PAGES if runnable(p, "")])
 def test_page_commands_run(page, tmp_path):
     run_page(page, "", tmp_path)

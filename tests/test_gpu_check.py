@@ -171,6 +171,7 @@ def test_headlines_from_a_made_up_run(repo, made_up):
     assert rep.headline(r, "2-predict").startswith("(no headline: AttributeError")
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_a_step_past_its_limit_is_ended_with_its_processes(repo, tmp_path, capsys):
     """The check's own time limit, as `timeout -k 5` kept it: TERM to the step's process group at its limit (exit
     124), KILL 5 s later for one that ignores TERM (137), side by side; a step with no time left is skipped."""

@@ -65,6 +65,7 @@ def test_no_nan_reaches_a_page(tmp_path, capsys):
     assert not found, found
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 @pytest.mark.parametrize("a,b,sign", [("C3", "C1", "-"), ("C1", "C3", "+")])
 def test_compare_signs_a_difference_as_the_pages_do(a, b, sign, capsys):
     """How much better A is than B, positive when A is better, as the claims and Table 3's "yours against" sign

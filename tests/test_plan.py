@@ -12,6 +12,7 @@ from zoo.spec import builtin_specs
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_plan_lists_every_trial_with_its_cost_and_runs_nothing(tmp_path):
     r = zoo("run", "table3_A", "--profile", "smoke", "--seeds", "2", "--plan", "--json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -117,6 +118,7 @@ def test_every_builtin_spec_plans(spec, capsys):
     assert "trials" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_the_parsing_spec_measures_its_word_pointer_model(tmp_path):
     # the plan's measured steps build the model as zoo.build_model does: with the word pointer
     r = zoo("run", "table4_wsj", "--profile", "smoke", "--plan", "--json", cwd=tmp_path)

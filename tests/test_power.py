@@ -29,6 +29,7 @@ def test_plan_power_on_the_reference_store(capsys):
     assert "Cost:" in out and "hours" in out
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_power_has_no_nan_where_scipys_noncentral_t_does():
     """scipy's nct returns NaN far in its tail (293 of this grid's 1386 points), which read as 'no power' and
     asked for more seeds than needed (issue 34): the planner's power is finite everywhere, and where scipy
@@ -51,6 +52,7 @@ def test_power_has_no_nan_where_scipys_noncentral_t_does():
     assert nan > 0  # the grid reaches scipy's NaN region, so the fallback is exercised
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_the_planner_on_the_v2_reference_finds_no_nan():
     import math
     import shutil
@@ -67,6 +69,7 @@ def test_the_planner_on_the_v2_reference_finds_no_nan():
             assert 2 <= n.seeds <= 100
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_the_planners_counts_hold_over_bootstrap_seeds():
     """Issue 52: at 2,000 resamples A-too-many-heads-bleu's count moved from 'not reachable in 100' (seed 2017)
     to 39-42 (seeds 1, 2). Sized again with more resamples while its Monte Carlo range is wide, two

@@ -124,6 +124,7 @@ def site(tmp_path_factory):
     return out, time.time() - t
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_table3_markdown_has_every_paper_row_in_order(site):
     out, _ = site
     md = (out / "table3.md").read_text()
@@ -195,6 +196,7 @@ def test_report_writes_every_table_and_the_index_in_both_formats(site):
     assert seconds < 60
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_most_recent_finished_run_per_row_unless_a_profile_is_chosen(tmp_path, capsys):
     store = synthetic_store(tmp_path / "zoo.db")
     cfg = resolve(REPO / "specs" / "base.yaml", None, "smoke")[0]  # a SYNTHETIC later smoke run of base
@@ -251,6 +253,7 @@ def test_garbage_store_exits_2(tmp_path, capsys):
     assert code == 2 and "not a zoo results store" in err and "Traceback" not in err
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_report_never_imports_ray(tmp_path):
     import subprocess
     import sys
@@ -342,6 +345,7 @@ def assert_no_injected_markup(html: str):
         [a for t, a in tags if t == "img"]
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_hostile_strings_are_escaped_in_html_and_markdown(tmp_path, capsys):
     store = hostile_store(tmp_path / "zoo.db")
     code, _, err = run("report", "--runs", store, "--out", tmp_path / "o", capsys=capsys)
@@ -387,6 +391,7 @@ def test_results_csv_is_sorted_and_diffable(site):
     assert ",1500," in text and ",1500.0," not in text  # whole seconds print as integers, as before
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_a_time_limited_row_is_truncated_and_compared_with_nothing(tmp_path, capsys):
     store = synthetic_store(tmp_path / "zoo.db")
     st = Store(store)
@@ -405,6 +410,7 @@ def test_a_time_limited_row_is_truncated_and_compared_with_nothing(tmp_path, cap
     assert "| 3 |" in line, line
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_seeds_show_as_mean_spread_and_count(tmp_path):
     store = synthetic_store(tmp_path / "zoo.db")
     st = Store(store)
@@ -429,6 +435,7 @@ def test_seeds_show_as_mean_spread_and_count(tmp_path):
     assert {r[0]: r for r in table_rows(md)}["A2"][cols.index("measured BLEU sd")] == ""  # one seed
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_claims_section_gives_verdicts_from_stored_sentence_scores(tmp_path, data_root):
     import random
     from zoo import data as D
@@ -466,6 +473,7 @@ def test_claims_section_gives_verdicts_from_stored_sentence_scores(tmp_path, dat
     assert "seeds only (this store keeps no per-sentence dev likelihoods" in claims
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_profile_note_is_the_one_the_run_used(tmp_path):
     store = synthetic_store(tmp_path / "zoo.db")
     st = Store(store)
@@ -477,6 +485,7 @@ def test_profile_note_is_the_one_the_run_used(tmp_path):
     assert "Profile cpu: as it was then" in md and "one 2-core CPU" not in md.split("Profile cpu:")[1][:60]
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_model_index_lists_the_measured_rows_with_their_trials(tmp_path):
     import yaml
     store = synthetic_store(tmp_path / "zoo.db")
@@ -491,6 +500,7 @@ def test_model_index_lists_the_measured_rows_with_their_trials(tmp_path):
     assert "results.csv" in {p.name for p in (tmp_path / "out").iterdir()}
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_table2_page_and_model_index_print_the_same_bleu_over_seeds(tmp_path):
     """One row, one figure: with two seeds of EN-DE base, the Table 2 page and model-index.yml both
     give the mean over the seeds (the page once showed one seed's BLEU, the model index the mean)."""
@@ -519,6 +529,7 @@ def test_table2_page_and_model_index_print_the_same_bleu_over_seeds(tmp_path):
     assert "each BLEU figure is the mean over the seeds that finished" in md
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_rows_that_ran_on_different_machines_or_dtypes_are_flagged(tmp_path):
     from zoo.result import Provenance
     store = synthetic_store(tmp_path / "zoo.db")
@@ -541,6 +552,7 @@ def test_rows_that_ran_on_different_machines_or_dtypes_are_flagged(tmp_path):
     assert "machine Intel Xeon, dtype bf16" in rows["A3"] and not any("Intel" in c for c in rows["A1"])
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_addon_profiles_give_the_claims_that_need_a_longer_budget_their_rows(tmp_path):
     """`zoo report --profile P --addon L --addon B`: tables show P's rows; the dropout claim is tested on
     L's rows, where D1 over-fits, and big (3x base's steps) on big of B against base of P, which differ

@@ -25,6 +25,7 @@ def latex(repo, tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_latex_tables_are_whole_booktabs_tables(latex):
     assert {p.name for p in latex.glob("*.tex")} == {"table2.tex", "table3.tex", "table4.tex"}
     assert not list(latex.glob("*.md")) and not list(latex.glob("*.html"))  # asked for LaTeX alone

@@ -37,6 +37,7 @@ def test_a_parsing_split_has_its_score():
 REFERENCE_STORES = sorted(REPO.glob("results/*/zoo.db.xz"))  # the committed reference stores, compressed
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 @pytest.mark.parametrize("db", REFERENCE_STORES, ids=lambda p: p.parent.name)
 def test_the_committed_reference_stores_load_as_typed_records_untouched(db):
     import hashlib

@@ -265,6 +265,7 @@ def test_ray_head_refuses_a_port_that_is_not_a_number(sb, port_line):
     assert "head=" not in said, said  # no head started
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_ray_head_ends_its_own_head_and_not_a_port_that_shares_its_digits(sb):
     said = source_head(sb, "PORT=4567")  # 127.0.0.1:45678 is another head's
     assert "canary=alive" in said and "head=ended" in said and "sourced=0" in said, said

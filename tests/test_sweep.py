@@ -1,4 +1,5 @@
 """`zoo report --sweep SPEC` (issue 15): every point of a grid, mean and spread over seeds, a figure per field."""
+import pytest
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ REPO = Path(__file__).resolve().parents[1]
 GRID = "extends: base\nseeds: [1, 2]\nsweep:\n  grid: {model.h: [1, 4], model.dropout: [0.0, 0.1]}\n"
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_the_sweep_page_shows_every_point_over_its_seeds(tmp_path):
     spec = tmp_path / "grid.yaml"
     spec.write_text(GRID)
@@ -38,6 +40,7 @@ def test_the_sweep_page_shows_every_point_over_its_seeds(tmp_path):
     assert missing.returncode == 2 and "no such spec file, and no spec of that name" in missing.stderr
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_two_specs_with_one_file_name_are_two_pages(tmp_path):
     """mine/grid.yaml and yours/grid.yaml: each its own rows and page; the bare name is ambiguous."""
     st = Store(tmp_path / "zoo.db")

@@ -215,6 +215,7 @@ def test_table3_figures_show_both_metrics_with_a_key_not_labels(tmp_path, monkey
         assert len(set(markers[1:])) == 3  # the rows of one group: one colour, each its own marker
 
 
+@pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_table3_shows_a_users_row_against_base_with_the_claims_sign(page):
     """Table 3's 'yours against' and the page's claims: positive where the row is better (lower PPL here)."""
     r = subprocess.run([sys.executable, "-m", "zoo.cli", "report", "--runs", "zoo.db", "--table", "3",
