@@ -48,12 +48,12 @@ def save(rows: list, path: Path) -> None:
 def stacked(size: dict, path: Path) -> list:
     import copy
     import torch
-    from zoo.data import pair_lengths
+    from zoo.data import BatchOrder, pair_lengths
     from zoo.train.checkpointing import State
     from zoo.train.device import autocast_dtype, train_device
     from zoo.train.prepared import build, prepare
     from zoo.train.recipe import make_optimizer
-    from zoo.train.stacked import Batches, Seat, stacked_step
+    from zoo.train.stacked import Seat, stacked_step
     cuda = torch.cuda.is_available()
     cfg0 = config(size, cuda)
     device = train_device(cfg0)
@@ -68,8 +68,8 @@ def stacked(size: dict, path: Path) -> list:
             torch.manual_seed(seed)
             model = build(cfg, p.sp, p.tgt_vocab).to(device).train()
             opt = make_optimizer(model, 0.0, tuple(cfg.train.optimizer.betas), cfg.train.optimizer.eps)
-            seats.append(Seat(cfg, Path("."), model, opt, State(), Batches(cfg, p.train, lengths, 0, 0),
-                              torch.zeros(2, dtype=torch.float64, device=device)))
+            seats.append(Seat(cfg, Path("."), model, opt, State(), BatchOrder(lengths, cfg.train.batch_tokens, seed),
+                              p.train, torch.zeros(2, dtype=torch.float64, device=device)))
         skeleton = copy.deepcopy(seats[0].model).train()
         for _ in range(size["warm"]):
             stacked_step(seats, skeleton, device, amp)
