@@ -235,6 +235,8 @@ def main():
                     "(tests/test_bench.py: every code path, figures that mean nothing)")
     ap.add_argument("--graph", action="store_true", help="--device cuda / --tiny: each zoo model again with "
                     "train.cuda_graph on (zoo.train.graphed), in the same process")
+    ap.add_argument("--stream", action="store_true", help="--device cuda / --tiny: each zoo model again with "
+                    "model.residual_stream bf16 (the same weights), in the same process; under bf16 autocast only")
     ap.add_argument("--one-corpus", action="store_true", help="--device cuda / --tiny: news-length batches only "
                     "(default: Multi30k's beside them)")
     ap.add_argument("--json", metavar="PATH", help="also write the figures to PATH")
@@ -343,7 +345,7 @@ def paper_models(args) -> dict:
     """The paper's base and big (specs as written; --tiny: the smoke profile's) as a trial trains them here, on
     news-length batches and on Multi30k's, each beside torch.nn.Transformer of the same size (eager, the same loss,
     optimizer and batches, alternating step by step); --graph: each zoo model again with train.cuda_graph on, in
-    the same process (a compiled model's graphs reused)."""
+    the same process (a compiled model's graphs reused); --stream: each again with model.residual_stream bf16."""
     import roofline
     gpu = torch.device(args.device).type == "cuda"
     profile = "smoke" if args.tiny else "paper"
@@ -364,6 +366,11 @@ def paper_models(args) -> dict:
             if args.graph:
                 trainers["zoo graphed"] = Trainer(runs[name], resolve(name, profile, [
                     *args.set, f"resources.gpus={1 if gpu else 0}", "train.cuda_graph=on"]), dev)
+            if args.stream:  # the same weights, the residual stream in bf16 (model.residual_stream)
+                ms = m.model_copy(update={"residual_stream": "bf16"})
+                stream_model = build_model(ms, V)
+                stream_model.load_state_dict(runs[name].state_dict())
+                trainers["zoo bf16 stream"] = Trainer(stream_model, cfg.model_copy(update={"model": ms}), dev)
             if not args.no_reference:  # eager: compiling nn.Transformer whole had not warmed up in 90 s on an H100
                 torch.manual_seed(0)
                 trainers["nn.Transformer"] = Trainer(TorchReference(m, V), resolve(name, profile, [
@@ -388,6 +395,10 @@ def paper_models(args) -> dict:
             if "nn.Transformer" in trainers:
                 print(f"  ratio zoo / nn.Transformer ({name}, {corpus_label}): "
                       f"{trainers['zoo'].tps / trainers['nn.Transformer'].tps:.2f}")
+            if "zoo bf16 stream" in trainers:
+                print(f"  bf16 stream / zoo ({name}, {corpus_label}): "
+                      f"{trainers['zoo bf16 stream'].tps / trainers['zoo'].tps:.2f}x the tokens/s"
+                      f"{'' if trainers['zoo'].amp == torch.bfloat16 else ' (no bf16 autocast here: the same arithmetic)'}")
             if "zoo graphed" in trainers:
                 g = trainers["zoo graphed"].opt.__dict__.get("graphed_step")
                 print(f"  graphed / zoo ({name}, {corpus_label}): {trainers['zoo graphed'].tps / trainers['zoo'].tps:.2f}x"

@@ -185,9 +185,9 @@ STEPS = [
     Step("2-predict", (40, 120), lambda c: [*bench(c, "--predict"), "--check-steps", c.mode.check_steps,
                                             "--json", c.out / "predict.json"], made=("predict.json",)),
     # news-length batches and Multi30k's, nn.Transformer beside zoo (eager), each zoo model also graphed
-    # (train.cuda_graph on) in the same process; compiled without the graph and without nn.Transformer (whose
+    # (train.cuda_graph on) and with model.residual_stream bf16 in the same process; compiled without the graph and without nn.Transformer (whose
     # whole-model compile never finished warming up on the H100), to keep the whole check within 8 minutes
-    Step("2-bench-eager", (100, 120), lambda c: [*bench(c, "--device", c.mode.dev, "--graph"),
+    Step("2-bench-eager", (100, 120), lambda c: [*bench(c, "--device", c.mode.dev, "--graph", "--stream"),
                                                  "--json", c.out / "bench-eager.json"], made=("bench-eager.json",)),
     Step("2-bench-compiled", (180, 150), lambda c: [*bench(c, "--device", c.mode.dev, "--no-reference"),
                                                     "--set", "train.compile=on", "--json", c.out / "bench-compiled.json"],

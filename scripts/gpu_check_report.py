@@ -94,6 +94,24 @@ def widen(lo, hi):  # never tighter than the roofline's own 15% either side of t
     return min(lo, mid / 1.15), max(hi, mid * 1.15)
 
 
+# model.residual_stream bf16 against the fp32 stream, eager (bench --stream), before it was measured: the stream's
+# share of the memory-bound bytes (adds, dropout, norms' reads and writes) halves; eager keeps a cast after each norm.
+# A hypothesis from the roofline's split (memory-bound 18.2 of compiled base's 64.4 ms on the H100), not a measurement.
+STREAM_PREDICTED = (1.00, 1.10)
+
+
+def stream_lines(j):
+    """The bf16 stream's speed against the fp32 stream's, per model and corpus, beside the prediction."""
+    runs, L = j.get("runs") or {}, []
+    for key, row in runs.items():
+        if key.endswith(" zoo bf16 stream") and (ref := runs.get(key[: -len(" bf16 stream")])):
+            x = row["tokens_per_s"] / ref["tokens_per_s"]
+            lo, hi = STREAM_PREDICTED
+            L.append(f"\n{key[: -len(' zoo bf16 stream')]} eager, model.residual_stream bf16 / fp32: {x:.2f}x the "
+                     f"tokens/s (predicted {lo:.2f}-{hi:.2f}x){'' if lo / 1.05 <= x <= hi * 1.05 else ' **outside**'}")
+    return L
+
+
 # -- 3: the learning check ------------------------------------------------------------------------------
 def curve(path):
     try:
@@ -336,6 +354,7 @@ def bench_section(r, raw, outside):
         ok or outside.append(f"base compiled / eager speed {ratio:.2f}x (predicted {pe[1] / pc[1]:.2f}x, {lo:.2f}-{hi:.2f})")
         L.append(f"\nbase compiled / eager speed: {ratio:.2f}x (predicted {pe[1] / pc[1]:.2f}x, {lo:.2f}-{hi:.2f})"
                  f"{'' if ok else ' **outside**'}")
+    L += stream_lines(raw.get("bench_eager") or {})
     for model, m in meas["compiled"].items():
         if "warmup_s" in m:
             rec = m["graphs_after_warmup"] - m["graphs_after_first_step"]

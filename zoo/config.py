@@ -95,6 +95,11 @@ class ModelSpec(Strict):
     h_kv: int | None = Field(None, ge=1, le=256, description=(
         "key/value heads, dividing h: null (h, the paper's multi-head attention), 1 (multi-query attention, "
         "Shazeer 2019) or between (grouped-query attention, Ainslie et al. 2023: h / h_kv query heads share one)"))
+    residual_stream: Literal["fp32", "bf16"] = Field("fp32", description=(
+        "the residual stream's dtype under bf16 autocast (train.precision bf16): fp32 (autocast's default: each "
+        "sum of x and a sub-layer's bf16 output is upcast) or bf16 (half the stream's memory traffic; each norm "
+        "still computes in fp32 and hands its output back in bf16). Without bf16 autocast the stream is fp32 "
+        "either way"))
 
     @model_validator(mode="after")
     def _even_for_sinusoid(self):
@@ -368,7 +373,8 @@ class ClaimSpec(Strict):
 # when off (a new field must be added here, or every finished trial in every store reruns).
 ADDED_LATER = {("train", "schedule", "cooldown"): 0.0, ("eval", "ppl_splits"): [], ("data", "preterminals"): "XX",
                ("model", "norm_position"): "post", ("model", "norm"): "layernorm", ("model", "ffn"): "relu",
-               ("model", "attention"): "multihead", ("model", "h_kv"): None}
+               ("model", "attention"): "multihead", ("model", "h_kv"): None,
+               ("model", "residual_stream"): "fp32"}
 
 
 class Config(Strict):
@@ -406,6 +412,15 @@ class Config(Strict):
     @classmethod
     def _path_safe(cls, v):  # STORAGE/<spec stem>/<trial>-<profile>/ is a folder
         return _safe(v)
+
+    @model_validator(mode="after")
+    def _bf16_stream_needs_bf16(self):
+        if self.model.residual_stream == "bf16" and self.train.precision == "fp32":
+            raise CrossFieldError(("model.residual_stream", "train.precision"),
+                                  "model.residual_stream bf16 keeps the residual stream in bf16 under bf16 autocast, "
+                                  "which train.precision fp32 never turns on: set train.precision to bf16 (or auto: "
+                                  "bf16 on a GPU from d_model 512), or model.residual_stream to fp32")
+        return self
 
     @model_validator(mode="after")
     def _averaging_needs_checkpoints(self):

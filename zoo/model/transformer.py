@@ -172,7 +172,8 @@ class Residual(nn.Module):
             y = torch.addcmul(x, sublayer_out, keep, value=scale)
         else:
             y = x + self.drop(sublayer_out)
-        return y if self.pre else self.norm(y)
+        # under autocast a norm computes and returns fp32: a bf16 stream (model.residual_stream) takes it back in bf16
+        return y if self.pre else self.norm(y).to(y.dtype)
 
 
 def residual(m: ModelSpec) -> Residual:
@@ -323,6 +324,7 @@ class Transformer(nn.Module):
         self.out_proj = None if m.share_embeddings else nn.Linear(d, V_tgt, bias=False)
         self.pos_embed = components.build(m, "positional")  # a Positions: added to embeddings, or in attention
         self.drop = nn.Dropout(m.dropout)
+        self.stream_dtype = torch.bfloat16 if m.residual_stream == "bf16" else None  # under bf16 autocast only
         self.encoder = nn.ModuleList(EncoderLayer(m) for _ in range(m.N))
         self.decoder = nn.ModuleList(DecoderLayer(m) for _ in range(m.N))
         # pre-norm: each stack ends in a norm (its last residual sum is otherwise never normalized)
@@ -377,7 +379,11 @@ class Transformer(nn.Module):
         if positions is not None and pos is not None:
             pos = self.pos_embed.embed(0, self.spec.max_len)[positions]
         x = x if pos is None else x + pos
-        return dropout.counter_dropout(self.drop, x if extra is None else x + extra)
+        x = x if extra is None else x + extra
+        if self.stream_dtype is not None and torch.is_autocast_enabled(x.device.type) \
+                and torch.get_autocast_dtype(x.device.type) == self.stream_dtype:
+            x = x.to(self.stream_dtype)  # model.residual_stream bf16: the layers' sums stay in it
+        return dropout.counter_dropout(self.drop, x)
 
     def src_mask(self, src: torch.Tensor) -> torch.Tensor:
         return (src != self.pad_id)[:, None, None, :]  # (B, 1, 1, S): True = may attend
