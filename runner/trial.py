@@ -126,8 +126,8 @@ def _train(cfg, setup: Setup, send, rank: int = 0, done=lambda: None) -> None:
 def _fit_stack(setup: Setup) -> None:
     """A stacked trial: its members trained side by side in this process (zoo.train.stacked), each with its own
     folder, mirror, TensorBoard, events and Done (with its provenance) as its solo trial has them. Each message
-    goes under "seats", by member; the last one holds every member's end: its Done, or the error that ended it
-    alone (a diverged seed, one not learning) while the others went on."""
+    goes under "seats", by member: the error that ends a member alone (a diverged seed, one not learning) as it
+    happens, while the others go on; the last message every other member's end (its Done, or its error)."""
     import traceback
     from zoo.train import train_stacked
     members = setup.stack
@@ -138,8 +138,14 @@ def _fit_stack(setup: Setup) -> None:
         mirror.pull()
     boards = [TensorBoard(_out(m)) for m in members]
     held: dict[int, Done] = {}
+    ended: set[int] = set()  # members whose error was sent as it happened
 
-    def send(k: int, e: Event) -> None:
+    def send(k: int, e: Event | Exception) -> None:
+        if isinstance(e, Exception):  # a member ended alone: its row says so now, the others train on
+            ended.add(k)
+            tune.report({"seats": {names[k]: {"failed": "".join(traceback.format_exception(e))}}})
+            mirrors[k].push(final=True)
+            return
         if isinstance(e, Done):
             held[k] = e  # sent once the mirror has the member's final files
             return
@@ -162,7 +168,8 @@ def _fit_stack(setup: Setup) -> None:
     ends = {}
     for k, (m, r) in enumerate(zip(members, results)):
         if isinstance(r, Exception):
-            ends[m.trial] = {"failed": "".join(traceback.format_exception(r))}
+            if k not in ended:
+                ends[m.trial] = {"failed": "".join(traceback.format_exception(r))}
             continue
         mirrors[k].push(final=True)
         r = held[k].result if k in held else r  # a member finished before returns its result unsent

@@ -119,8 +119,13 @@ def test_stacked_rows_through_a_resume(repo, data_root, tmp_path, solo, K):
 def test_a_diverging_seed_ends_alone(repo, data_root, tmp_path, solo):
     """A row with a huge learning rate stops (its error is its result); the others' curves are unchanged."""
     cfgs = [_cfg(repo, ROWS[0]), _cfg(repo, ["train.seed=9", "train.schedule.lr_scale=1000"]), _cfg(repo, ROWS[1])]
-    results = train_stacked(cfgs, [tmp_path / f"r{k}" for k in range(3)], data_root)
+    said = []  # (seat, what) in the order reported
+    results = train_stacked(cfgs, [tmp_path / f"r{k}" for k in range(3)], data_root,
+                            lambda k, e: said.append((k, type(e).__name__, getattr(e, "step", None))))
     assert isinstance(results[1], Exception) and not (tmp_path / "r1" / "summary.json").exists()
+    # its end is said when it happens, not when the stack ends: the others log steps after it
+    end = said.index((1, type(results[1]).__name__, None))
+    assert [s for k, _, s in said[end:] if k == 0 and s] and all(k != 1 for k, *_ in said[end + 1:])
     assert len(_curve(tmp_path / "r1")) < STEPS
     for k, row in ((0, 0), (2, 1)):
         _same(solo[row], _curve(tmp_path / f"r{k}"), range(1, STEPS + 1))

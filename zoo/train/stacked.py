@@ -54,7 +54,7 @@ __all__ = ["Seat", "stack_problem", "stack_size", "train_stacked"]
 FREE = ("train.seed", "train.label_smoothing", "train.schedule.", "trial", "variant", "name", "seeds", "overrides.",
         "paper.", "description")
 
-Report = Callable[[int, Event], None]
+Report = Callable[[int, Event | Exception], None]  # a seat's event; or the error that ended it alone, when it did
 
 
 def stack_problem(cfgs: list[Config]) -> str | None:
@@ -197,6 +197,7 @@ def train_stacked(cfgs: list[Config], outs: list[Path], data_root: Path | None =
                 _after_step(s, p, device, lv, judge_from, t0, lambda e, k=k: report(k, e))
             except UserError as e:  # NonFiniteLoss, NotLearningError  # this seed ends alone; the others go on
                 s.error = e
+                report(k, e)  # said now: its row shows its end while the others train on
     results: list[RunResult | Exception] = []
     for k, s in enumerate(seats):
         if s.error is None and s.result is None:
