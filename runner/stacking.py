@@ -9,7 +9,7 @@ attention has no vmap rule (a loop over the seeds: nothing to win), so a CPU swe
 solo trials write. `on` stacks CPU trials too (tests, rehearsals of a GPU sweep); `off` never stacks.
 
 A stack: trials whose configs differ only in shape-keeping values (zoo.train.stacked.stack_problem: the seed,
-label smoothing, the learning rate schedule), at most K of them, K = stack_size from the memory of the device
+label smoothing, the learning rate schedule, P_drop), at most K of them, K = stack_size from the memory of the device
 one trial gets. Never under a scheduler (ASHA stops trials one by one, a stack is one Tune trial). One
 stacked trial takes one trial's resources (its resources.cpus and gpus), not K times.
 """

@@ -22,9 +22,10 @@ BASE = [f"train.steps={STEPS}", "train.log_every=1", "train.checkpoint_every=25"
         # a quarter of smoke's rate (peak 0.014 at d_model 32): at the full rate a one-ulp difference (another
         # summation order: padding, a batched kernel) grows 10x every few steps, to 1e-3 by step 50
         "train.schedule.lr_scale=0.25"]
-# three seeds of one row, and a fourth run of another row that differs only in shape-keeping values
+# three seeds of one row, and a fourth run of another row that differs only in shape-keeping values (P_drop too:
+# a stack of rows that differ in it draws each seed's masks at its own P_drop)
 ROWS = [["train.seed=1"], ["train.seed=2"], ["train.seed=3"],
-        ["train.seed=4", "train.label_smoothing=0.0", "train.schedule.lr_scale=0.4"]]
+        ["train.seed=4", "train.label_smoothing=0.0", "train.schedule.lr_scale=0.4", "model.dropout=0.2"]]
 
 
 def _cfg(repo, sets, extra=()):
@@ -73,6 +74,21 @@ def solo(repo, data_root, tmp_path_factory):
     return curves
 
 
+def test_each_seed_draws_at_its_own_p_drop_in_a_stack():
+    """Rows that differ in P_drop stack: vmapped with P_drop a tensor, a seed's mask and scale are its solo ones at
+    its float P_drop (0 keeps everything, scale 1), and its dropout output equals the solo one to rounding."""
+    ps = [0.0, 0.1, 0.3]
+    keys = torch.stack([dropout_key(s, 7) for s in (1, 2, 3)])
+    x = torch.randn(5, 9, 33)
+    solo = [Draws(dropout_key(s, 7)).keep(x, p) for s, p in zip((1, 2, 3), ps)]
+    masks, scales = vmap(lambda k, q: Draws(k, q).keep(x, q))(keys, torch.tensor(ps))
+    for k, (mask, scale) in enumerate(solo):
+        assert torch.equal(masks[k], mask) and abs(scales[k].item() - scale) < 1e-6
+    assert masks[0].all() and scales[0].item() == 1.0 and not masks[2].all()
+    out = vmap(lambda k, q: Draws(k, q).drop(x, q))(keys, torch.tensor(ps))
+    assert torch.allclose(out[2], Draws(dropout_key(3, 7)).drop(x, 0.3), rtol=1e-6) and torch.equal(out[0], x)
+
+
 def test_masks_depend_on_coordinates_not_on_padding_or_stacking():
     """A seed's masks at its real positions are the same unpadded, padded, or vmapped beside other seeds; the
     keep rate is 1 - p and neighbouring elements are independent."""
@@ -95,7 +111,7 @@ def test_masks_depend_on_coordinates_not_on_padding_or_stacking():
 @pytest.mark.slow
 @pytest.mark.parametrize("K", [1, 2, 4])
 def test_stacked_rows_through_a_resume(repo, data_root, tmp_path, solo, K):
-    """K = 1, 2, 4 rows (at 4: three seeds and a row with other label smoothing and learning rate) stopped at step
+    """K = 1, 2, 4 rows (at 4: three seeds and a row with other label smoothing, learning rate and P_drop) stopped at step
     25, resumed from their per-seed checkpoints, equal each row trained alone straight through, step by step (the
     steps before the stop and after the resume); a solo run resumes a stacked seed's checkpoint as its own."""
     outs = [tmp_path / f"r{k}" for k in range(K)]

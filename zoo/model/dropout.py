@@ -73,14 +73,16 @@ def _cut(cut: int, device: torch.device) -> torch.Tensor:
 class Draws:
     """One forward's masks: each call is the next call site (the n-th dropout of the forward)."""
 
-    def __init__(self, k: torch.Tensor):
-        self.k, self.site = k, 0
+    def __init__(self, k: torch.Tensor, p_drop: torch.Tensor | None = None):
+        # p_drop: this forward's P_drop (model.dropout) as a 0-dim tensor, in place of the modules' own: seeds
+        # stacked side by side whose rows differ in it (zoo.train.stacked), one per seed under vmap
+        self.k, self.site, self.p_drop = k, 0, p_drop
 
-    def keep(self, like: torch.Tensor, p: float) -> tuple[torch.Tensor, float]:
+    def keep(self, like: torch.Tensor, p: float | torch.Tensor) -> tuple[torch.Tensor, float | torch.Tensor]:
         """A keep mask shaped like `like` (its last 3 dims at most are coordinates: (batch, position, feature))
-        and 1 / its keep probability."""
+        and 1 / its keep probability (a 0-dim tensor where p is one)."""
         self.site += 1
-        cut = round(p * 65536)
+        cut = torch.round(p * 65536).to(torch.int32) if isinstance(p, torch.Tensor) else round(p * 65536)
         *lead, n = like.shape
         dev = like.device
         # a hash chained over the coordinates: the site, then each leading dim (small tensors: (B, 1), (B, T)),
@@ -89,7 +91,8 @@ class Draws:
         for size in lead:
             z = _mix(z[..., None] + _strides(size, dev), inplace=True)
         z = z[..., None] + _strides((n + 1) // 2, dev)
-        keep = _mix(z, inplace=True).view(torch.int16)[..., :n] >= _cut(cut, dev)  # 16 bits a feature, signed
+        lane = (cut - 32768).to(torch.int16) if isinstance(cut, torch.Tensor) else _cut(cut, dev)
+        keep = _mix(z, inplace=True).view(torch.int16)[..., :n] >= lane  # 16 bits a feature, signed
         return keep, 65536 / (65536 - cut)
 
     def drop(self, x: torch.Tensor, p: float) -> torch.Tensor:
@@ -105,21 +108,25 @@ def active_draws() -> Draws | None:
     return _current[-1] if _current else None
 
 
-def counter_dropout(module: torch.nn.Dropout, x: torch.Tensor) -> torch.Tensor:
-    """module(x), with the forward's counter-based masks when training turned them on."""
+def counter_dropout(module: torch.nn.Dropout, x: torch.Tensor, p_drop: bool = False) -> torch.Tensor:
+    """module(x), with the forward's counter-based masks when training turned them on. p_drop: the module is one
+    of model.dropout's (P_drop), which a stack's draws may set per seed."""
     d = active_draws()
+    if d is not None and module.training and p_drop and d.p_drop is not None:
+        return d.drop(x, d.p_drop)
     if d is None or not module.training or not 0 < module.p < 1:
         return module(x)
     return d.drop(x, module.p)
 
 
 @contextmanager
-def drawing(k: torch.Tensor | None):
-    """Counter-based dropout for the forwards inside (k: `dropout_key`'s; None leaves the modules' own dropout)."""
+def drawing(k: torch.Tensor | None, p_drop: torch.Tensor | None = None):
+    """Counter-based dropout for the forwards inside (k: `dropout_key`'s; None leaves the modules' own dropout);
+    p_drop: model.dropout's P_drop for them, in place of the modules' (see Draws)."""
     if k is None:
         yield
         return
-    _current.append(Draws(k))
+    _current.append(Draws(k, p_drop))
     try:
         yield
     finally:

@@ -167,7 +167,10 @@ class Residual(nn.Module):
         # x + Dropout(s) in one pass on a CPU, eagerly; compiled, dropout is fused by the compiler
         # (and _keep_mask's in-place random_ would break the graph)
         draws = dropout.active_draws()  # counter-based masks (zoo.model.dropout), when training turned them on
-        if self.training and 0 < p < 1 and (draws or x.device.type == "cpu" and not torch.compiler.is_compiling()):
+        if self.training and draws is not None and draws.p_drop is not None:  # a stack's P_drop, one per seed
+            keep, scale = draws.keep(sublayer_out, draws.p_drop)
+            y = x + sublayer_out * keep * scale
+        elif self.training and 0 < p < 1 and (draws or x.device.type == "cpu" and not torch.compiler.is_compiling()):
             keep, scale = draws.keep(sublayer_out, p) if draws else _keep_mask(sublayer_out, p)
             y = torch.addcmul(x, sublayer_out, keep, value=scale)
         else:
@@ -383,7 +386,7 @@ class Transformer(nn.Module):
         if self.stream_dtype is not None and torch.is_autocast_enabled(x.device.type) \
                 and torch.get_autocast_dtype(x.device.type) == self.stream_dtype:
             x = x.to(self.stream_dtype)  # model.residual_stream bf16: the layers' sums stay in it
-        return dropout.counter_dropout(self.drop, x)
+        return dropout.counter_dropout(self.drop, x, p_drop=True)
 
     def src_mask(self, src: torch.Tensor) -> torch.Tensor:
         return (src != self.pad_id)[:, None, None, :]  # (B, 1, 1, S): True = may attend

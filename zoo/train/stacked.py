@@ -51,7 +51,7 @@ __all__ = ["Seat", "stack_problem", "stack_size", "train_stacked"]
 
 # what seeds of one stack may differ in: values that keep every tensor's shape, and labels that train nothing (the
 # trial's name, its row of the paper, the record of the --set and seeds-axis values: what those set is compared)
-FREE = ("train.seed", "train.label_smoothing", "train.schedule.", "trial", "variant", "name", "seeds", "overrides.",
+FREE = ("train.seed", "train.label_smoothing", "train.schedule.", "model.dropout", "trial", "variant", "name", "seeds", "overrides.",
         "paper.", "description")
 
 Report = Callable[[int, Event | Exception], None]  # a seat's event; or the error that ended it alone, when it did
@@ -65,7 +65,7 @@ def stack_problem(cfgs: list[Config]) -> str | None:
         d = dotted(c.model_dump(mode="json"))
         differ = [k for k in first.keys() | d.keys() if first.get(k) != d.get(k) and not k.startswith(FREE)]
         if differ:
-            return f"they differ in {', '.join(sorted(differ)[:4])} (a stack may differ only in {', '.join(FREE[:3])})"
+            return f"they differ in {', '.join(sorted(differ)[:4])} (a stack may differ only in {', '.join(FREE[:4])})"
     c = cfgs[0]
     if c.train.compile == "on":
         return "train.compile is on (a stack runs eagerly)"
@@ -127,9 +127,10 @@ def _pad(batches: list[Batch], device) -> tuple[torch.Tensor, torch.Tensor, torc
     return src.to(device), tgt_in.to(device), tgt_out.to(device)
 
 
-def _forward(skeleton: torch.nn.Module, params: dict, src, tgt_in, key) -> torch.Tensor:
-    """One seed's logits, inside vmap: the skeleton's forward over this seed's weights and dropout key."""
-    with drawing(key):
+def _forward(skeleton: torch.nn.Module, params: dict, src, tgt_in, key, p_drop=None) -> torch.Tensor:
+    """One seed's logits, inside vmap: the skeleton's forward over this seed's weights, dropout key and (where
+    the stack's rows differ in it) P_drop."""
+    with drawing(key, p_drop):
         return functional_call(skeleton, params, (src, tgt_in))
 
 
@@ -146,7 +147,11 @@ def stacked_step(seats: list[Seat], skeleton: torch.nn.Module, device, amp=None)
     with warnings.catch_warnings():  # CPU attention's missing vmap rule: a loop over the seeds (see above)
         warnings.filterwarnings("ignore", message=".*batching rule.*")
         with autocast(device, amp):
-            logits = vmap(lambda p, a, b, k: _forward(skeleton, p, a, b, k))(params, src, tgt_in, keys)
+            if len({s.cfg.model.dropout for s in seats}) == 1:  # the modules' own P_drop: as each seed's solo step
+                logits = vmap(lambda p, a, b, k: _forward(skeleton, p, a, b, k))(params, src, tgt_in, keys)
+            else:  # rows that differ in P_drop (Table 3 row D): each seed's own, a tensor under vmap
+                p_drop = torch.tensor([s.cfg.model.dropout for s in seats], device=device)
+                logits = vmap(lambda p, a, b, k, q: _forward(skeleton, p, a, b, k, q))(params, src, tgt_in, keys, p_drop)
         total = 0.0
         for k, (s, b) in enumerate(zip(seats, batches)):
             loss, nll = smoothed_loss(logits[k], tgt_out[k], s.cfg.train.label_smoothing)
