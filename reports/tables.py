@@ -19,6 +19,7 @@ from zoo.text import duration
 
 
 # -- Table 3 --------------------------------------------------------------------------------------
+AGAINST = "yours against"  # the column group of a user's row against its reference row (shown only when one is there)
 
 @dataclass
 @run_columns("provenance", "state", "profile", "data")
@@ -54,9 +55,9 @@ class T3Row:
     seeds: int | None = col("measured", "seeds", "{:d}")
     params: float | None = col("measured", "params (M)", "{:.3g}")
     flops: float | None = col("cost", "train FLOPs", sci)
-    vs: str | None = text_col("yours against", "against")              # a user's row: its reference row
-    d_ppl: str | None = text_col("yours against", "Δ PPL [95%]")     # how much better than the reference (claims' sign)
-    d_bleu: str | None = text_col("yours against", "Δ BLEU [95%]")
+    vs: str | None = text_col(AGAINST, "against")              # a user's row: its reference row
+    d_ppl: str | None = text_col(AGAINST, "Δ PPL [95%]")     # how much better than the reference (claims' sign)
+    d_bleu: str | None = text_col(AGAINST, "Δ BLEU [95%]")
 
     @property
     def yours(self) -> bool:
@@ -178,7 +179,7 @@ def table3(runs: Runs, resamples: int | None = None, bootstrap_seed: int | None 
         if len(specs) > 1:
             notes.insert(0, f"Row {row}: shown from {runs.pick(3, row).spec} (the most recent finished run); "
                          f"also the paper's row in {', '.join(s for s in specs if s != runs.pick(3, row).spec)}.")
-    cols = [c for c in columns(T3Row) if any(r.yours for r in rows) or (c.key != "whose" and c.group != "yours against")]
+    cols = [c for c in columns(T3Row) if any(r.yours for r in rows) or (c.key != "whose" and c.group != AGAINST)]
     return Table("table3", "Table 3: variations on the Transformer architecture",
                  "Each row of the paper's ablation table: the paper's figures beside ours, what it cost, "
                  "and where the run stands.", [Section("", cols, rows), claims, rank_section(ours)],
