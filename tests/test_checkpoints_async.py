@@ -11,6 +11,7 @@ import time
 import pytest
 import torch
 
+from helpers import ran
 from zoo.config import Config
 from zoo.result import RunResult
 from zoo.spec import resolve
@@ -39,22 +40,24 @@ def test_the_checkpoint_clock_is_not_part_of_a_runs_identity():
 
 @pytest.mark.slow  # trains
 def test_saving_often_writes_beside_training(repo, data_root, tmp_path, monkeypatch):
-    """The gpu profile's cadence scaled down: a checkpoint every 3 steps of a tiny model (30 saves; the gpu
-    profile's base saves every 18). No write runs in the training process (torch.save holds the GIL there);
-    the loop's share of time waiting on them is a benchmark's figure (bench/bench_checkpoints.py)."""
+    """The gpu profile's cadence scaled down: a checkpoint every 3 steps of a tiny model (7 saves, two more
+    than are kept; the gpu profile's base saves every 18). No write runs in the training process (torch.save
+    holds the GIL there); the loop's share of time waiting on them is a benchmark's figure
+    (bench/bench_checkpoints.py). Each save waits for the write before it (an fsync'd file or two), so more
+    saves only make the test slower."""
     here = []
     monkeypatch.setattr(torch, "save", lambda *a, **k: here.append(a[1]))
-    cfg = _cfg(repo, "train.steps=90", "train.checkpoint_every=3", "train.eval_every=90")
+    cfg = _cfg(repo, "train.steps=21", "train.checkpoint_every=3", "train.eval_every=21")
     s = train(cfg, tmp_path / "run", data_root)
     kept = checkpoints(tmp_path / "run")
-    assert [int(p.stem[5:]) for p in kept] == [78, 81, 84, 87, 90]  # every 3 steps, the last 5 kept
+    assert [int(p.stem[5:]) for p in kept] == [9, 12, 15, 18, 21]  # every 3 steps, the last 5 kept
     assert [optim_file(p).exists() for p in kept] == [False] * 4 + [True]  # Adam's state: the newest's only
     assert sorted(p.name for p in (tmp_path / "run/checkpoints").iterdir()) == \
-        ["optim_00000090.pt", *(p.name for p in kept)]  # nothing else left behind
+        ["optim_00000021.pt", *(p.name for p in kept)]  # nothing else left behind
     assert not here, here  # written by the writer's process: none by the training process
     assert 0 < s.checkpoint_seconds < s.train_seconds  # the copies to the writer, counted as the loop's wait
     ck = load_checkpoint(kept[-1])
-    assert ck["step"] == 90 and "optim" not in ck and load_checkpoint(optim_file(kept[-1]))["state"]
+    assert ck["step"] == 21 and "optim" not in ck and load_checkpoint(optim_file(kept[-1]))["state"]
 
 
 def test_the_writer_copies_the_state_it_is_given_and_writes_every_dtype(tmp_path):
@@ -147,10 +150,12 @@ def _writers_of(pid: int) -> list[int]:
 
 
 @pytest.mark.slow  # trains
-def test_killed_mid_write_resumes_from_the_last_whole_checkpoint(repo, data_root, tmp_path):
+def test_killed_mid_write_resumes_from_the_last_whole_checkpoint(repo, data_root, tmp_path, capsys):
+    """Killed (SIGKILL) in the middle of a checkpoint's write: the torn file is never loaded, and the same command
+    resumes from the last whole checkpoint (in this process: what is tested is the files the kill left)."""
     out = tmp_path / "run"
     args = ["train", str(repo / SPEC), "--variant", "A2", "--profile", "smoke", "--out", str(out),
-            *[x for s in [*QUICK, "train.steps=60", "train.checkpoint_every=3", "train.eval_every=60"]
+            *[x for s in [*QUICK, "train.steps=30", "train.checkpoint_every=3", "train.eval_every=30"]
               for x in ("--set", s)]]
     env = {**os.environ, "ZOO_DATA_DIR": str(data_root)}
     hook = tmp_path / "hook"
@@ -184,49 +189,61 @@ def test_killed_mid_write_resumes_from_the_last_whole_checkpoint(repo, data_root
     last = int(checkpoints(out)[-1].stem[5:])
     assert last >= writing - 3  # at most one interval before the write that was cut
     assert optim_file(checkpoints(out)[-1]).exists()  # the newest whole checkpoint has Adam's state
-    r = subprocess.run([sys.executable, "-m", "zoo.cli", *args], cwd=repo, env=env, capture_output=True, text=True,
-                       timeout=600)
+    r = ran(*args, capsys=capsys)
     assert r.returncode == 0, r.stderr
     assert "cannot be loaded" not in r.stderr and not list((out / "checkpoints").glob("*.bad"))
     assert "Adam's moments start afresh" not in r.stderr and "another config" not in r.stderr
     resumed = int(r.stderr.split("resumed from the checkpoint at step ")[1].split()[0])
     assert resumed == last  # the last whole checkpoint
     assert not list((out / "checkpoints").glob("*.tmp*"))  # the torn file was cleared
-    assert RunResult.model_validate_json((out / "summary.json").read_text()).steps_done == 60
+    assert RunResult.model_validate_json((out / "summary.json").read_text()).steps_done == 30
+
+
+def _interrupt_args(out, *sets):
+    return ["train", SPEC, "--variant", "A2", "--profile", "smoke", "--out", str(out),
+            *[x for s in ["eval.max_sentences=2", "train.checkpoint_minutes=10", "train.log_every=5", *sets]
+              for x in ("--set", s)]]
 
 
 @pytest.mark.slow  # trains
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_an_interrupted_train_checkpoints_the_step_it_stopped_at(repo, data_root, tmp_path, sig):
+def test_an_interrupted_train_checkpoints_the_step_it_stopped_at(repo, data_root, tmp_path, capsys, monkeypatch):
     """Ctrl-C (or a scheduler's SIGTERM) with checkpoints 10 minutes apart: the run stops after the step in
-    flight, saves it, and the same command resumes there, with nothing to redo."""
-    out = tmp_path / "run"
-    args = ["train", str(repo / SPEC), "--variant", "A2", "--profile", "smoke", "--out", str(out),
-            *[x for s in ["eval.max_sentences=2", "train.checkpoint_minutes=10", "train.steps=3000",
-                          "train.log_every=5", "train.eval_every=3000"] for x in ("--set", s)]]
+    flight, saves it, and the same command resumes there, with nothing to redo. One run per signal, the two
+    side by side (each is mostly its process's start: torch's import); the resumes in this process."""
+    monkeypatch.chdir(repo)
     env = {**os.environ, "ZOO_DATA_DIR": str(data_root)}
-    p = subprocess.Popen([sys.executable, "-m", "zoo.cli", *args], cwd=repo, env=env, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True)
-    metrics, deadline, seen = out / "metrics.jsonl", time.time() + 300, 0
+    sigs = (signal.SIGINT, signal.SIGTERM)
+    long = ["train.steps=3000", "train.eval_every=3000"]
+    procs = {sig: subprocess.Popen([sys.executable, "-m", "zoo.cli", *_interrupt_args(tmp_path / sig.name, *long)],
+                                   cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for sig in sigs}
+    seen, err, deadline = {}, {}, time.time() + 300
     try:
-        while seen < 20 and time.time() < deadline and p.poll() is None:
-            time.sleep(0.05)
-            steps = [json.loads(l)["step"] for l in metrics.read_text().splitlines()] if metrics.exists() else []
-            seen = max(steps, default=0)
-        assert seen >= 20 and not checkpoints(out), "no step logged, or a checkpoint before the interrupt"
-        p.send_signal(sig)
-        err = p.communicate(timeout=120)[1]
+        for sig, p in procs.items():
+            metrics, seen[sig] = tmp_path / sig.name / "metrics.jsonl", 0
+            while seen[sig] < 20 and time.time() < deadline and p.poll() is None:
+                time.sleep(0.05)
+                steps = [json.loads(l)["step"] for l in metrics.read_text().splitlines()] if metrics.exists() else []
+                seen[sig] = max(steps, default=0)
+            assert seen[sig] >= 20 and not checkpoints(tmp_path / sig.name), \
+                "no step logged, or a checkpoint before the interrupt"
+            p.send_signal(sig)
+        for sig, p in procs.items():
+            err[sig] = p.communicate(timeout=120)[1]
     finally:
-        p.kill()
-    assert p.returncode == (130 if sig == signal.SIGINT else 143) and "zoo: interrupted" in err, err
-    (saved,) = checkpoints(out)
-    stopped = int(saved.stem[5:])
-    assert stopped >= seen and optim_file(saved).exists()
-    r = subprocess.run([sys.executable, "-m", "zoo.cli", *args[:-2], "--set", "train.steps=" + str(stopped + 5),
-                        "--set", "train.eval_every=" + str(stopped + 5)], cwd=repo, env=env, capture_output=True,
-                       text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
-    assert f"resumed from the checkpoint at step {stopped}" in r.stderr, r.stderr
-    # it goes on to a new length: a changed config, said before it trains on (`zoo train` resumed silently)
-    assert f"trained under another config (train.eval_every: 3000 -> {stopped + 5}; train.steps: 3000 -> " \
-        f"{stopped + 5})" in r.stderr, r.stderr
+        for p in procs.values():
+            p.kill()
+    stopped = {}
+    for sig, p in procs.items():
+        out = tmp_path / sig.name
+        assert p.returncode == (130 if sig == signal.SIGINT else 143) and "zoo: interrupted" in err[sig], err[sig]
+        (saved,) = checkpoints(out)
+        stopped[sig] = int(saved.stem[5:])
+        assert stopped[sig] >= seen[sig] and optim_file(saved).exists()
+        more = str(stopped[sig] + 5)
+        r = ran(*_interrupt_args(out, "train.steps=" + more, "train.eval_every=" + more), capsys=capsys)
+        assert r.returncode == 0, r.stderr
+        assert f"resumed from the checkpoint at step {stopped[sig]}" in r.stderr, r.stderr
+        # it goes on to a new length: a changed config, said before it trains on (`zoo train` resumed silently)
+        assert f"trained under another config (train.eval_every: 3000 -> {stopped[sig] + 5}; train.steps: 3000 -> " \
+            f"{stopped[sig] + 5})" in r.stderr, r.stderr

@@ -44,9 +44,10 @@ class Quiet(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def m30k(data_root, tmp_path_factory):
-    """Multi30k train encoded with a shared 8k BPE (trained once for the module)."""
-    path = D.bpe_model("multi30k", 8000, data_root, cache_dir=tmp_path_factory.mktemp("bpe"))
+def m30k(data_root):
+    """Multi30k train encoded with a shared 8k BPE: the data dir's cached one, trained once for every session
+    (as tests/test_data_cache.py's; the tests of training a BPE model train their own in a tmp dir)."""
+    path = D.bpe_model("multi30k", 8000, data_root)
     sp = D.load_sp(path)
     ids = D.encode_pairs(sp, D.load_pairs("multi30k", "train", data_root))
     return sp, ids, D.pair_lengths(ids)

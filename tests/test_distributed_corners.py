@@ -64,20 +64,12 @@ def _fast_clock_job(rank: int, cfg: str, out: str, data_root: str) -> dict:
         real, t0 = time.time, time.time()
         time.time = lambda: t0 + (real() - t0) * 600
     seen = []
-    r = train(Config.model_validate_json(cfg), Path(out), Path(data_root), report=seen.append)
+    try:
+        r = train(Config.model_validate_json(cfg), Path(out), Path(data_root), report=seen.append)
+    finally:
+        if rank == 1:
+            time.time = real
     return {"steps_done": r.steps_done, "logged": [m.step for m in seen if getattr(m, "loss", None) is not None]}
-
-
-@pytest.mark.slow  # two ranks train (Ray, gloo)
-def test_a_time_limit_stops_every_rank_at_the_same_step(repo, data_root, tmp_path):
-    """One rank's clock says the minute is up long before the other's: both stop at the same step (the
-    slowest clock is everyone's), where each decided alone a rank would wait forever in an all-reduce."""
-    cfg = _cfg(repo, "train.steps=200", "train.log_every=5", "train.eval_every=200", "train.time_limit_minutes=1")
-    ranks = _two_ranks(tmp_path, _fast_clock_job, cfg=cfg.model_dump_json(), out=str(tmp_path / "run"),
-                       data_root=str(data_root))
-    assert ranks[0] == ranks[1], ranks
-    assert ranks[0]["steps_done"] < 200 and ranks[0]["logged"][-1] == ranks[0]["steps_done"]
-    assert int(checkpoints(tmp_path / "run")[-1].stem[5:]) == ranks[0]["steps_done"]  # saved where it stopped
 
 
 def _resume_job(rank: int, cfg: str, out: str, data_root: str) -> dict:
@@ -92,17 +84,35 @@ def _resume_job(rank: int, cfg: str, out: str, data_root: str) -> dict:
             "broadcast_buffers": ddp.broadcast_buffers}
 
 
+def _both_jobs(rank: int, clock: dict, resume: dict) -> dict:
+    """The two corners below on the same two ranks, one after the other (two processes started, not four)."""
+    return {"clock": _fast_clock_job(rank, **clock), "resume": _resume_job(rank, **resume)}
+
+
 @pytest.mark.slow  # two ranks train (Ray, gloo)
-def test_every_rank_resumes_from_rank_0s_checkpoint_and_reports_its_events(repo, data_root, tmp_path):
-    """A truncated newest checkpoint: rank 0 sets it aside and falls back to the one before; every rank
-    loads that one and reports the same events (Ray Train's report is collective: as many on every rank)."""
+def test_ranks_stop_on_one_clock_and_resume_from_rank_0s_checkpoint_with_its_events(repo, data_root, tmp_path):
+    """One run on two gloo ranks for each corner:
+    - a time limit: one rank's clock says the minute is up long before the other's; both stop at the same step
+      (the slowest clock is everyone's), where each decided alone a rank would wait forever in an all-reduce;
+    - a resume from a truncated newest checkpoint: rank 0 sets it aside and falls back to the one before; every
+      rank loads that one and reports the same events (Ray Train's report is collective: as many on every rank)."""
+    clock = _cfg(repo, "train.steps=200", "train.log_every=5", "train.eval_every=200", "train.time_limit_minutes=1")
     run = tmp_path / "run"
     train(_cfg(repo, "train.steps=6", "train.checkpoint_every=3"), run, data_root)
     (run / "summary.json").unlink()
     newest = run / "checkpoints" / "step_00000006.pt"
     newest.write_bytes(newest.read_bytes()[:1000])
     cfg = _cfg(repo, "train.steps=9", "train.checkpoint_every=3")
-    ranks = _two_ranks(tmp_path, _resume_job, cfg=cfg.model_dump_json(), out=str(run), data_root=str(data_root))
+    both = _two_ranks(tmp_path, _both_jobs,
+                      clock={"cfg": clock.model_dump_json(), "out": str(tmp_path / "clock"), "data_root": str(data_root)},
+                      resume={"cfg": cfg.model_dump_json(), "out": str(run), "data_root": str(data_root)})
+
+    ranks = [b["clock"] for b in both]
+    assert ranks[0] == ranks[1], ranks
+    assert ranks[0]["steps_done"] < 200 and ranks[0]["logged"][-1] == ranks[0]["steps_done"]
+    assert int(checkpoints(tmp_path / "clock")[-1].stem[5:]) == ranks[0]["steps_done"]  # saved where it stopped
+
+    ranks = [b["resume"] for b in both]
     assert ranks[0]["events"] == ranks[1]["events"], ranks
     assert [e["event"] for e in ranks[0]["events"]] == ["bad_checkpoint", "no_optimizer_state", "config_changed",
                                                         "resumed"]  # rank 0's reading of the changed steps

@@ -2,7 +2,10 @@
 that works around it. Faults are injected from here (a broken file, /dev/full, a dead pid, a lock held
 by this process), never through hooks in the product's code.
 
-Uses real `zoo` commands in subprocesses, a real tiny training run, and (two tests) a real embedded Ray.
+Uses real `zoo` commands in subprocesses where a process of its own is the point (a lock another process
+holds, a training run, a refusal that must not allocate here), `zoo` in this process (zoo.cli.main, the same
+path without torch's import) for the read-only commands and clear errors, a real tiny training run, and (two
+tests) a real embedded Ray.
 """
 import os
 
@@ -23,6 +26,8 @@ from zoo.errors import UserError
 from zoo.runner.local import LOCKFILE, RunLock
 from zoo.runner.store import Store
 from zoo.spec import resolve
+
+from helpers import run
 
 pytestmark = pytest.mark.slow  # zoo runs with Ray and training, as another user
 
@@ -191,7 +196,7 @@ def test_a_truncated_newest_checkpoint_falls_back_to_the_one_before(trained, tmp
     assert summary.config_hash == smoke_cfg().config_hash()
 
 
-def test_the_skipped_checkpoint_is_named_in_the_store(tmp_path):
+def test_the_skipped_checkpoint_is_named_in_the_store(tmp_path, capsys):
     from zoo.runner.progress import Live
     store = Store(tmp_path / "zoo.db")
     live = Live(store, "t.yaml", "smoke", {"A1": str(tmp_path / "A1")}, "exp", stream=io.StringIO())
@@ -201,15 +206,16 @@ def test_the_skipped_checkpoint_is_named_in_the_store(tmp_path):
     row = store.get("t.yaml", "A1", "smoke")
     assert "step_00000006.pt cannot be loaded (RuntimeError: zip)" in row.warning
     assert "step_00000006.pt" in live.stream.getvalue()
-    code, out, err = zoo("status", "--runs", tmp_path / "zoo.db")
+    code, out, err = run("status", "--runs", tmp_path / "zoo.db", capsys=capsys)
     assert code == 0 and "t A1: checkpoint /r/A1/checkpoints/step_00000006.pt cannot be loaded" in out, out + err
 
 
-def test_zoo_train_prints_the_bad_checkpoint(trained, tmp_path, data_root):
-    run = copy_run(trained, tmp_path / "run")
-    (run / "summary.json").unlink()
-    (run / "checkpoints" / "step_00000006.pt").write_bytes(b"PK\x03\x04 not a whole zip")
-    code, out, err = zoo("train", SPEC, "--variant", "A1", "--profile", "smoke", "--out", run, *sets(*TINY))
+def test_zoo_train_prints_the_bad_checkpoint(trained, tmp_path, data_root, capsys):
+    folder = copy_run(trained, tmp_path / "run")
+    (folder / "summary.json").unlink()
+    (folder / "checkpoints" / "step_00000006.pt").write_bytes(b"PK\x03\x04 not a whole zip")
+    code, out, err = run("train", SPEC, "--variant", "A1", "--profile", "smoke", "--out", folder, *sets(*TINY),
+                         capsys=capsys)
     assert code == 0, out + err
     assert "step_00000006.pt cannot be loaded" in out + err and "resumed from the checkpoint at step 3" in out + err
 
@@ -226,58 +232,67 @@ class _Payload:
         return (open, (self.marker, "w"))
 
 
-def test_a_checkpoint_with_pickled_code_is_refused(trained, tmp_path, data_root):
-    run = copy_run(trained, tmp_path / "run")
+def translate_here(target, text: str, capsys, monkeypatch):
+    """`zoo translate TARGET` in this process with `text` on stdin (the stdin contract itself: a subprocess,
+    test_translate_binary_stdin_and_a_line_longer_than_max_len)."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+    return run("translate", target, capsys=capsys)
+
+
+def test_a_checkpoint_with_pickled_code_is_refused(trained, tmp_path, data_root, capsys, monkeypatch):
+    folder = copy_run(trained, tmp_path / "run")
     marker = tmp_path / "pwned"
-    ck = torch.load(run / "checkpoints" / "step_00000006.pt", weights_only=True)  # ours load weights-only
+    ck = torch.load(folder / "checkpoints" / "step_00000006.pt", weights_only=True)  # ours load weights-only
     ck["extra"] = _Payload(str(marker))
-    evil = run / "checkpoints" / "step_00000009.pt"
+    evil = folder / "checkpoints" / "step_00000009.pt"
     torch.save(ck, evil)
     assert not marker.exists()
-    for target in (evil, run):  # the file itself, or the run folder (its newest checkpoint)
-        clean_exit_2(*zoo("translate", target, stdin="a man is walking .\n"), "cannot load the checkpoint",
-                     "pickled objects are refused")
+    for target in (evil, folder):  # the file itself, or the run folder (its newest checkpoint)
+        clean_exit_2(*translate_here(target, "a man is walking .\n", capsys, monkeypatch),
+                     "cannot load the checkpoint", "pickled objects are refused")
         assert not marker.exists(), "loading the checkpoint ran code"
     # the honest checkpoints of the same run still translate
-    code, out, err = zoo("translate", run / "checkpoints" / "step_00000006.pt", stdin="a man is walking .\n")
+    code, out, err = translate_here(folder / "checkpoints" / "step_00000006.pt", "a man is walking .\n", capsys,
+                                    monkeypatch)
     assert code == 0 and len(out.splitlines()) == 1, err
 
 
 # -- 8. clear errors, exit 2 -----------------------------------------------------------------------------
 
-def test_evalb_missing_malformed_and_binary_files(tmp_path):
+def test_evalb_missing_malformed_and_binary_files(tmp_path, capsys):
     gold = tmp_path / "gold.txt"
     gold.write_text("(S (NP (DT a) (NN man)) (VP (VBZ walks)))\n")
     bad = tmp_path / "bad.txt"
     bad.write_text("(S (NP a\n")  # a word outside its (TAG word): EVALB itself stops
     binary = tmp_path / "model.bin"
     binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
-    clean_exit_2(*zoo("evalb", gold, tmp_path / "missing.txt"), "cannot open the test file", "missing.txt")
-    clean_exit_2(*zoo("evalb", gold, bad), "cannot read this tree")
-    clean_exit_2(*zoo("evalb", gold, binary), f"the test file {binary} is binary")
-    clean_exit_2(*zoo("evalb", binary, gold), "gold file", "binary")
+    clean_exit_2(*run("evalb", gold, tmp_path / "missing.txt", capsys=capsys), "cannot open the test file",
+                 "missing.txt")
+    clean_exit_2(*run("evalb", gold, bad, capsys=capsys), "cannot read this tree")
+    clean_exit_2(*run("evalb", gold, binary, capsys=capsys), f"the test file {binary} is binary")
+    clean_exit_2(*run("evalb", binary, gold, capsys=capsys), "gold file", "binary")
 
 
 @pytest.mark.parametrize("storage, why", [("/proc/nonexistent", "No such file or directory"),
                                           ("/dev/null/x", "Not a directory")])
-def test_storage_that_cannot_be_a_folder(storage, why, data_root):
-    clean_exit_2(*zoo("run", SPEC, "--profile", "smoke", "--storage", storage, *sets(*TINY)),
+def test_storage_that_cannot_be_a_folder(storage, why, data_root, capsys, no_ray):
+    clean_exit_2(*run("run", SPEC, "--profile", "smoke", "--storage", storage, *sets(*TINY), capsys=capsys),
                  f"--storage {storage}: cannot use", why)
 
 
-def test_report_on_a_missing_store(tmp_path):
-    clean_exit_2(*zoo("report", "--runs", "/nonexistent/zoo.db", "--out", tmp_path / "rep"),
+def test_report_on_a_missing_store(tmp_path, capsys):
+    clean_exit_2(*run("report", "--runs", "/nonexistent/zoo.db", "--out", tmp_path / "rep", capsys=capsys),
                  "no results store at /nonexistent/zoo.db")
     assert not (tmp_path / "rep").exists()
 
 
-def test_a_full_disk_is_a_clear_error_in_zoo_train(trained, tmp_path, data_root):
-    run = copy_run(trained, tmp_path / "run")
-    (run / "summary.json").unlink()
-    (run / "metrics.jsonl").unlink()
-    (run / "metrics.jsonl").symlink_to("/dev/full")  # every write: ENOSPC, as on a full disk
-    clean_exit_2(*zoo("train", SPEC, "--variant", "A1", "--profile", "smoke", "--out", run,
-                      *sets(*TINY, "train.steps=9", "train.eval_every=3")),
+def test_a_full_disk_is_a_clear_error_in_zoo_train(trained, tmp_path, data_root, capsys):
+    folder = copy_run(trained, tmp_path / "run")
+    (folder / "summary.json").unlink()
+    (folder / "metrics.jsonl").unlink()
+    (folder / "metrics.jsonl").symlink_to("/dev/full")  # every write: ENOSPC, as on a full disk
+    clean_exit_2(*run("train", SPEC, "--variant", "A1", "--profile", "smoke", "--out", folder,
+                      *sets(*TINY, "train.steps=9", "train.eval_every=3"), capsys=capsys),
                  "no space left on device writing", "metrics.jsonl", "run the same command again")
 
 
@@ -324,15 +339,15 @@ def _store_with_a_running_row(folder: Path) -> Path:
     return folder / "zoo.db"
 
 
-def test_status_after_a_killed_driver_says_its_pid_is_gone(tmp_path):
+def test_status_after_a_killed_driver_says_its_pid_is_gone(tmp_path, capsys):
     db = _store_with_a_running_row(tmp_path)
     gone = subprocess.Popen(["true"])
     gone.wait()
     (tmp_path / LOCKFILE).write_text(f"{gone.pid}\n")  # what a SIGKILLed `zoo run` leaves: the file, no lock
-    code, out, err = zoo("status", "--runs", db)
+    code, out, err = run("status", "--runs", db, capsys=capsys)
     assert code == 0, err
     assert f"running (driver pid {gone.pid} is gone)" in out, out
-    # while a run holds the lock, running means running
+    # while a run holds the lock, running means running (asked from another process: a lock is a process's)
     lock = RunLock(tmp_path).acquire()
     try:
         code, out, err = zoo("status", "--runs", db)
@@ -341,10 +356,10 @@ def test_status_after_a_killed_driver_says_its_pid_is_gone(tmp_path):
     assert code == 0 and "is gone" not in out and "running" in out, out
 
 
-def test_status_on_an_empty_file_writes_nothing(tmp_path):
+def test_status_on_an_empty_file_writes_nothing(tmp_path, capsys):
     empty = tmp_path / "zoo.db"
     empty.touch()
-    code, out, err = zoo("status", "--runs", empty)
+    code, out, err = run("status", "--runs", empty, capsys=capsys)
     assert code == 0, err
     assert empty.stat().st_size == 0 and sorted(p.name for p in tmp_path.iterdir()) == ["zoo.db"]
     assert "no trials in" in out
@@ -383,9 +398,9 @@ def test_a_diverged_dev_loss_is_non_finite_not_an_overflow(data_root):
     assert dev_perplexity(model, p.dev[:20], 600) == float("inf")
 
 
-def test_a_diverged_zoo_train_exits_2_with_the_non_finite_loss_message(tmp_path, data_root):
-    code, out, err = zoo("train", SPEC, "--variant", "A2", "--profile", "smoke", "--out", tmp_path / "d",
-                         *sets(*TINY, "train.schedule.lr_scale=1000", "train.eval_every=3"))
+def test_a_diverged_zoo_train_exits_2_with_the_non_finite_loss_message(tmp_path, data_root, capsys):
+    code, out, err = run("train", SPEC, "--variant", "A2", "--profile", "smoke", "--out", tmp_path / "d",
+                         *sets(*TINY, "train.schedule.lr_scale=1000", "train.eval_every=3"), capsys=capsys)
     clean_exit_2(code, out, err, "non-finite loss at step", "lower train.schedule.lr_scale")
     assert "OverflowError" not in out + err
 
@@ -425,11 +440,11 @@ def test_an_unreadable_data_folder_is_a_clear_error(tmp_path, data_root, as_nobo
         shutil.rmtree(folder)
 
 
-def test_reading_a_store_leaves_no_files_behind(tmp_path):
+def test_reading_a_store_leaves_no_files_behind(tmp_path, capsys):
     """`zoo status` and `zoo report` only read: no -wal/-shm files stay beside the store."""
     db = _store_with_a_running_row(tmp_path / "s")
     assert sorted(p.name for p in db.parent.iterdir()) == ["zoo.db"]
     before = db.read_bytes()
-    assert zoo("status", "--runs", db)[0] == 0
-    assert zoo("report", "--runs", db, "--out", tmp_path / "rep", "--format", "md")[0] == 0
+    assert run("status", "--runs", db, capsys=capsys)[0] == 0
+    assert run("report", "--runs", db, "--out", tmp_path / "rep", "--format", "md", capsys=capsys)[0] == 0
     assert sorted(p.name for p in db.parent.iterdir()) == ["zoo.db"] and db.read_bytes() == before

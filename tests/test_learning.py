@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+from helpers import run
 from zoo.train.learning import CLEARLY, UNIGRAM_STEPS, Levels, check_from, levels
 
 COLLAPSE = ["--set", "train.schedule.lr_scale=30", "--set", "train.schedule.warmup_steps=5"]
@@ -41,26 +42,26 @@ def _train(tmp_path, data_root, *extra):
 
 
 @pytest.mark.slow
-def test_a_collapsing_run_stops_with_exit_2_and_the_paragraph_and_a_normal_one_does_not(tmp_path, data_root):
+def test_a_collapsing_run_stops_with_exit_2_and_the_paragraph_and_a_normal_one_does_not(tmp_path, data_root, capsys):
     r = _train(tmp_path, data_root, *COLLAPSE)
     assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]
     assert "Traceback" not in r.stderr and "zoo: error: not learning: at step 20 of 30" in r.stderr
     for said in ("above the uniform level", "post-LN", "warmup_steps=4000", "train.stop_if_not_learning=false"):
         assert said in r.stderr, said
     assert not (tmp_path / "run" / "summary.json").exists()
-    r = _train(tmp_path / "..", data_root, "--out", str(tmp_path / "normal"))  # the smoke run as it is
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    code, out, err = run("train", "table3_A", "--variant", "A1", "--profile", "smoke", "--out", tmp_path / "normal",
+                         capsys=capsys)  # the smoke run as it is (in this process: the exit code is the contract above)
+    assert code == 0, out[-2000:] + err[-2000:]
 
 
 @pytest.mark.slow
-def test_a_trial_that_is_not_learning_fails_saying_so(tmp_path, data_root):
+def test_a_trial_that_is_not_learning_fails_saying_so(tmp_path, data_root, capsys):
     cmd = [sys.executable, "-m", "zoo.cli", "run", "table3_A", "--variant", "A1", "--profile", "smoke",
            "--storage", str(tmp_path / "runs"), *COLLAPSE]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert r.returncode != 0 and "0 finished, 1 failed" in r.stdout + r.stderr, r.stdout[-2000:] + r.stderr[-2000:]
-    s = subprocess.run([sys.executable, "-m", "zoo.cli", "status", "--json", "--runs", str(tmp_path / "runs")],
-                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    (t,) = json.loads(s.stdout)
+    _, out, _ = run("status", "--json", "--runs", tmp_path / "runs", capsys=capsys)  # a reader: in this process
+    (t,) = json.loads(out)
     # one thread in a Ray worker takes other roundings than `zoo train`'s two: the same collapse may reach a
     # non-finite loss first, which stops the run as surely (NonFiniteLoss, also exit 2 in `zoo train`)
     assert t["status"] == "failed" and ("NotLearningError: not learning" in t["error"]

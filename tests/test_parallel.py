@@ -89,18 +89,18 @@ class DeviceStrict:
             setattr(dist, name, f)
 
 
-def _rank_main(rank: int, world: int, port: int, out: str, strict: bool, compile: bool = False) -> None:
+def _rank_main(rank: int, world: int, port: int, out: str) -> None:
+    """The three runs the tests below compare with one rank, one after another on the same two ranks."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
-        if strict:
-            with DeviceStrict("cpu") as ds:
-                weights, read = _train_steps(rank, world, strict=True)
-            assert ds.seen, "no collective was checked"
-        else:
-            weights, read = _train_steps(rank, world, compile=compile, N=2 if compile else 1)
-        torch.save({"weights": weights, "read": read}, f"{out}.{rank}")
+        runs = {"eager": _train_steps(rank, world)}
+        with DeviceStrict("cpu") as ds:
+            runs["strict"] = _train_steps(rank, world, strict=True)
+        assert ds.seen, "no collective was checked"
+        runs["compiled"] = _train_steps(rank, world, compile=True, N=2)  # last: it sets the loss's backend
+        torch.save({k: {"weights": w, "read": r} for k, (w, r) in runs.items()}, f"{out}.{rank}")
     finally:
         dist.destroy_process_group()
 
@@ -111,46 +111,46 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _spawn(tmp_path, strict=False, compile=False) -> list[dict]:
-    out = str(tmp_path / "rank")
-    mp.spawn(_rank_main, args=(2, _free_port(), out, strict, compile), nprocs=2, join=True)
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory) -> list[dict]:
+    """Two gloo ranks in spawned processes (started once for the module: each imports torch), each rank's
+    {"eager", "strict", "compiled"} run: its weights and every step's read statistics."""
+    out = str(tmp_path_factory.mktemp("ranks") / "rank")
+    mp.spawn(_rank_main, args=(2, _free_port(), out), nprocs=2, join=True)
     return [torch.load(f"{out}.{r}", weights_only=True) for r in range(2)]
 
 
 @pytest.mark.slow  # two processes train (gloo)
-def test_two_ranks_on_batches_smaller_than_the_ranks_match_one_rank(tmp_path):
+def test_two_ranks_on_batches_smaller_than_the_ranks_match_one_rank(ranks):
     """A 1-pair batch on 2 ranks (one rank gets a zero-weight stand-in), a batch too small for 2 x 2
     micro-batches: no collective mismatch, and every step's update and loss equal one rank's."""
     one, one_read = _train_steps(0, 1)
-    ranks = _spawn(tmp_path)
-    for r in ranks:
+    for r in (r["eager"] for r in ranks):
         for k in one:
             torch.testing.assert_close(r["weights"][k], one[k], rtol=1e-5, atol=1e-6)
         assert np.allclose(r["read"], one_read, rtol=1e-6)  # every step's (loss, NLL), summed over ranks
 
 
 @pytest.mark.slow  # two processes train (gloo)
-def test_two_ranks_with_compiled_layers_match_one_eager_rank(tmp_path):
+def test_two_ranks_with_compiled_layers_match_one_eager_rank(ranks):
     """train.compile on across ranks, as the loop runs it: DDP around the model, each rank's encoder and decoder
     layers compiled regionally (2 + 2 layers, one graph a kind). DDP's all-reduce still sees every layer's
     gradient: every step's update and loss equal one eager rank's."""
     one, one_read = _train_steps(0, 1, N=2)
-    ranks = _spawn(tmp_path, compile=True)
-    for r in ranks:
+    for r in (r["compiled"] for r in ranks):
         for k in one:
             torch.testing.assert_close(r["weights"][k], one[k], rtol=1e-5, atol=1e-6)
         assert np.allclose(r["read"], one_read, rtol=1e-6)
 
 
 @pytest.mark.slow  # two processes train (gloo)
-def test_every_collective_on_the_models_device(tmp_path):
+def test_every_collective_on_the_models_device(ranks):
     """The data-parallel step and the statistics' reduction on a device-strict group: tensors made
     without the model's device land on the meta device, and a collective on anything but the model's
     device fails, as NCCL fails on a CPU tensor. (Today's main all-reduced a CPU float64 tensor.)"""
-    ranks = _spawn(tmp_path, strict=True)
     one, _ = _train_steps(0, 1)
     for k in one:
-        torch.testing.assert_close(ranks[1]["weights"][k], one[k], rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(ranks[1]["strict"]["weights"][k], one[k], rtol=1e-5, atol=1e-6)
 
 
 def test_rank_parts_never_leave_a_rank_empty():

@@ -75,7 +75,7 @@ def test_sigterm_says_how_to_resume(tmp_path):
     try:
         deadline = time.time() + 120
         while time.time() < deadline and not list((tmp_path / "r").glob("metrics.jsonl")):
-            time.sleep(0.5)
+            time.sleep(0.05)
         p.send_signal(signal.SIGTERM)
         _, err = p.communicate(timeout=60)
     finally:
