@@ -3,8 +3,10 @@
 The stores here are SYNTHETIC: rows written with the real Store API, holding made-up metrics, curves
 and attention maps shaped like a trial's summary. They are inputs to the report, not results.
 """
+import functools
 import math
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -51,6 +53,12 @@ def _curve(steps, final_ppl):
              "elapsed_s": s * 1.5} for s in range(steps // 20, steps + 1, steps // 20)]
 
 
+@functools.cache
+def resolved(stem: str, row: str | None, profile: str) -> list:
+    """The spec's configs, resolved once per module: every synthetic store is built from the same ones."""
+    return resolve(REPO / "specs" / f"{stem}.yaml", row, profile)
+
+
 def synthetic_store(path: Path, profile: str = "cpu") -> Path:
     """A store with SYNTHETIC rows: finished Table 3 rows, one running, one failed, one pending, the
     rest not run; Table 2 EN-DE base finished (test split, averaged), EN-DE big running."""
@@ -59,7 +67,7 @@ def synthetic_store(path: Path, profile: str = "cpu") -> Path:
     tokens = "▁Ein ▁Mann ▁in ▁einem ▁blauen ▁Hemd ▁steht ▁auf ▁einer ▁Leiter ▁. </s>".split()
     for row, group, ppl, bleu, _ in TABLE3:
         stem = T3_FILES[group]
-        cfg = resolve(REPO / "specs" / f"{stem}.yaml", row if stem.startswith("table3") else None, profile)[0]
+        cfg = resolved(stem, row if stem.startswith("table3") else None, profile)[0]
         key = (f"specs/{stem}.yaml", row, profile)
         common = dict(config_hash=cfg.config_hash(), config=cfg.model_dump(mode="json"), paper_table=3,
                       paper_group=group, paper_row=row, steps=cfg.train.steps, hardware="cpu, 2 threads on vm (node n1, pid 1)",
@@ -80,7 +88,7 @@ def synthetic_store(path: Path, profile: str = "cpu") -> Path:
         elif row == "C5":
             st.upsert(*key, **common, status="pending")
     for stem, status in (("table2_en_de_base", "finished"), ("table2_en_de_big", "running")):
-        cfg = resolve(REPO / "specs" / f"{stem}.yaml", None, profile)[0]
+        cfg = resolved(stem, None, profile)[0]
         key = (f"specs/{stem}.yaml", cfg.variant, profile)
         common = dict(config_hash=cfg.config_hash(), config=cfg.model_dump(mode="json"), paper_table=2,
                       paper_group="EN-DE", paper_row=cfg.variant, steps=cfg.train.steps,
@@ -97,7 +105,7 @@ def synthetic_store(path: Path, profile: str = "cpu") -> Path:
             st.add_points(*key, _curve(cfg.train.steps, 9.8))
         else:
             st.upsert(*key, **common, status="running", step=77)
-    for cfg, f1 in zip(resolve(REPO / "specs" / "table4_wsj.yaml", None, profile), (71.25, 74.5)):
+    for cfg, f1 in zip(resolved("table4_wsj", None, profile), (71.25, 74.5)):
         m = {"steps_done": cfg.train.steps, "train_seconds": 900.0, "vocab_size_actual": 900, "dataset": cfg.data.dataset,
              "device": "cpu", "workers": 1, "eval_split": "test", "eval_sentences": 50, "f1": f1,
              "f1_flat": 9.55137, "f1_right_branching": 17.2588, "malformed": 0}
@@ -122,6 +130,16 @@ def site(tmp_path_factory):
     t = time.time()
     assert main(["report", "--runs", str(store), "--out", str(out)]) == 0
     return out, time.time() - t
+
+
+@pytest.fixture
+def seeded(site, tmp_path):
+    """A fresh --out whose img/ holds the site's figures: the report's own figure cache redraws only the
+    trials whose curves or attention a test changed (drawing them all again costs a minute on a busy CPU)."""
+    def seed(out: Path) -> Path:
+        shutil.copytree(site[0] / "img", out / "img", dirs_exist_ok=True)
+        return out
+    return seed
 
 
 @pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
@@ -197,7 +215,7 @@ def test_report_writes_every_table_and_the_index_in_both_formats(site):
 
 
 @pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
-def test_most_recent_finished_run_per_row_unless_a_profile_is_chosen(tmp_path, capsys):
+def test_most_recent_finished_run_per_row_unless_a_profile_is_chosen(seeded, tmp_path, capsys):
     store = synthetic_store(tmp_path / "zoo.db")
     cfg = resolve(REPO / "specs" / "base.yaml", None, "smoke")[0]  # a SYNTHETIC later smoke run of base
     Store(store).upsert("specs/base.yaml", "base", "smoke", config_hash=cfg.config_hash(), paper_table=3,
@@ -208,7 +226,7 @@ def test_most_recent_finished_run_per_row_unless_a_profile_is_chosen(tmp_path, c
                         paper_row="A1", updated_at=time.time())  # a newer failure does not hide a finished run
     for profile, expect in ((None, "smoke"), ("cpu", "cpu")):
         extra = ("--profile", profile) if profile else ()
-        assert run("report", "--table", 3, "--format", "md", "--runs", store, "--out", tmp_path / "o",
+        assert run("report", "--table", 3, "--format", "md", "--runs", store, "--out", seeded(tmp_path / "o"),
                    *extra, capsys=capsys)[0] == 0
         by = {r[0]: r for r in table_rows((tmp_path / "o" / "table3.md").read_text())}
         assert by["base"][-2] == expect and by["A1"][-2] == "cpu" and by["A1"][-3] == "done"
@@ -307,7 +325,7 @@ def hostile_store(path: Path) -> Path:
     """The synthetic store plus SYNTHETIC rows whose strings are HTML and markdown injections."""
     synthetic_store(path)
     st = Store(path)
-    cfg = resolve(REPO / "specs" / "table3_A.yaml", "A1", "cpu")[0]
+    cfg = resolved("table3_A", "A1", "cpu")[0]
     m = _synthetic_metrics(cfg, 20.0, 9.0) | {"device": HOSTILE["hardware"],
                                                "bleu_signature": "nrefs:1|<script>alert(7)</script>"}
     common = dict(config_hash=cfg.config_hash(), config=cfg.model_dump(mode="json"), paper_table=3,
@@ -346,9 +364,9 @@ def assert_no_injected_markup(html: str):
 
 
 @pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
-def test_hostile_strings_are_escaped_in_html_and_markdown(tmp_path, capsys):
+def test_hostile_strings_are_escaped_in_html_and_markdown(seeded, tmp_path, capsys):
     store = hostile_store(tmp_path / "zoo.db")
-    code, _, err = run("report", "--runs", store, "--out", tmp_path / "o", capsys=capsys)
+    code, _, err = run("report", "--runs", store, "--out", seeded(tmp_path / "o"), capsys=capsys)
     assert code == 0, err
     pages = {p.name: p.read_text() for p in (tmp_path / "o").glob("*.*")}
     for name in ("index.html", "table2.html", "table3.html", "table4.html"):
@@ -392,13 +410,13 @@ def test_results_csv_is_sorted_and_diffable(site):
 
 
 @pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
-def test_a_time_limited_row_is_truncated_and_compared_with_nothing(tmp_path, capsys):
+def test_a_time_limited_row_is_truncated_and_compared_with_nothing(seeded, tmp_path, capsys):
     store = synthetic_store(tmp_path / "zoo.db")
     st = Store(store)
     row = next(t for t in st.trials() if t.trial == "A2")
     m = row.result.model_copy(update={"steps_done": row.steps // 2})  # a 5-minute cap stopped it halfway
     st.upsert(row.spec, "A2", row.profile, metrics=m)
-    assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
+    assert main(["report", "--runs", str(store), "--out", str(seeded(tmp_path / "out")), "--table", "3"]) == 0
     md = (tmp_path / "out" / "table3.md").read_text()
     rows = {r[0]: r for r in table_rows(md)}
     assert f"truncated: step {row.steps // 2} of {row.steps}" in " ".join(rows["A2"])
@@ -411,7 +429,7 @@ def test_a_time_limited_row_is_truncated_and_compared_with_nothing(tmp_path, cap
 
 
 @pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
-def test_seeds_show_as_mean_spread_and_count(tmp_path):
+def test_seeds_show_as_mean_spread_and_count(seeded, tmp_path):
     store = synthetic_store(tmp_path / "zoo.db")
     st = Store(store)
     a1 = next(t for t in st.trials() if t.trial == "A1")
@@ -424,7 +442,7 @@ def test_seeds_show_as_mean_spread_and_count(tmp_path):
         st.upsert(a1.spec, f"A1-seed{seed}", a1.profile, variant="A1", **{k: getattr(a1, k) for k in (
             "config_hash", "paper_table", "paper_group", "paper_row", "status", "step", "steps")},
             config=cfg, metrics=m, finished_at=(a1.finished_at or 0) + seed)
-    assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
+    assert main(["report", "--runs", str(store), "--out", str(seeded(tmp_path / "out")), "--table", "3"]) == 0
     md = (tmp_path / "out" / "table3.md").read_text()
     header = md[md.index("\n|") + 1:].splitlines()[0]
     cols = [c.strip() for c in header.strip("|").split(" | ")]
@@ -436,7 +454,7 @@ def test_seeds_show_as_mean_spread_and_count(tmp_path):
 
 
 @pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
-def test_claims_section_gives_verdicts_from_stored_sentence_scores(tmp_path, data_root):
+def test_claims_section_gives_verdicts_from_stored_sentence_scores(seeded, tmp_path, data_root):
     import random
     from zoo import data as D
     from zoo.evidence import claims as C
@@ -461,7 +479,7 @@ def test_claims_section_gives_verdicts_from_stored_sentence_scores(tmp_path, dat
             st.upsert(t.spec, row if seed == 1 else f"{row}-seed{seed}", t.profile, variant=row, **{k: getattr(t, k) for k in (
                 "config_hash", "paper_table", "paper_group", "paper_row", "status", "step", "steps")},
                 config=cfg, metrics=m, finished_at=(t.finished_at or 0) + seed)
-    assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
+    assert main(["report", "--runs", str(store), "--out", str(seeded(tmp_path / "out")), "--table", "3"]) == 0
     md = (tmp_path / "out" / "table3.md").read_text()
     claims = md[md.index("## Claims"):md.index("## Rank agreement")]
     line = lambda cid: [c.strip() for c in next(l for l in claims.splitlines() if l.startswith(f"| {cid} |")).split("|")]
@@ -474,22 +492,22 @@ def test_claims_section_gives_verdicts_from_stored_sentence_scores(tmp_path, dat
 
 
 @pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
-def test_profile_note_is_the_one_the_run_used(tmp_path):
+def test_profile_note_is_the_one_the_run_used(seeded, tmp_path):
     store = synthetic_store(tmp_path / "zoo.db")
     st = Store(store)
     for t in st.trials():
         if t.paper_table == 3:
             st.upsert(t.spec, t.trial, t.profile, config=t.config.model_copy(update={"profile_description": "as it was then"}))
-    assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
+    assert main(["report", "--runs", str(store), "--out", str(seeded(tmp_path / "out")), "--table", "3"]) == 0
     md = (tmp_path / "out" / "table3.md").read_text()
     assert "Profile cpu: as it was then" in md and "one 2-core CPU" not in md.split("Profile cpu:")[1][:60]
 
 
 @pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
-def test_model_index_lists_the_measured_rows_with_their_trials(tmp_path):
+def test_model_index_lists_the_measured_rows_with_their_trials(seeded, tmp_path):
     import yaml
     store = synthetic_store(tmp_path / "zoo.db")
-    assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--format", "md"]) == 0
+    assert main(["report", "--runs", str(store), "--out", str(seeded(tmp_path / "out")), "--format", "md"]) == 0
     doc = yaml.safe_load((tmp_path / "out" / "model-index.yml").read_text())
     models = {m["Name"]: m for m in doc["Models"]}
     finished = {t.trial for t in Store(store).trials() if t.status == "finished" and t.paper_table == 3}
@@ -501,7 +519,7 @@ def test_model_index_lists_the_measured_rows_with_their_trials(tmp_path):
 
 
 @pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
-def test_table2_page_and_model_index_print_the_same_bleu_over_seeds(tmp_path):
+def test_table2_page_and_model_index_print_the_same_bleu_over_seeds(seeded, tmp_path):
     """One row, one figure: with two seeds of EN-DE base, the Table 2 page and model-index.yml both
     give the mean over the seeds (the page once showed one seed's BLEU, the model index the mean)."""
     import yaml
@@ -515,7 +533,7 @@ def test_table2_page_and_model_index_print_the_same_bleu_over_seeds(tmp_path):
     st.upsert(base.spec, "base-seed2", base.profile, variant=base.variant, **{k: getattr(base, k) for k in (
         "config_hash", "paper_table", "paper_group", "paper_row", "status", "step", "steps")},
         config=cfg, metrics=m, finished_at=(base.finished_at or 0) - 5)
-    assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--format", "md"]) == 0
+    assert main(["report", "--runs", str(store), "--out", str(seeded(tmp_path / "out")), "--format", "md"]) == 0
     md = (tmp_path / "out" / "table2.md").read_text()
     header = md[md.index("\n|") + 1:].splitlines()[0]
     cols = [c.strip() for c in header.strip("|").split(" | ")]
@@ -530,7 +548,7 @@ def test_table2_page_and_model_index_print_the_same_bleu_over_seeds(tmp_path):
 
 
 @pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
-def test_rows_that_ran_on_different_machines_or_dtypes_are_flagged(tmp_path):
+def test_rows_that_ran_on_different_machines_or_dtypes_are_flagged(seeded, tmp_path):
     from zoo.result import Provenance
     store = synthetic_store(tmp_path / "zoo.db")
     st = Store(store)
@@ -540,12 +558,12 @@ def test_rows_that_ran_on_different_machines_or_dtypes_are_flagged(tmp_path):
         t = by[row]
         st.upsert(*t.key, metrics=t.result.model_copy(update={"provenance": Provenance(**same)}))
     md = tmp_path / "out" / "table3.md"
-    assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
+    assert main(["report", "--runs", str(store), "--out", str(seeded(tmp_path / "out")), "--table", "3"]) == 0
     assert "Provenance:" not in md.read_text()
     t = by["A3"]  # a third on another machine, in bf16
     other = Provenance(**same | {"cpu": "Intel Xeon", "compute_dtype": "bf16"})
     st.upsert(*t.key, metrics=t.result.model_copy(update={"provenance": other}))
-    assert main(["report", "--runs", str(store), "--out", str(tmp_path / "out"), "--table", "3"]) == 0
+    assert main(["report", "--runs", str(store), "--out", str(seeded(tmp_path / "out")), "--table", "3"]) == 0
     text = md.read_text()
     assert "Provenance: the rows compared here did not all run alike (machine: AMD EPYC, Intel Xeon; dtype: bf16, fp32)" in text
     rows = {r[0]: r for r in table_rows(text)}

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from zoo.cli import main
 from zoo.runner.store import Store
 from zoo.spec import resolve
 
@@ -49,9 +50,9 @@ def build(tmp: Path, spec: str, ppl: dict) -> Path:
         _add(st, cfg, ppl[cfg.variant][cfg.train.seed - 1])
     for cfg in resolve("base", profile="smoke", seeds=[1, 2, 3]):
         _add(st, cfg, ppl["base"][cfg.train.seed - 1])
-    r = subprocess.run([sys.executable, "-m", "zoo.cli", "report", "--runs", "zoo.db", "--spec", str(tmp / "mine.yaml"),
-                        "--out", "out"], capture_output=True, text=True, cwd=tmp)
-    assert r.returncode == 0, r.stderr
+    with pytest.MonkeyPatch.context() as mp:  # `zoo report` in this process, standing in tmp (a new one: seconds to import)
+        mp.chdir(tmp)
+        assert main(["report", "--runs", "zoo.db", "--spec", str(tmp / "mine.yaml"), "--out", "out"]) == 0
     return tmp
 
 
@@ -218,9 +219,9 @@ def test_table3_figures_show_both_metrics_with_a_key_not_labels(tmp_path, monkey
 @pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
 def test_table3_shows_a_users_row_against_base_with_the_claims_sign(page):
     """Table 3's 'yours against' and the page's claims: positive where the row is better (lower PPL here)."""
-    r = subprocess.run([sys.executable, "-m", "zoo.cli", "report", "--runs", "zoo.db", "--table", "3",
-                        "--out", "out3"], capture_output=True, text=True, cwd=page)
-    assert r.returncode == 0, r.stderr
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(page)
+        assert main(["report", "--runs", "zoo.db", "--table", "3", "--out", "out3"]) == 0
     text = (page / "out3" / "table3.md").read_text()
     row = dict(zip(header(text, "pre_swiglu"), cells(text, "pre_swiglu")))
     d_ppl = row["Δ PPL [95%]"].split(" [")[0]
