@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from scipy import stats as st
 
 from zoo import evidence as E
@@ -81,8 +82,11 @@ def _power_by_integral(q: float, df: int, ncp: float) -> float:
     """P(|T| > q) for T noncentral t, as the normal tail averaged over the chi-square of the variance:
     scipy's nct returns NaN for some (df, ncp) far in the tail, which read as 'no power'."""
     from scipy.integrate import quad
-    f = lambda v: (st.norm.sf(q * math.sqrt(v / df) - ncp) + st.norm.cdf(-q * math.sqrt(v / df) - ncp)) \
-        * st.chi2.pdf(v, df)
+    from scipy.special import gammaln, ndtr, xlogy
+    # st.norm.sf, st.norm.cdf and st.chi2.pdf by scipy's own formulas: the same values, without the argument
+    # checks that cost ~0.1 ms at each of quad's hundreds of points
+    f = lambda v: (ndtr(-(q * math.sqrt(v / df) - ncp)) + ndtr(-q * math.sqrt(v / df) - ncp)) \
+        * np.exp(xlogy(df / 2. - 1, v) - v / 2. - gammaln(df / 2.) - (np.log(2) * df) / 2.)
     return min(1.0, max(0.0, quad(f, 0, math.inf, limit=200)[0]))
 
 
