@@ -211,7 +211,6 @@ def test_report_writes_every_table_and_the_index_in_both_formats(site):
     assert "tree-constrained beam search (eval.tree_constraint) in every measured row" in t4
     assert "needs data: wsj_semi" in t4 and "wsj_semi/{train,dev,test}.words" in t4
     assert "NLTK WSJ sample (sections 00-01), test wsj_0180-0199; not comparable to section 23" in t4
-    assert seconds < 60
 
 
 @pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
