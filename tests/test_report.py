@@ -189,7 +189,7 @@ def test_table3_spearman_section(site):
 
 
 def test_report_writes_every_table_and_the_index_in_both_formats(site):
-    out, seconds = site
+    out, _ = site
     for name in ("index", "table2", "table3", "table4"):
         assert (out / f"{name}.md").stat().st_size > 500
         html = (out / f"{name}.html").read_text()
