@@ -455,7 +455,7 @@ def test_seeds_axis_runs_each_variant_once_per_seed_and_skips_finished(cluster, 
     assert sorted(x["seed"] for x in st) == [1, 2, 3]
 
 
-def test_random_search_with_asha_stops_some_trials_early(cluster, tmp_path, data_root, here):
+def test_random_search_with_asha_stops_some_trials_early(tmp_path, data_root, here):
     """Issue 15: `random:` draws learning rates far apart; ASHA stops the trials that trail at its rungs,
     and they are recorded as `stopped` with their step; a rerun trains none of them on."""
     spec = tmp_path / "asha.yaml"
@@ -463,9 +463,9 @@ def test_random_search_with_asha_stops_some_trials_early(cluster, tmp_path, data
                     "sweep:\n  random:\n    samples: 6\n    train.schedule.lr_scale: {loguniform: [0.003, 3.0]}\n"
                     "  scheduler: {asha: {grace_steps: 10, reduction_factor: 2}}\n")
     storage = tmp_path / "runs"
-    args = ["run", str(spec), "--profile", "smoke", "--storage", str(storage), "--address", cluster[0].address,
+    args = ["run", str(spec), "--profile", "smoke", "--storage", str(storage),
             *flags(["train.steps=40", "train.eval_every=10", "train.checkpoint_every=10", "eval.max_sentences=4"])]
-    r = zoo(*args)  # on the module's cluster: no Ray started of its own
+    r = zoo(*args)
     assert r.returncode == 0, r.stdout + r.stderr
     rows = Store(storage / "zoo.db").trials()
     stopped = [t for t in rows if t.status == "stopped"]
@@ -477,17 +477,17 @@ def test_random_search_with_asha_stops_some_trials_early(cluster, tmp_path, data
     assert again.returncode == 0 and "nothing to run" in again.stdout, again.stdout + again.stderr
 
 
-def test_a_grid_times_seeds_runs_once_each_and_reports_as_a_sweep(cluster, tmp_path, data_root, here):
+def test_a_grid_times_seeds_runs_once_each_and_reports_as_a_sweep(tmp_path, data_root, here):
     """Issue 15's first check: a 2 x 2 grid and 2 seeds are 8 trials; the same command again runs
     nothing; `zoo report --sweep` shows every one."""
     spec = tmp_path / "grid.yaml"
     spec.write_text(f"extends: {REPO / 'specs/base.yaml'}\nseeds: [1, 2]\n"
                     "sweep:\n  grid: {model.h: [1, 4], model.dropout: [0.0, 0.1]}\n")
     storage = tmp_path / "runs"
-    args = ["run", str(spec), "--profile", "smoke", "--storage", str(storage), "--address", cluster[0].address,
+    args = ["run", str(spec), "--profile", "smoke", "--storage", str(storage),
             *flags(sets())]
     plan = json.loads(here(*args, "--plan", "--json", "--no-measure")[1])
-    r = zoo(*args)  # on the module's cluster: no Ray started of its own
+    r = zoo(*args)
     assert r.returncode == 0 and "8 finished, 0 failed" in r.stdout, r.stdout + r.stderr
     done = {t.trial for t in Store(storage / "zoo.db").trials() if t.status == "finished"}
     assert done == {x["trial"] for x in plan} and len(done) == 8
