@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from helpers import run as cli
 from zoo.result import RunResult
 from zoo.runner import local, sweep
 from zoo.runner.store import Store
@@ -45,6 +46,14 @@ RUN = 1200  # seconds a whole `zoo run` of these small trials may take
 
 def zoo(*args, **kw):
     return subprocess.run([*ZOO, *args], cwd=REPO, capture_output=True, text=True, timeout=RUN, **kw)
+
+
+@pytest.fixture
+def here(monkeypatch, capsys):
+    """`zoo ARGS` in this process, from the checkout as the commands above: (exit code, stdout, stderr). For what
+    stops before Ray or needs none (a status, a plan, a rerun with nothing to run), sparing a Python and torch start."""
+    monkeypatch.chdir(REPO)
+    return lambda *args: cli(*args, capsys=capsys)
 
 
 def wait_for(condition, what: str, proc=None, timeout: float = WAIT):
@@ -87,7 +96,7 @@ def _listening(pids: set[int]) -> list[str]:
     return out
 
 
-def test_run_smoke_sweep_status_and_cached_rerun(tmp_path, data_root):
+def test_run_smoke_sweep_status_and_cached_rerun(tmp_path, data_root, here):
     """A1-A4 as four trials; only loopback sockets while it runs; `zoo status`; a rerun re-runs nothing."""
     storage = tmp_path / "runs"
     plan = tmp_path / "plan.yaml"  # an analysis plan (issue 34): its hash goes with every trial
@@ -109,7 +118,7 @@ def test_run_smoke_sweep_status_and_cached_rerun(tmp_path, data_root):
     assert not bad, f"Ray listened outside loopback: {bad}"
     assert "4 finished, 0 failed" in out and "zoo report" in out
 
-    st = json.loads(zoo("status", "--json", "--runs", str(storage)).stdout)
+    st = json.loads(here("status", "--json", "--runs", storage)[1])
     assert sorted(r["variant"] for r in st) == ["A1", "A2", "A3", "A4"]
     for r in st:
         assert (r["spec"], r["profile"], r["status"], r["error"]) == (SPEC, "smoke", "finished", None)
@@ -126,7 +135,7 @@ def test_run_smoke_sweep_status_and_cached_rerun(tmp_path, data_root):
         ea = EventAccumulator(str(storage / "table3_A" / f"{r['variant']}-smoke" / "tensorboard")).Reload()
         assert {"train/loss", "train/lr", "train/dev_ppl", "eval/dev_bleu"} <= set(ea.Tags()["scalars"])
         assert ea.Scalars("train/loss")[-1].step == 40 and ea.Scalars("eval/dev_bleu")[0].value == pytest.approx(m.primary.bleu, abs=1e-3)
-    assert "finished" in zoo("status", "--runs", str(storage)).stdout
+    assert "finished" in here("status", "--runs", storage)[1]
     assert not local.read_pidfile(storage), "the pidfile goes with a clean stop"
     from zoo.evidence import analysis
     assert {t.analysis for t in rows(storage).values()} == {analysis.load_plan(plan).hash()}
@@ -146,7 +155,7 @@ def test_run_smoke_sweep_status_and_cached_rerun(tmp_path, data_root):
     assert "1 finished trials have another config now" in changed.stdout and "replacing their results: A1" in changed.stdout
 
 
-def test_user_mistakes_exit_2_without_traceback(tmp_path, data_root):
+def test_user_mistakes_exit_2_without_traceback(tmp_path, data_root, here, cluster):
     port = socket.socket()
     port.bind(("127.0.0.1", 0))
     free = port.getsockname()[1]
@@ -162,10 +171,13 @@ def test_user_mistakes_exit_2_without_traceback(tmp_path, data_root):
         (["run", SPEC, "--profile", "smoke", "--address", f"127.0.0.1:{free}"], "--storage"),
         (["status", "--runs", str(tmp_path / "none.db")], "no results store"),
         (["run", SPEC, "--profile", "smoke", "--variant", "A1", "--set", "resources.cpus=64", "--storage",
-          str(tmp_path)], "would wait forever"),  # Tune alone would leave it pending for ever
+          str(tmp_path), "--address", cluster[0].address], "would wait forever"),  # Tune would leave it pending
     ]
-    for args, needle in cases:
-        r = zoo(*args)
+    for i, (args, needle) in enumerate(cases):
+        if i == 0:  # one as a command of its own, whose exit code a shell sees
+            r = zoo(*args)
+        else:  # in this process (the last one on the module's loopback cluster, not a Ray of its own)
+            r = subprocess.CompletedProcess(args, *here(*args))
         assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
 
 
@@ -429,7 +441,7 @@ def test_a_local_folder_is_refused_for_a_cluster_on_other_hosts(tmp_path, monkey
     local.check_shared(tmp_path, "s3://bucket/zoo-runs", "s3://bucket/zoo-runs", "auto")  # a cloud URI is shared
 
 
-def test_seeds_axis_runs_each_variant_once_per_seed_and_skips_finished(cluster, tmp_path, data_root):
+def test_seeds_axis_runs_each_variant_once_per_seed_and_skips_finished(cluster, tmp_path, data_root, here):
     cl, _ = cluster
     rc, out, r = _run(cl, tmp_path, "seeds", ["A1"], seeds=[1, 2])
     assert rc == 0, out
@@ -439,11 +451,11 @@ def test_seeds_axis_runs_each_variant_once_per_seed_and_skips_finished(cluster, 
     rc, out, r2 = _run(cl, tmp_path, "seeds", ["A1"], seeds=[1, 2, 3])  # one more seed: only it runs
     assert rc == 0 and "1 of 3 trials to run (A1-seed3)" in out, out
     assert r2["A1-seed1"].finished_at == r["A1-seed1"].finished_at
-    st = json.loads(zoo("status", "--json", "--runs", str(tmp_path / "seeds")).stdout)
+    st = json.loads(here("status", "--json", "--runs", tmp_path / "seeds")[1])
     assert sorted(x["seed"] for x in st) == [1, 2, 3]
 
 
-def test_random_search_with_asha_stops_some_trials_early(tmp_path, data_root):
+def test_random_search_with_asha_stops_some_trials_early(tmp_path, data_root, here):
     """Issue 15: `random:` draws learning rates far apart; ASHA stops the trials that trail at its rungs,
     and they are recorded as `stopped` with their step; a rerun trains none of them on."""
     spec = tmp_path / "asha.yaml"
@@ -451,9 +463,9 @@ def test_random_search_with_asha_stops_some_trials_early(tmp_path, data_root):
                     "sweep:\n  random:\n    samples: 6\n    train.schedule.lr_scale: {loguniform: [0.003, 3.0]}\n"
                     "  scheduler: {asha: {grace_steps: 10, reduction_factor: 2}}\n")
     storage = tmp_path / "runs"
-    args = [*ZOO, "run", str(spec), "--profile", "smoke", "--storage", str(storage),
+    args = ["run", str(spec), "--profile", "smoke", "--storage", str(storage),
             *flags(["train.steps=40", "train.eval_every=10", "train.checkpoint_every=10", "eval.max_sentences=4"])]
-    r = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=900)
+    r = zoo(*args)
     assert r.returncode == 0, r.stdout + r.stderr
     rows = Store(storage / "zoo.db").trials()
     stopped = [t for t in rows if t.status == "stopped"]
@@ -461,30 +473,29 @@ def test_random_search_with_asha_stops_some_trials_early(tmp_path, data_root):
     assert len(rows) == 6 and stopped and finished, [(t.trial, t.status, t.step) for t in rows]
     assert all(10 <= t.step < 40 for t in stopped) and all(t.result is None for t in stopped)
     assert "stopped early" in r.stdout
-    again = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=300)
+    again = zoo(*args)  # a command (the sweep prints to the stdout it was imported with, not capsys's)
     assert again.returncode == 0 and "nothing to run" in again.stdout, again.stdout + again.stderr
 
 
-def test_a_grid_times_seeds_runs_once_each_and_reports_as_a_sweep(tmp_path, data_root):
+def test_a_grid_times_seeds_runs_once_each_and_reports_as_a_sweep(tmp_path, data_root, here):
     """Issue 15's first check: a 2 x 2 grid and 2 seeds are 8 trials; the same command again runs
     nothing; `zoo report --sweep` shows every one."""
     spec = tmp_path / "grid.yaml"
     spec.write_text(f"extends: {REPO / 'specs/base.yaml'}\nseeds: [1, 2]\n"
                     "sweep:\n  grid: {model.h: [1, 4], model.dropout: [0.0, 0.1]}\n")
     storage = tmp_path / "runs"
-    args = [*ZOO, "run", str(spec), "--profile", "smoke", "--storage", str(storage), *flags(sets())]
-    plan = json.loads(subprocess.run([*args, "--plan", "--json", "--no-measure"], cwd=REPO, capture_output=True,
-                                     text=True).stdout)
-    r = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=900)
+    args = ["run", str(spec), "--profile", "smoke", "--storage", str(storage),
+            *flags(sets())]
+    plan = json.loads(here(*args, "--plan", "--json", "--no-measure")[1])
+    r = zoo(*args)
     assert r.returncode == 0 and "8 finished, 0 failed" in r.stdout, r.stdout + r.stderr
     done = {t.trial for t in Store(storage / "zoo.db").trials() if t.status == "finished"}
     assert done == {x["trial"] for x in plan} and len(done) == 8
-    again = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=300)
+    again = zoo(*args)  # a command (the sweep prints to the stdout it was imported with, not capsys's)
     assert "nothing to run: all 8 trials" in again.stdout, again.stdout + again.stderr
     out = tmp_path / "out"
-    rep = subprocess.run([*ZOO, "report", "--sweep", str(spec), "--runs", str(storage), "--out", str(out),
-                          "--format", "md"], cwd=REPO, capture_output=True, text=True)
-    assert rep.returncode == 0, rep.stderr
+    code, _, err = here("report", "--sweep", spec, "--runs", storage, "--out", out, "--format", "md")
+    assert code == 0, err
     md = (out / "sweep-grid.md").read_text()
     assert sum(l.startswith("| grid-") and "| 2 |" in l for l in md.splitlines()) == 4  # 4 points, 2 seeds each
     assert all(name in md for name in done)  # each trial's card

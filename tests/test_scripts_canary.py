@@ -35,8 +35,7 @@ MOUNT_NS = ROOT_USER and Path("/work").is_dir() and can(["unshare", "--mount", "
 PID_NS = ROOT_USER and can(["unshare", "--pid", "--fork", "--mount-proc", "true"])
 
 
-@pytest.fixture
-def sb():
+def sandbox() -> Path:
     """A sandbox anyone may read (the nobody cases): scripts/ copied, the caller's folder, HOME, a stand-in /work,
     each holding a canary."""
     root = Path(tempfile.mkdtemp(prefix="zoo-canary-", dir="/tmp"))
@@ -47,11 +46,21 @@ def sb():
         (root / d / "precious.txt").write_text(f"{d}'s canary\n")
     for p in root.rglob("*"):
         p.chmod(0o755 if p.is_dir() or os.access(p, os.X_OK) else 0o644)
-    yield root
+    return root
+
+
+def remove_sandbox(root: Path):
     for p in root.rglob("*"):  # a folder a case made read-only
         if p.is_dir():
             p.chmod(0o755)
     shutil.rmtree(root)
+
+
+@pytest.fixture
+def sb():
+    root = sandbox()
+    yield root
+    remove_sandbox(root)
 
 
 def tree(root: Path) -> dict:
@@ -235,33 +244,75 @@ echo $! > head.pid
 """
 
 
-def source_head(sb: Path, port_line: str, fails=False):
-    """In a PID namespace: a canary process naming 127.0.0.1:45678 (another head's client), then a script sourcing
-    loopback_ray_head.sh; once it exits, is the canary alive, and the stand-in head (if it started) ended?"""
+def fake_ray(sb: Path):
     if not PID_NS:
         pytest.skip("needs a PID namespace (root, unshare): the old script's trap could end anyone's processes")
     (sb / "ck" / ".venv" / "bin").mkdir(parents=True)
     ray = sb / "ck" / ".venv" / "bin" / "ray"
     ray.write_text(FAKE_RAY)
     ray.chmod(0o755)
-    (sb / "ck" / "inner.sh").write_text(f"{port_line}\nsource scripts/loopback_ray_head.sh\necho sourced=$?\n")
+
+
+def in_pid_namespace(sb: Path, body: str) -> str:
+    """`body` in a PID namespace of its own, beside a canary process naming 127.0.0.1:45678 (another head's
+    client); after it, is the canary alive?"""
     outer = f"""python3 -c 'import time; time.sleep(60)' 127.0.0.1:45678 & canary=$!
 sleep 0.5
-bash inner.sh 2>&1
+{body}
 sleep 4
+echo "== after the wait"
 kill -0 $canary 2>/dev/null && echo canary=alive
-[ -f head.pid ] && {{ kill -0 $(cat head.pid) 2>/dev/null && echo head=alive || echo head=ended; }}
 kill $canary 2>/dev/null; true"""
-    env = {"PATH": os.environ["PATH"], "RAY_FAILS": "1" if fails else ""}
-    r = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "bash", "-c", outer], cwd=sb / "ck", env=env,
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "bash", "-c", outer], cwd=sb / "ck",
+                       env={"PATH": os.environ["PATH"]}, capture_output=True, text=True, timeout=60)
     return r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("port_line", ["unset PORT", "PORT=", "PORT='4567 --block'", "PORT=abc"])
-def test_ray_head_refuses_a_port_that_is_not_a_number(sb, port_line):
-    said = source_head(sb, port_line)
-    assert "canary=alive" in said and "sourced=2" in said and "PORT must be a port number" in said, said
+def sourcing(port_line: str, fails: bool, name: str = "inner.sh") -> str:
+    """Shell lines: a script sourcing loopback_ray_head.sh under `port_line`; once it exits, is the canary alive
+    (at once: a refusal starts nothing that could end it later), and the stand-in head (if it started) ended?"""
+    return f"""cat > {name} <<'ZOO_EOF'
+{port_line}
+source scripts/loopback_ray_head.sh
+echo sourced=$?
+ZOO_EOF
+RAY_FAILS={"1" if fails else ""} bash {name} 2>&1
+kill -0 $canary 2>/dev/null && echo canary=alive
+[ -f head.pid ] && {{ kill -0 $(cat head.pid) 2>/dev/null && echo head=alive || echo head=ended; }}"""
+
+
+def source_head(sb: Path, port_line: str, fails=False):
+    """One script sourcing loopback_ray_head.sh in a PID namespace: what it said, and the canary's and head's fate."""
+    fake_ray(sb)
+    return in_pid_namespace(sb, sourcing(port_line, fails))
+
+
+REFUSED_PORTS = ["unset PORT", "PORT=", "PORT='4567 --block'", "PORT=abc"]
+
+
+@pytest.fixture(scope="module")
+def refusals() -> dict:
+    """The refusals of loopback_ray_head.sh (each PORT that is no number, and a head that did not start), one after
+    another in one PID namespace beside one canary (a namespace and its 4.5 s of waits per case cost 23 s): each
+    case's words, with the canary checked right after it and once more after the namespace's final wait."""
+    root = sandbox()
+    try:
+        fake_ray(root)
+        cases = [(p, False) for p in REFUSED_PORTS] + [("PORT=45678", True)]  # someone else's head holds the port
+        body = "\n".join(f"echo '== {i}'\n" + sourcing(p, fails, f"inner{i}.sh") for i, (p, fails) in
+                         enumerate(cases))
+        said = in_pid_namespace(root, body)
+    finally:
+        remove_sandbox(root)
+    *parts, after = said.split("== ")[1:]  # each case's words, then the canary after the wait
+    assert len(parts) == len(cases) and after.startswith("after the wait"), said
+    return {case: part + after for case, part in zip(cases, parts)}
+
+
+@pytest.mark.parametrize("port_line", REFUSED_PORTS)
+def test_ray_head_refuses_a_port_that_is_not_a_number(refusals, port_line):
+    said = refusals[(port_line, False)]
+    assert said.count("canary=alive") == 2 and "sourced=2" in said and "PORT must be a port number" in said, said
     assert "head=" not in said, said  # no head started
 
 
@@ -271,6 +322,6 @@ def test_ray_head_ends_its_own_head_and_not_a_port_that_shares_its_digits(sb):
     assert "canary=alive" in said and "head=ended" in said and "sourced=0" in said, said
 
 
-def test_ray_head_that_did_not_start_ends_nothing(sb):
-    said = source_head(sb, "PORT=45678", fails=True)  # someone else's head holds the port
-    assert "canary=alive" in said and "sourced=2" in said and "did not start" in said, said
+def test_ray_head_that_did_not_start_ends_nothing(refusals):
+    said = refusals[("PORT=45678", True)]
+    assert said.count("canary=alive") == 2 and "sourced=2" in said and "did not start" in said, said

@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from helpers import ran
 from zoo.runner.store import Store
 from zoo.spec import resolve
 
@@ -12,7 +13,7 @@ GRID = "extends: base\nseeds: [1, 2]\nsweep:\n  grid: {model.h: [1, 4], model.dr
 
 
 @pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
-def test_the_sweep_page_shows_every_point_over_its_seeds(tmp_path):
+def test_the_sweep_page_shows_every_point_over_its_seeds(tmp_path, capsys, monkeypatch):
     spec = tmp_path / "grid.yaml"
     spec.write_text(GRID)
     st = Store(tmp_path / "zoo.db")
@@ -24,8 +25,8 @@ def test_the_sweep_page_shows_every_point_over_its_seeds(tmp_path):
         st.upsert(str(spec), c.trial, c.profile, status="finished", config_hash=c.config_hash(),
                   config=c.model_dump(mode="json"), steps=c.train.steps, step=c.train.steps, metrics=m)
     out = tmp_path / "out"
-    r = subprocess.run([sys.executable, "-m", "zoo.cli", "report", "--sweep", str(spec), "--runs",
-                        str(tmp_path / "zoo.db"), "--out", str(out)], capture_output=True, text=True, cwd=REPO)
+    monkeypatch.chdir(REPO)
+    r = ran("report", "--sweep", spec, "--runs", tmp_path / "zoo.db", "--out", out, capsys=capsys)  # in this process
     assert r.returncode == 0, r.stderr
     md = (out / "sweep-grid.md").read_text()
     for name, bleu in (("grid-h=1-dropout=0.0", 11.75), ("grid-h=4-dropout=0.1", 15.25)):
@@ -41,7 +42,7 @@ def test_the_sweep_page_shows_every_point_over_its_seeds(tmp_path):
 
 
 @pytest.mark.slow  # over 5 s on a quiet 2-core machine: out of the fast lane
-def test_two_specs_with_one_file_name_are_two_pages(tmp_path):
+def test_two_specs_with_one_file_name_are_two_pages(tmp_path, capsys, monkeypatch):
     """mine/grid.yaml and yours/grid.yaml: each its own rows and page; the bare name is ambiguous."""
     st = Store(tmp_path / "zoo.db")
     for who, h in (("mine", 2), ("yours", 4)):
@@ -53,8 +54,8 @@ def test_two_specs_with_one_file_name_are_two_pages(tmp_path):
              "eval_split": "dev", "splits": {"dev": {"eval_split": "dev", "bleu": 10.0 * h}}}
         st.upsert(str(spec), c.trial, c.profile, status="finished", config_hash=c.config_hash(),
                   config=c.model_dump(mode="json"), steps=c.train.steps, step=c.train.steps, metrics=m)
-    report = lambda *a: subprocess.run([sys.executable, "-m", "zoo.cli", "report", *a, "--runs",
-                                        str(tmp_path / "zoo.db")], capture_output=True, text=True, cwd=REPO)
+    monkeypatch.chdir(REPO)
+    report = lambda *a: ran("report", *a, "--runs", tmp_path / "zoo.db", capsys=capsys)  # in this process
     r = report("--spec", "grid.yaml", "--out", str(tmp_path / "a"))
     assert r.returncode == 2 and "2 specs" in r.stderr and "yours/grid.yaml" in r.stderr, r.stderr
     r = report("--spec", str(tmp_path / "yours" / "grid.yaml"), "--out", str(tmp_path / "b"))
