@@ -42,6 +42,7 @@ against compiling the whole model: warm-up and steady-state tokens/s. `--json PA
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import time
@@ -181,10 +182,19 @@ class Trainer:
         return self.flops / self.seconds / (peak_gflops * 1e9)
 
 
-def load_batches(dataset: str, vocab: int, batch_tokens: int, count: int, device="cpu"):
+TINY_PAIRS = 2000  # --tiny: batches cut from a corpus's first pairs only (the code path; encoding all takes a minute)
+FIRST_PAIRS: int | None = None  # main sets TINY_PAIRS under --tiny
+
+
+@functools.lru_cache(maxsize=None)  # a corpus encoded once a process, however many models train on it
+def _pairs(dataset: str, vocab: int, first: int | None):
     root = zdata.data_dir()
     sp = zdata.load_sp(zdata.bpe_model(dataset, vocab, root))
-    pairs = zdata.encode_pairs(sp, zdata.load_pairs(dataset, "train", root), 128)
+    return zdata.encode_pairs(sp, zdata.load_pairs(dataset, "train", root)[:first], 128)
+
+
+def load_batches(dataset: str, vocab: int, batch_tokens: int, count: int, device="cpu"):
+    pairs = _pairs(dataset, vocab, FIRST_PAIRS)
     order = zdata.make_batches(zdata.pair_lengths(pairs), batch_tokens, 1, 0)
     batches = [zdata.collate(pairs, order[i]) for i in range(min(count, len(order)))]
     # pinned, as the loop's loader hands them over on a GPU (the copy then does not wait for the host)
@@ -244,6 +254,9 @@ def main():
     args.base_steps = args.base_steps or (2 if args.tiny else 8)
     args.batch_tokens = args.batch_tokens or (600 if args.tiny else gpu_profile_batch_tokens())
     args.peak_seconds = args.peak_seconds or (0.1 if args.tiny else 1.0)
+    if args.tiny:
+        global FIRST_PAIRS
+        FIRST_PAIRS = TINY_PAIRS
     if args.predict:
         figures = predict(args)
     elif args.compile:
@@ -456,10 +469,11 @@ def cpu_check(args) -> tuple[list, dict]:
     p = "smoke" if args.tiny else None
     shapes = [(resolve("base", p or "cpu"), 300 if p else None),   # the cpu profile's base, as it trains
               (resolve("big" if p else "base", p or "paper", ["train.precision=fp32"]), 600 if p else 2000)]
-    peaks = {False: max(matmul_peak(args.peak_seconds) for _ in range(2)) * 1e9}
+    sizes = (256, 512) if args.tiny else (1024, 2048, 3072)  # --tiny: the code path in seconds
+    peaks = {False: max(matmul_peak(args.peak_seconds, sizes) for _ in range(2)) * 1e9}
     if cpu_has_bf16():
-        peaks[True] = matmul_peak(args.peak_seconds, dtype=torch.bfloat16) * 1e9
-    bw = max(copy_bandwidth(0.2 if args.tiny else 0.5) for _ in range(3))  # the best of three, as the peak
+        peaks[True] = matmul_peak(args.peak_seconds, sizes, dtype=torch.bfloat16) * 1e9
+    bw = max(copy_bandwidth(*((0.2, 32) if args.tiny else (0.5,))) for _ in range(3))  # the best of three, as the peak
     rows, devices = [], {}
     for cfg, tokens in shapes:
         m, V = cfg.model, cfg.data.vocab_size
@@ -470,7 +484,8 @@ def cpu_check(args) -> tuple[list, dict]:
         tr.run(batches)
         amp = tr.amp is not None
         traces = _trace(cfg, batches, amp, attention_fp32=amp)  # zoo.model keeps a CPU's attention fp32
-        dev = devices[amp] = roofline.calibrate_cpu(traces, peaks[amp], bw, f"this CPU ({'bf16' if amp else 'fp32'})")
+        dev = devices[amp] = roofline.calibrate_cpu(traces, peaks[amp], bw, f"this CPU ({'bf16' if amp else 'fp32'})",
+                                                    probe=(400, 8000) if args.tiny else (4000, 8000))
         predicted = sum(t.seconds(dev) for t, _ in traces)
         rows.append({"model": f"{cfg.variant} ({cfg.profile} profile)", "d_model": m.d_model, "layers": m.N, "vocab": V,
                      "batch_tokens": tokens or cfg.train.batch_tokens, "compute_dtype": "bf16" if amp else "fp32",
@@ -514,7 +529,8 @@ def predict(args) -> dict:
             amp = cpu_has_bf16() and cfg.train.precision == "bf16"
             cpu_traces = {label: _trace(cfg, batches, amp, compiled=label == "compiled", attention_fp32=True)
                           for label in ("eager", "compiled")}
-            dev = roofline.calibrate_cpu(cpu_traces["eager"], cpus[amp].peak, cpus[amp].bandwidth, cpus[amp].name)
+            dev = roofline.calibrate_cpu(cpu_traces["eager"], cpus[amp].peak, cpus[amp].bandwidth, cpus[amp].name,
+                                         probe=(400, 8000))
             devices.append((dev, cpu_traces))
         model = out["models"][name] = {"flops_per_step": flops, "padding": pad, "steps": len(batches),
                                        "tokens_per_step": sum(b.n_tgt_tokens for b in batches) / len(batches)}

@@ -329,10 +329,12 @@ def per_op_seconds() -> float:
     return _timed(chain, 0.2) / 102  # 50 forward and 50 backward multiplies, the sum and its backward
 
 
-def calibrate_cpu(traces: list[tuple[Trace, list]], peak: float, bandwidth: float, name: str = "this CPU") -> Device:
+def calibrate_cpu(traces: list[tuple[Trace, list]], peak: float, bandwidth: float, name: str = "this CPU",
+                  probe: tuple = (4000, 8000)) -> Device:
     """This CPU as a Device: its measured peak and bandwidth, the fraction of the peak its matmuls and its
     attention reach at these traces' own shapes (every distinct one timed once with real tensors), and the
-    host cost of an op, the rate of a softmax's exps and of dropout's random draws. Every range is a point: measured, not assumed."""
+    host cost of an op, the rate of a softmax's exps and of dropout's random draws (on a `probe`-shaped tensor;
+    --tiny's is smaller). Every range is a point: measured, not assumed."""
     mm_f = mm_s = at_f = at_s = 0.0
     seen: dict = {}
     for tr, attention in traces:
@@ -360,7 +362,7 @@ def calibrate_cpu(traces: list[tuple[Trace, list]], peak: float, bandwidth: floa
         at_f, at_s = at_f + flops, at_s + secs
     mm, at = mm_f / mm_s / peak, (at_f / at_s / peak if at_s else 1.0)
     host = per_op_seconds()
-    x = torch.randn(4000, 8000)  # a CPU's softmax is bound by its exps, not by memory (logits-sized: past the caches)
+    x = torch.randn(*probe)  # a CPU's softmax is bound by its exps, not by memory (logits-sized: past the caches)
     exp_per_s = x.numel() / _timed(lambda: torch.softmax(x, -1), 0.2)
     rng_per_s = x.numel() / _timed(lambda: x.bernoulli_(0.9), 0.2)  # dropout's mask, as F.dropout draws it
     return Device(name, peak, bandwidth, matmul=(mm, mm), attention=(at, at), memory=(1.0, 1.0), floor=(0.0, 0.0),

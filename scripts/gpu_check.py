@@ -65,10 +65,13 @@ class Mode:
     learn_steps: int
     learn_log: int
     check_steps: int  # the roofline's self-check on the host CPU (none on a GPU machine: it ran past a minute there)
+    sentences: tuple  # the trials' dev sentences: precision auto's, the other precision's
 
 
-GPU = Mode(False, "cuda", (), 10, 1, ("--set", "resources.gpus=0.25"), "cpu", 300, "paper", 300, 20, 0)
-CPU = Mode(True, "cpu", ("--tiny",), 2, 0, (), "smoke", 30, "smoke", 8, 2, 1)
+GPU = Mode(False, "cuda", (), 10, 1, ("--set", "resources.gpus=0.25"), "cpu", 300, "paper", 300, 20, 0, (64, 16))
+# the rehearsal: each step's code path at the least that exercises it (a checkpoint, a logged step 1, an evaluation)
+CPU = Mode(True, "cpu", ("--tiny",), 2, 0, ("--set", "train.steps=10", "--set", "eval.max_sentences=4"), "smoke", 10,
+           "smoke", 4, 2, 1, (4, 4))
 
 
 @dataclass
@@ -151,11 +154,12 @@ def learn(c, warmup, name):
             *(a for k, v in sets.items() for a in ("--set", f"{k}={v}")), "--out", c.work / name]
 
 
-def trial(c, precision, sentences, name):
+def trial(c, precision, which, name):
+    """which: 0 the first trial (precision auto), 1 the other precision's (fewer dev sentences)."""
     m = c.mode
     return [*c.zoo, "train", "base", "--profile", m.trial_profile, "--set", f"resources.gpus={m.gpus}",
             "--set", f"train.steps={m.trial_steps}", "--set", f"train.precision={precision}",
-            "--set", f"eval.max_sentences={sentences}", "--out", c.work / name]
+            "--set", f"eval.max_sentences={m.sentences[which]}", "--out", c.work / name]
 
 
 def other_precision(c):
@@ -196,8 +200,8 @@ STEPS = [
     Step("3-learn-new", (50, 100), lambda c: learn(c, 4000, "learn-new"), made=("work/learn-new",), beside_next=True),
     Step("3-learn-old", (50, 100), lambda c: learn(c, 240, "learn-old"), made=("work/learn-old",)),
     # the small trial: the cpu profile's base on the GPU (--cpu: the smoke profile's), precision auto, then the other
-    Step("4-trial", (40, 60), lambda c: trial(c, "auto", 64, "trial-auto"), made=("work/trial-auto",)),
-    Step("4-trial-other", (35, 50), lambda c: trial(c, other_precision(c), 16, "trial-other"),
+    Step("4-trial", (40, 60), lambda c: trial(c, "auto", 0, "trial-auto"), made=("work/trial-auto",)),
+    Step("4-trial-other", (35, 50), lambda c: trial(c, other_precision(c), 1, "trial-other"),
          made=("work/trial-other", "work/other-precision")),
     # four trials sharing the device, only with Ray
     Step("5-shared", (50, 120), lambda c: [*c.zoo, "run", "table3_A", "--profile", "smoke", *c.mode.share,
