@@ -149,6 +149,14 @@ def _writers_of(pid: int) -> list[int]:
     return found
 
 
+def _size(path) -> int:
+    """A file's size, 0 once it is gone (a temporary file renamed into place between the glob and the stat)."""
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
 @pytest.mark.slow  # trains
 def test_killed_mid_write_resumes_from_the_last_whole_checkpoint(repo, data_root, tmp_path, capsys):
     """Killed (SIGKILL) in the middle of a checkpoint's write: the torn file is never loaded, and the same command
@@ -167,7 +175,7 @@ def test_killed_mid_write_resumes_from_the_last_whole_checkpoint(repo, data_root
     torn, deadline = None, time.time() + 300
     try:
         while torn is None and time.time() < deadline and p.poll() is None:
-            tmps = [t for t in (out / "checkpoints").glob("*.pt.tmp*") if t.stat().st_size > 0] \
+            tmps = [t for t in (out / "checkpoints").glob("*.pt.tmp*") if _size(t) > 0] \
                 if (out / "checkpoints").is_dir() else []
             if tmps and checkpoints(out):
                 torn = tmps[0]
