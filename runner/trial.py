@@ -138,12 +138,13 @@ def _fit_stack(setup: Setup) -> None:
         mirror.pull()
     boards = [TensorBoard(_out(m)) for m in members]
     held: dict[int, Done] = {}
+    failed = lambda e: {"failed": "".join(traceback.format_exception(e))}  # a member's end by error, as the driver reads it
     ended: set[int] = set()  # members whose error was sent as it happened
 
     def send(k: int, e: Event | Exception) -> None:
         if isinstance(e, Exception):  # a member ended alone: its row says so now, the others train on
             ended.add(k)
-            tune.report({"seats": {names[k]: {"failed": "".join(traceback.format_exception(e))}}})
+            tune.report({"seats": {names[k]: failed(e)}})
             mirrors[k].push(final=True)
             return
         if isinstance(e, Done):
@@ -169,7 +170,7 @@ def _fit_stack(setup: Setup) -> None:
     for k, (m, r) in enumerate(zip(members, results)):
         if isinstance(r, Exception):
             if k not in ended:
-                ends[m.trial] = {"failed": "".join(traceback.format_exception(r))}
+                ends[m.trial] = failed(r)
             continue
         mirrors[k].push(final=True)
         r = held[k].result if k in held else r  # a member finished before returns its result unsent

@@ -147,11 +147,12 @@ def stacked_step(seats: list[Seat], skeleton: torch.nn.Module, device, amp=None)
     with warnings.catch_warnings():  # CPU attention's missing vmap rule: a loop over the seeds (see above)
         warnings.filterwarnings("ignore", message=".*batching rule.*")
         with autocast(device, amp):
-            if len({s.cfg.model.dropout for s in seats}) == 1:  # the modules' own P_drop: as each seed's solo step
-                logits = vmap(lambda p, a, b, k: _forward(skeleton, p, a, b, k))(params, src, tgt_in, keys)
-            else:  # rows that differ in P_drop (Table 3 row D): each seed's own, a tensor under vmap
-                p_drop = torch.tensor([s.cfg.model.dropout for s in seats], device=device)
-                logits = vmap(lambda p, a, b, k, q: _forward(skeleton, p, a, b, k, q))(params, src, tgt_in, keys, p_drop)
+            # one P_drop: the modules' own, as each seed's solo step; rows that differ in it (Table 3 row D): each
+            # seed's own, a tensor under vmap
+            rates = [s.cfg.model.dropout for s in seats]
+            p_drop = None if len(set(rates)) == 1 else torch.tensor(rates, device=device)
+            logits = vmap(lambda p, a, b, k, q: _forward(skeleton, p, a, b, k, q),
+                          in_dims=(0, 0, 0, 0, None if p_drop is None else 0))(params, src, tgt_in, keys, p_drop)
         total = 0.0
         for k, (s, b) in enumerate(zip(seats, batches)):
             loss, nll = smoothed_loss(logits[k], tgt_out[k], s.cfg.train.label_smoothing)
