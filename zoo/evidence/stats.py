@@ -177,9 +177,12 @@ class Resampler:
         return Resampler(self.n, self.resamples * factor, self.seed)
 
     def figures(self, metric: Metric, side: Side) -> np.ndarray:
-        """(resamples, seeds): each seed's figure on each resample of sentences (every seed in one
-        matrix product, (seeds, resamples, k); the same numbers as seed by seed)."""
-        return np.concatenate([np.ascontiguousarray(CORPUS[metric](c @ side.stats).T) for c in self._chunks()])
+        """(resamples, seeds): each seed's figure on each resample of sentences. Every seed in one matrix
+        product, counts (resamples, n) @ stats (n, seeds x k): the counts are read once, not once a seed
+        (a product per seed is memory-bound at k = 2 or 10 columns: 3-9x slower, the same numbers)."""
+        S, n, k = side.stats.shape
+        flat = np.ascontiguousarray(side.stats.transpose(1, 0, 2)).reshape(n, S * k)
+        return np.concatenate([CORPUS[metric]((c @ flat).reshape(len(c), S, k)) for c in self._chunks()])
 
     def compare(self, metric: Metric, better: Side, worse: Side, alpha: float = 0.05) -> Estimate:
         """The difference better - worse (in `goodness` terms) with its noise."""
