@@ -24,7 +24,7 @@ SPEC, DATA, TRAIN, MODEL, EVIDENCE = ({p} | parts(p) for p in ("zoo.spec", "zoo.
                                                                "zoo.evidence"))
 # stages in order; a module may import its own stage and earlier ones
 STAGES = [
-    {"zoo.errors", "zoo.paths", "zoo.paper", "zoo.tokens", "zoo.config", "zoo.result", "zoo.text",
+    {"zoo.errors", "zoo.paths", "zoo.paper", "zoo.tokens", "zoo.config", "zoo.result", "zoo.text", "zoo.lazy",
      "zoo.model", "zoo.model.components"},  # the components: their names (the spec checks them) and costs, no torch
     SPEC | DATA,  # the spec, and the corpora it names (validation checks names and splits against the catalog)
     (MODEL - {"zoo.model", "zoo.model.components"}) | EVIDENCE,                             # the model and its scores

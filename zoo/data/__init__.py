@@ -18,8 +18,9 @@ list` imports neither torch nor sentencepiece.
 """
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from zoo.lazy import door
 
 # The door, written by scripts/doors.py from the parts' __all__ (tests/test_structure.py checks it).
 if TYPE_CHECKING:
@@ -49,14 +50,4 @@ _PART = {  # name -> the part that lends it
 }
 # End of the door.
 __all__ = list(_PART)
-
-
-def __getattr__(name: str):
-    """A name imports its part on first use, so importing the door imports none of them."""
-    if name not in _PART:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_PART[name]}"), name)
-
-
-def __dir__():
-    return list(_PART)
+__getattr__, __dir__ = door(__name__, _PART)
