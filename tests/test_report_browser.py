@@ -123,6 +123,8 @@ def reference_pages(tmp_path_factory):
         if not store.exists():  # a copy: the report only reads, but results/ is never written
             shutil.copyfile(unpacked(STORES[name]), store)
         out = tmp / f"out{i}"
+        if i and BUILDS[i - 1][0] == name:  # the figure cache of the same store's build: its plots drawn once
+            shutil.copytree(tmp / f"out{i - 1}" / "img", out / "img")
         assert main(["report", "--runs", str(store), "--out", str(out), "--format", "html", *options]) == 0
         pages += sorted(out.glob("*.html"))
     return pages
