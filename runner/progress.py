@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ray import tune
 
+from zoo.paths import checkpoint_name
 from zoo.result import (BadCheckpoint, Best, Done, LogPoint, NoOptimizerState, Placement, Point, Resumed, RunResult,
                         Started, event)
 from zoo.text import duration, text_table
@@ -137,7 +138,6 @@ class Live:
         row.state, row.step, row.dev_ppl = "finished", r.steps_done, r.dev_ppl
         best = self.best.setdefault(v, Best())
         best.update("dev_ppl", r.dev_ppl, r.steps_done)
-        from zoo.train import checkpoint_name  # (its module imports torch: not at the driver's start)
         ckpt = f"{self.run_dirs[v]}/{checkpoint_name(r.steps_done)}"  # zoo.train saves the last step
         self._save(v, status="finished", metrics=r.stored(), attention=r.attention, best=best,
                    step=r.steps_done, tokens_seen=r.tokens_seen, train_seconds=r.train_seconds,

@@ -26,9 +26,9 @@ UNSEEN_GPU_BYTES = 16 * 2**30  # a cluster's GPU this driver cannot see: sized a
 
 def stacks(todo: list[Config], mode: str, nodes: list[dict], scheduled: bool = False) -> list[list[Config]]:
     """The trials of `todo` in stacks (a list of one: a solo trial), in the order given."""
+    if mode == "off" or scheduled or (mode == "auto" and not any(c.resources.gpus > 0 for c in todo)):
+        return [[c] for c in todo]  # nothing may stack: the driver imports no torch (3 s on 2 cores)
     from zoo.train import stack_problem, stack_size
-    if mode == "off" or scheduled:
-        return [[c] for c in todo]
     entries: list[list[Config]] = []  # in todo's order: a solo trial, or the trials that may stack together
     groups: list[list[Config]] = []
     for c in todo:

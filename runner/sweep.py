@@ -273,6 +273,7 @@ def _tuner(sw: Sweep, todo: list, profile: str, name: str, exp_path: str, folder
                                    mirror=folders[c.trial][0] if st.uri else None,
                                    train_storage=f"{st.root}/tune/{name}-train") for c in todo}
     trials = [stacked([setups[c.trial] for c in g]).model_dump(mode="json") for g in sw.groups or [[c] for c in todo]]
+    _no_callback_census()
     return tune.Tuner(
         trainable, param_space={"trial": tune.grid_search(trials)},
         tune_config=tune.TuneConfig(max_concurrent_trials=sw.max_concurrent, scheduler=_scheduler(sw, todo),
@@ -281,6 +282,15 @@ def _tuner(sw: Sweep, todo: list, profile: str, name: str, exp_path: str, folder
         run_config=tune.RunConfig(
             name=name, storage_path=f"{st.root}/tune", verbose=0, callbacks=[progress.Forward(), *sw.loggers],
             failure_config=tune.FailureConfig(max_failures=max(c.resources.max_retries for c in todo))))
+
+
+def _no_callback_census() -> None:
+    """Ray Tune's usage telemetry counts the callbacks a run is given (tune.run: air_usage.tag_callbacks) by
+    importing the MLflow, W&B, Comet and Aim integrations, mlflow and wandb themselves: 2-4 s of every `zoo run`
+    on 2 cores, whether or not a tracker is used or usage stats are on. The count feeds only that telemetry, so
+    it is skipped: what Tune runs and logs is unchanged."""
+    from ray.air._internal import usage
+    usage.tag_callbacks = lambda callbacks: False
 
 
 def _scheduler(sw: Sweep, todo: list):

@@ -332,7 +332,8 @@ class Mirror:
         if not self.fs:
             return
         import pyarrow.fs as pafs
-        from zoo.train import CHECKPOINTS, optim_file
+        from zoo.paths import CHECKPOINTS
+        from zoo.train import optim_file
         infos = self.fs.get_file_info(pafs.FileSelector(self.root, recursive=True, allow_not_found=True))
         names = {Path(i.path).relative_to(self.root).as_posix() for i in infos if i.type == pafs.FileType.File}
         ckpts = sorted(n for n in names if fnmatch(n, CHECKPOINTS))

@@ -55,6 +55,17 @@ def inside_uri(root: str, *parts: str) -> str:
     return "/".join((root.rstrip("/"), *parts))
 
 
+# A run's checkpoints, relative to its folder (a path or a storage URI): named here, on the ground floor, so the
+# driver names a trial's last checkpoint without importing torch (zoo.train.checkpointing writes them).
+CHECKPOINT_FOLDER = "checkpoints"
+CHECKPOINTS = f"{CHECKPOINT_FOLDER}/step_*.pt"  # step_N.pt sorts by step
+
+
+def checkpoint_name(step: int) -> str:
+    """The checkpoint of `step`, relative to the run's folder."""
+    return f"{CHECKPOINT_FOLDER}/step_{step:08d}.pt"
+
+
 def atomic_write_text(path: str | Path, text: str) -> Path:
     """Write text so a reader (or a crash) sees the old file or the new one, never half of one;
     a full disk is a clear error naming the file."""

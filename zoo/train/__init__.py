@@ -21,8 +21,7 @@ from zoo.lazy import door
 
 # The door, written by scripts/doors.py from the parts' __all__ (tests/test_structure.py checks it).
 if TYPE_CHECKING:
-    from .checkpointing import (CHECKPOINTS, atomic_save, average_checkpoints, checkpoint_name, checkpoints,
-        load_checkpoint, optim_file)
+    from .checkpointing import atomic_save, average_checkpoints, checkpoints, load_checkpoint, optim_file
     from .device import (GPUOutOfMemoryError, NoGPU, autocast, autocast_dtype, available_memory, check_memory,
         cpu_has_bf16, cuda_seen, gpu_share, keep_freed_memory, train_device)
     from .evaluation import attention_map, dev_perplexity, dev_sentence_nll, evaluate, load_for_eval, score
@@ -36,20 +35,20 @@ if TYPE_CHECKING:
     from .writer import Writer
 
 _PART = {  # name -> the part that lends it
-    "CHECKPOINTS": "checkpointing", "atomic_save": "checkpointing", "average_checkpoints": "checkpointing",
-    "checkpoint_name": "checkpointing", "checkpoints": "checkpointing", "load_checkpoint": "checkpointing",
-    "optim_file": "checkpointing", "GPUOutOfMemoryError": "device", "NoGPU": "device", "autocast": "device",
-    "autocast_dtype": "device", "available_memory": "device", "check_memory": "device", "cpu_has_bf16": "device",
-    "cuda_seen": "device", "gpu_share": "device", "keep_freed_memory": "device", "train_device": "device",
-    "attention_map": "evaluation", "dev_perplexity": "evaluation", "dev_sentence_nll": "evaluation",
-    "evaluate": "evaluation", "load_for_eval": "evaluation", "score": "evaluation", "Levels": "learning",
-    "NotLearningError": "learning", "check_from": "learning", "levels": "learning", "NonFiniteLoss": "loop",
-    "rank_parts": "loop", "train": "loop", "Prepared": "prepared", "build": "prepared", "check_kept": "prepared",
-    "prepare": "prepared", "target_vocab": "prepared", "LOSS_CHUNK": "recipe", "make_optimizer": "recipe",
-    "smoothed_loss": "recipe", "Seat": "stacked", "stack_problem": "stacked", "stack_size": "stacked",
-    "train_stacked": "stacked", "WHOLE_FROM_STEPS": "step", "batch_loss": "step", "compiled": "step",
-    "data_parallel": "step", "draws_key": "step", "read_stats": "step", "step_setup": "step", "train_step": "step",
-    "whole_model": "step", "Writer": "writer",
+    "atomic_save": "checkpointing", "average_checkpoints": "checkpointing", "checkpoints": "checkpointing",
+    "load_checkpoint": "checkpointing", "optim_file": "checkpointing", "GPUOutOfMemoryError": "device",
+    "NoGPU": "device", "autocast": "device", "autocast_dtype": "device", "available_memory": "device",
+    "check_memory": "device", "cpu_has_bf16": "device", "cuda_seen": "device", "gpu_share": "device",
+    "keep_freed_memory": "device", "train_device": "device", "attention_map": "evaluation",
+    "dev_perplexity": "evaluation", "dev_sentence_nll": "evaluation", "evaluate": "evaluation",
+    "load_for_eval": "evaluation", "score": "evaluation", "Levels": "learning", "NotLearningError": "learning",
+    "check_from": "learning", "levels": "learning", "NonFiniteLoss": "loop", "rank_parts": "loop", "train": "loop",
+    "Prepared": "prepared", "build": "prepared", "check_kept": "prepared", "prepare": "prepared",
+    "target_vocab": "prepared", "LOSS_CHUNK": "recipe", "make_optimizer": "recipe", "smoothed_loss": "recipe",
+    "Seat": "stacked", "stack_problem": "stacked", "stack_size": "stacked", "train_stacked": "stacked",
+    "WHOLE_FROM_STEPS": "step", "batch_loss": "step", "compiled": "step", "data_parallel": "step",
+    "draws_key": "step", "read_stats": "step", "step_setup": "step", "train_step": "step", "whole_model": "step",
+    "Writer": "writer",
 }
 # End of the door.
 __all__ = list(_PART)

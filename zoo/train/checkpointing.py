@@ -21,19 +21,12 @@ import torch.distributed as dist
 
 from zoo.config import Config, dotted
 from zoo.errors import UserError, disk_full, on_sigterm
+from zoo.paths import CHECKPOINT_FOLDER, CHECKPOINTS, checkpoint_name
 from zoo.result import BadCheckpoint, ConfigChanged, Event, NoOptimizerState, RunResult
 from zoo.train.device import rank_and_world
 
-__all__ = ["CHECKPOINTS", "atomic_save", "average_checkpoints", "checkpoint_name", "checkpoints", "load_checkpoint",
+__all__ = ["atomic_save", "average_checkpoints", "checkpoints", "load_checkpoint",
            "optim_file"]  # what it lends outside its package (the door serves these)
-
-FOLDER = "checkpoints"  # in the run's folder
-CHECKPOINTS = f"{FOLDER}/step_*.pt"  # a run's checkpoints, relative to its folder; step_N.pt sorts by step
-
-
-def checkpoint_name(step: int) -> str:
-    """The checkpoint of `step`, relative to the run's folder (a path or a storage URI)."""
-    return f"{FOLDER}/step_{step:08d}.pt"
 
 
 # -- what a checkpoint holds --------------------------------------------------------------------
@@ -143,7 +136,7 @@ def write_checkpoint(ck: dict, out: Path, keep: int) -> None:
     if "optim" in ck:
         atomic_save(ck["optim"], optim_file(path))
     atomic_save({k: v for k, v in ck.items() if k != "optim"}, path)
-    for old in (out / FOLDER).glob("optim_*.pt"):
+    for old in (out / CHECKPOINT_FOLDER).glob("optim_*.pt"):
         if old != optim_file(path):
             old.unlink(missing_ok=True)
     for old in checkpoints(out)[:-keep]:
@@ -197,7 +190,7 @@ def checkpoints(out: Path) -> list[Path]:
 
 def clear_unfinished(out: Path) -> None:
     """Temporary files of writes a killed process left (never loaded, but as large as a checkpoint)."""
-    for tmp in (out / FOLDER).glob("*_*.pt.tmp*"):
+    for tmp in (out / CHECKPOINT_FOLDER).glob("*_*.pt.tmp*"):
         tmp.unlink(missing_ok=True)
 
 
@@ -258,7 +251,7 @@ def resume(out: Path, model, opt, device, report, changes: list[str] = ()) -> Ch
         name, events = msg
         error = None
         if rank and name:
-            path = out / FOLDER / name
+            path = out / CHECKPOINT_FOLDER / name
             try:
                 got = path, _load_into(path, model, opt, device, lambda m: None)
             except Exception as e:
@@ -277,7 +270,7 @@ def ready_folder(out: Path) -> None:
     """The run folder and its checkpoints folder made, and each proven writable before the first step: a
     path that is a file, or a folder this user cannot write, is one paragraph now (exit 2), not a traceback
     at the first checkpoint."""
-    for d in (out, out / FOLDER):
+    for d in (out, out / CHECKPOINT_FOLDER):
         if d.exists() and not d.is_dir():
             raise UserError(f"the run folder {out}: {d} is a file, not a folder; a run needs a folder of its own "
                             "(give --out a new folder, or move the file away)")
@@ -298,7 +291,7 @@ def refuse_other_model(out: Path, cfg: Config) -> None:
     differs. Resuming would set its checkpoints aside as unloadable and append a second model's metrics to
     the first one's metrics.jsonl. A change elsewhere (eval, more train.steps) still resumes, with its note."""
     changes = [c for c in config_changes(out, cfg) if c.split(".", 1)[0] in ("model", "data")]
-    if not changes or not ((out / "summary.json").exists() or any((out / FOLDER).glob("step_*.pt"))):
+    if not changes or not ((out / "summary.json").exists() or any((out / CHECKPOINT_FOLDER).glob("step_*.pt"))):
         return
     before = Config.model_validate_json((out / "config.json").read_text())
     state = "finished" if (out / "summary.json").exists() else "unfinished"
