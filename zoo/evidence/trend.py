@@ -89,11 +89,6 @@ def _log_ppl(stats: np.ndarray) -> float:
     return float(stats[:, 0].sum() / stats[:, 1].sum())
 
 
-def _resampled_log_ppl(counts: np.ndarray, stats: np.ndarray) -> np.ndarray:
-    s = counts @ stats
-    return s[:, 0] / s[:, 1]
-
-
 def _width(counts: np.ndarray, better: Sequence[Seeded], worse: Sequence[Seeded], alpha: float):
     """The paired per-seed differences at one width: (Estimate, per-resample centred mean difference)."""
     b, w = ({r.seed: r for r in side} for side in (better, worse))
@@ -103,8 +98,11 @@ def _width(counts: np.ndarray, better: Sequence[Seeded], worse: Sequence[Seeded]
     d = np.array([_log_ppl(w[s].nll_stats) - _log_ppl(b[s].nll_stats) for s in seeds])
     S = len(seeds)
     v_seed = float(d.var(ddof=1) / S)
-    g = np.stack([_resampled_log_ppl(counts, w[s].nll_stats) - _resampled_log_ppl(counts, b[s].nll_stats)
-                  for s in seeds], axis=1)  # (resamples, seeds)
+    # every seed of both rows in one product over the counts (read once, not twice a seed: the same numbers)
+    both = np.concatenate([r[s].nll_stats for r in (w, b) for s in seeds], axis=1)  # (sentences, 2S x [NLL, tokens])
+    sums = (counts @ both).reshape(len(counts), 2 * S, 2)
+    log_ppl = sums[..., 0] / sums[..., 1]
+    g = log_ppl[:, :S] - log_ppl[:, S:]  # (resamples, seeds)
     g = g - g.mean(0)
     shared = (g.sum(1) ** 2 - (g ** 2).sum(1)) / (S * (S - 1))  # per resample: mean over seed pairs s != t
     v_shared = max(float(shared.mean()), 0.0)
