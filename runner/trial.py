@@ -138,7 +138,10 @@ def _fit_stack(setup: Setup) -> None:
         mirror.pull()
     boards = [TensorBoard(_out(m)) for m in members]
     held: dict[int, Done] = {}
-    failed = lambda e: {"failed": "".join(traceback.format_exception(e))}  # a member's end by error, as the driver reads it
+
+    def failed(e: Exception) -> dict:  # a member's end by error, as the driver reads it
+        return {"failed": "".join(traceback.format_exception(e))}
+
     ended: set[int] = set()  # members whose error was sent as it happened
 
     def send(k: int, e: Event | Exception) -> None:
