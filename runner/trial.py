@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import time
 from fnmatch import fnmatch
 from pathlib import Path
@@ -52,6 +53,7 @@ def _setup(config: dict) -> Setup:
 
 def trainable(config: dict) -> None:
     setup = _setup(config)
+    _fresh_process_state()
     cfg = setup.config
     n = data_parallel_workers(cfg)
     if n > 1:
@@ -209,6 +211,14 @@ class TensorBoard:
     def close(self) -> None:
         if self.w is not None:
             self.w.close()
+
+
+def _fresh_process_state() -> None:
+    """What a trial before this one in the same process (Tune reuses a slot's worker) left behind that could change
+    this one: dynamo's compiled graphs, whose per-function recompile limit would otherwise be spent across trials
+    and leave a later trial's model eager. Seeds and threads are each run's own (zoo.train.loop, `_threads`)."""
+    if "torch._dynamo" in sys.modules:  # imported by an earlier trial (Adam's first call): nothing to forget before
+        sys.modules["torch._dynamo"].reset()
 
 
 def _threads(cpus: float) -> None:

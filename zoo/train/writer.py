@@ -12,9 +12,10 @@ One write is in flight at most: the next save waits for it, so host memory holds
 than the cadence shows as the loop's wait; a write's error (a full disk) is raised in the training thread at
 the next save or at `wait`. The buffer is an anonymous shared file (memfd) the writer inherits, so nothing is
 left behind whichever process is killed; a terminal's Ctrl-C does not reach the writer (its trainer decides
-when to stop), and it ends with the thread that started it (on Linux even when that is killed). A writer
-serves one run at a time and then the thread's next (started at a run's first save: importing torch takes
-it a second), so a notebook's or a test session's many runs start it once.
+when to stop), and it ends with the process that started it (on Linux even when that is killed). A writer
+serves one run at a time and then the process's next, from whichever thread (started at a run's first save:
+importing torch takes it seconds), so a notebook's, a test session's or a reused Ray trial worker's many runs
+(a Tune trial is a thread of its own) start it once.
 """
 from __future__ import annotations
 
@@ -108,10 +109,9 @@ class _Process:
     def __init__(self):
         self.fd = _shared_file()
         self.size, self.buf = 0, None
-        self.thread = threading.get_ident()  # the writer ends with this thread (PR_SET_PDEATHSIG)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "zoo.train.writer", str(self.fd), str(os.getpid())], pass_fds=[self.fd],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)  # a terminal's Ctrl-C is ours
+        self.proc = _spawn([sys.executable, "-m", "zoo.train.writer", str(self.fd), str(os.getpid())],
+                           pass_fds=[self.fd], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           start_new_session=True)  # a terminal's Ctrl-C is ours
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -149,6 +149,33 @@ class _Process:
 
 _lock = threading.Lock()
 _idle: list[_Process] = []  # writers no run holds: the next run takes one rather than start its own
+_spawner: list = []  # [queue] of the thread that starts every writer (PR_SET_PDEATHSIG ties one to a thread)
+
+
+def _spawn(argv: list, **kw) -> subprocess.Popen:
+    """Popen from a daemon thread that lives as long as this process: the kernel ends a writer when the thread
+    that started it ends, and a run's own thread (a Tune trial's) ends before the process's next run could take
+    the idle writer."""
+    import queue
+    with _lock:
+        if not _spawner:
+            jobs: queue.Queue = queue.Queue()
+
+            def serve() -> None:
+                while True:
+                    args, kwargs, done = jobs.get()
+                    try:
+                        done.put(subprocess.Popen(args, **kwargs))
+                    except BaseException as e:  # raised in the caller's thread
+                        done.put(e)
+            threading.Thread(target=serve, name="zoo-writer-spawner", daemon=True).start()
+            _spawner.append(jobs)
+    done: queue.Queue = queue.Queue()
+    _spawner[0].put((argv, kw, done))
+    got = done.get()
+    if isinstance(got, BaseException):
+        raise got
+    return got
 
 
 @atexit.register
@@ -166,8 +193,8 @@ class Writer:
         self._pending = False
 
     def start(self) -> None:
-        """The writer process started now, from the training thread it dies with, so its imports overlap the
-        first steps instead of delaying the first save's reply (a short run waited seconds for it)."""
+        """The run's writer taken now (an idle one of this process, or one started now), so a new one's imports
+        overlap the first steps instead of delaying the first save's reply (a short run waited seconds for it)."""
         if self._process is None or not self._process.alive():
             self._process = _take()
 
@@ -208,10 +235,10 @@ class Writer:
 
 
 def _take() -> _Process:
-    """An idle writer this thread started, or a new one."""
+    """An idle writer of this process, or a new one."""
     with _lock:
-        for p in [p for p in _idle if p.thread == threading.get_ident() or not p.alive()]:
-            _idle.remove(p)
+        while _idle:
+            p = _idle.pop()
             if p.alive():
                 return p
     return _Process()
@@ -220,8 +247,8 @@ def _take() -> _Process:
 # -- the writer process ---------------------------------------------------------------------------
 
 def _die_with(parent: int) -> None:
-    """Linux: the kernel kills this process when the thread that started it ends (killed too), as a writer
-    thread would end."""
+    """Linux: the kernel kills this process when the thread that started it (`_spawn`'s, which lives as long as
+    its process) ends: the trainer's process killed, as a writer thread would end."""
     try:
         import ctypes
         import signal
