@@ -5,11 +5,14 @@ numbers live at another scale. Per trial: training curves and one attention heat
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import math
+import os
 import re
+import shutil
 from pathlib import Path
 
 import matplotlib
@@ -21,6 +24,7 @@ from matplotlib.lines import Line2D
 from zoo.reports.cells import Table
 from zoo.result import Attention, Point, Trial
 from zoo import paper
+from zoo.data import user_cache
 
 _SI = mticker.FuncFormatter(lambda x, _: f"{x / 1e6:.3g}M" if x >= 1e6 else f"{x / 1e3:.3g}k")
 
@@ -63,16 +67,62 @@ def _save(fig, path: Path) -> str:
 _CODE = "27be59cab66192a89707d8344091e03147175847bb9c4e5b7ccc47fdb9886906"
 
 
-def _cached(img: Path, kind: str, stem: str, payload, draw) -> str:
-    """Draw only when the figure's inputs (or this module) changed: a finished trial's figures are
-    drawn once, so regenerating a report stays a matter of seconds. Older versions are removed."""
+def figure_name(kind: str, stem: str, payload) -> str:
+    """A per-trial figure's file name: its kind, its trial's slug and a hash of what it is drawn from."""
     key = hashlib.sha256((_CODE + json.dumps(payload, sort_keys=True, default=str)).encode()).hexdigest()[:10]
-    name = f"{kind}_{stem}_{key}.png"
+    return f"{kind}_{stem}_{key}.png"
+
+
+def _cached(img: Path, kind: str, stem: str, payload, draw) -> str:
+    """Draw only when the figure's inputs (or its drawing code) changed: a finished trial's figures are
+    drawn once, so regenerating a report stays a matter of seconds. Older versions are removed. A figure
+    drawn for any report on this machine is copied from the machine's cache (`shared_figures`), so a report
+    into a new folder (another --out, a colleague's copy of the store, CI) draws only what is new."""
+    name = figure_name(kind, stem, payload)
     if not (img / name).exists():
         for old in img.glob(f"{kind}_{stem}_*.png"):
             old.unlink()
-        _save(draw(), img / name)
+        if not _copy(shared_figures() / name, img / name):
+            _save(draw(), img / name)
+            _copy(img / name, shared_figures() / name, prune=True)
     return name
+
+
+SHARED_FIGURES = 5000  # files in the machine's figure cache (~40 KB each): past it, the least recently used go
+
+
+def shared_figures() -> Path:
+    return user_cache() / "figures"
+
+
+def _copy(src: Path, dst: Path, prune: bool = False) -> bool:
+    """src to dst, atomically (a reader sees the whole file or none); False when there is no src or dst
+    cannot be written (a read-only home: the cache is only ever a shortcut). A cache hit is marked used."""
+    tmp = dst.with_name(f".{dst.name}.tmp{os.getpid()}")
+    try:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dst)
+        if not prune:
+            os.utime(src)  # the cache's own file: recently used
+    except OSError:
+        with contextlib.suppress(OSError):  # no such file, or no such folder
+            tmp.unlink()
+        return False
+    if prune:
+        _prune(dst.parent)
+    return True
+
+
+def _prune(folder: Path) -> None:
+    try:
+        if len(os.listdir(folder)) <= SHARED_FIGURES:  # the common case: one listing, no stat
+            return
+        files = sorted(folder.glob("*.png"), key=lambda f: f.stat().st_mtime)
+        for f in files[:max(0, len(files) - SHARED_FIGURES)]:
+            f.unlink(missing_ok=True)
+    except OSError:  # another report pruning at the same time
+        pass
 
 
 def _scatter(r) -> dict:

@@ -20,3 +20,29 @@ print("ok")
 """
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={"MPLBACKEND": "svg", "PATH": ""})
     assert r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
+def test_a_figure_drawn_once_on_this_machine_is_copied_into_the_next_report_not_drawn(tmp_path, monkeypatch):
+    """The machine's figure cache (reports.plots.shared_figures): a report into another folder copies the figure;
+    other inputs draw a new one; the cache keeps its newest SHARED_FIGURES files; a cache that cannot be written
+    leaves the report's figure drawn."""
+    from pathlib import Path
+    from zoo.reports import plots
+    from zoo.result import Point, Trial
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    t = Trial(spec="specs/x.yaml", variant="v", trial="v", profile="smoke")
+    pts = [Point(step=1, loss=3.0, dev_ppl=20.0), Point(step=2, loss=2.0)]
+    a = plots.curves(t, pts, tmp_path / "a")
+    assert (plots.shared_figures() / a).read_bytes() == (tmp_path / "a" / a).read_bytes()
+    drawn = []
+    draw = plots._draw_curves
+    monkeypatch.setattr(plots, "_draw_curves", lambda *args: drawn.append(args) or draw(*args))
+    assert plots.curves(t, pts, tmp_path / "b") == a and not drawn  # copied
+    assert (tmp_path / "b" / a).read_bytes() == (tmp_path / "a" / a).read_bytes()
+    monkeypatch.setattr(plots, "SHARED_FIGURES", 2)
+    names = [plots.curves(t, pts[:1] + [Point(step=2, loss=x)], tmp_path / "c") for x in (1.5, 1.0)]
+    assert len(drawn) == 2 and a not in names  # new inputs: drawn, under new names
+    assert sorted(p.name for p in plots.shared_figures().glob("*.png")) == sorted(names)  # the oldest went
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a" / a))  # a file: no cache folder can be made there
+    name = plots.curves(t, pts[:1] + [Point(step=2, loss=0.5)], tmp_path / "d")
+    assert len(drawn) == 3 and (Path(tmp_path / "d") / name).stat().st_size > 1000

@@ -491,6 +491,16 @@ def test_a_grid_times_seeds_runs_once_each_and_reports_as_a_sweep(tmp_path, data
     assert r.returncode == 0 and "8 finished, 0 failed" in r.stdout, r.stdout + r.stderr
     done = {t.trial for t in Store(storage / "zoo.db").trials() if t.status == "finished"}
     assert done == {x["trial"] for x in plan} and len(done) == 8
+    # Tune reused the two slots' processes (reuse_actors); a trial that ran after others in its process equals the
+    # same config trained in this one (another history: seeds, dynamo, a writer already running) to the bit
+    by_pid = {}
+    for t in sorted(Store(storage / "zoo.db").trials(), key=lambda t: t.started_at):
+        by_pid.setdefault(t.placement.pid, []).append(t)
+    assert len(by_pid) < 8, {p: [t.trial for t in ts] for p, ts in by_pid.items()}
+    later = max(by_pid.values(), key=len)[-1]
+    from zoo.train import train
+    fresh = train(later.config, tmp_path / "fresh", str(data_root))
+    assert (fresh.dev_ppl, fresh.primary.bleu) == (later.result.dev_ppl, later.result.primary.bleu), later.trial
     again = zoo(*args)  # a command (the sweep prints to the stdout it was imported with, not capsys's)
     assert "nothing to run: all 8 trials" in again.stdout, again.stdout + again.stderr
     out = tmp_path / "out"

@@ -26,7 +26,8 @@ from zoo.lazy import door
 if TYPE_CHECKING:
     from .batching import Batch, BatchOrder, PairsIds, collate, encode_pairs, make_batches, pair_lengths, shard
     from .bpe import bpe_model, load_sp
-    from .corpora import ARCHIVE_SHA256, Archive, CORPORA, Corpus, CorpusFile, DataError, corpus, data_dir
+    from .corpora import (ARCHIVE_SHA256, Archive, CORPORA, Corpus, CorpusFile, DataError, corpus, data_dir,
+        user_cache)
     from .download import (BUILD_STAMP, DOWNLOAD_ENV, MIRROR_ENV, WORD_PIECES_PER_WORD, downloads_allowed, fetch,
         fetch_on_first_use, list_corpora, split_present, train_size, verify)
     from .encoded import EncodedCorpus, encoded_corpus
@@ -40,9 +41,9 @@ _PART = {  # name -> the part that lends it
     "encode_pairs": "batching", "make_batches": "batching", "pair_lengths": "batching", "shard": "batching",
     "bpe_model": "bpe", "load_sp": "bpe", "ARCHIVE_SHA256": "corpora", "Archive": "corpora", "CORPORA": "corpora",
     "Corpus": "corpora", "CorpusFile": "corpora", "DataError": "corpora", "corpus": "corpora",
-    "data_dir": "corpora", "BUILD_STAMP": "download", "DOWNLOAD_ENV": "download", "MIRROR_ENV": "download",
-    "WORD_PIECES_PER_WORD": "download", "downloads_allowed": "download", "fetch": "download",
-    "fetch_on_first_use": "download", "list_corpora": "download", "split_present": "download",
+    "data_dir": "corpora", "user_cache": "corpora", "BUILD_STAMP": "download", "DOWNLOAD_ENV": "download",
+    "MIRROR_ENV": "download", "WORD_PIECES_PER_WORD": "download", "downloads_allowed": "download",
+    "fetch": "download", "fetch_on_first_use": "download", "list_corpora": "download", "split_present": "download",
     "train_size": "download", "verify": "download", "EncodedCorpus": "encoded", "encoded_corpus": "encoded",
     "ROW": "packing", "pack": "packing", "rows_of": "packing", "load_pairs": "read", "SymbolVocab": "trees",
     "Tree": "trees", "delinearize": "trees", "flat_tree": "trees", "malformed": "trees", "right_branching": "trees",

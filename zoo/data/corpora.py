@@ -14,7 +14,7 @@ from pathlib import Path
 
 from zoo.errors import UserError
 
-__all__ = ["ARCHIVE_SHA256", "Archive", "CORPORA", "Corpus", "CorpusFile", "DataError", "corpus", "data_dir"]
+__all__ = ["ARCHIVE_SHA256", "Archive", "CORPORA", "Corpus", "CorpusFile", "DataError", "corpus", "data_dir", "user_cache"]
 
 
 # --------------------------------------------------------------------------- data directory
