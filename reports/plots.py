@@ -82,9 +82,14 @@ def _cached(img: Path, kind: str, stem: str, payload, draw) -> str:
     if not (img / name).exists():
         for old in img.glob(f"{kind}_{stem}_*.png"):
             old.unlink()
-        if not _copy(shared_figures() / name, img / name):
+        cached = shared_figures() / name
+        if _copy(cached, img / name):
+            with contextlib.suppress(OSError):
+                os.utime(cached)  # recently used: pruned last
+        else:
             _save(draw(), img / name)
-            _copy(img / name, shared_figures() / name, prune=True)
+            if _copy(img / name, cached):
+                _prune(cached.parent)
     return name
 
 
@@ -95,23 +100,19 @@ def shared_figures() -> Path:
     return user_cache() / "figures"
 
 
-def _copy(src: Path, dst: Path, prune: bool = False) -> bool:
+def _copy(src: Path, dst: Path) -> bool:
     """src to dst, atomically (a reader sees the whole file or none); False when there is no src or dst
-    cannot be written (a read-only home: the cache is only ever a shortcut). A cache hit is marked used."""
+    cannot be written (a read-only home: the cache is only ever a shortcut)."""
     tmp = dst.with_name(f".{dst.name}.tmp{os.getpid()}")
     try:
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, tmp)
         os.replace(tmp, dst)
-        if not prune:
-            os.utime(src)  # the cache's own file: recently used
+        return True
     except OSError:
         with contextlib.suppress(OSError):  # no such file, or no such folder
             tmp.unlink()
         return False
-    if prune:
-        _prune(dst.parent)
-    return True
 
 
 def _prune(folder: Path) -> None:
