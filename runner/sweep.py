@@ -280,7 +280,7 @@ def _tuner(sw: Sweep, todo: list, profile: str, name: str, exp_path: str, folder
     # in the process before it (runner.trial.trainable forgets compiled graphs); results are bit-identical.
     return tune.Tuner(
         trainable, param_space={"trial": tune.grid_search(trials)},
-        tune_config=tune.TuneConfig(max_concurrent_trials=sw.max_concurrent, reuse_actors=True,
+        tune_config=tune.TuneConfig(max_concurrent_trials=sw.max_concurrent, reuse_actors=sw.asha is None,  # ASHA stops threads mid-run: a reset can fail
                                     scheduler=_scheduler(sw, todo),
                                     trial_name_creator=progress.trial_name,
                                     trial_dirname_creator=progress.trial_name),
