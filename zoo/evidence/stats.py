@@ -39,6 +39,7 @@ __all__ = ["BOOTSTRAP_SEED", "RESAMPLES", "Estimate", "Resampler", "holm"]
 Metric = Literal["bleu", "ppl"]
 RESAMPLES = 10_000
 CHUNK = 10_000  # resamples drawn at a time (Resampler.more draws past it chunk by chunk)
+ROWS = 256  # resamples drawn in one call to the generator (Resampler._draw)
 BOOTSTRAP_SEED = 2017  # the default, fixed, so a report rebuilds identically
 METHOD = ("t interval, paired by seed: the per-seed differences' variance over seeds plus the test-set noise "
           "shared by all seeds (covariance across a bootstrap of sentences); the seeds' degrees of freedom")
@@ -155,26 +156,38 @@ class Resampler:
     """One set of sentence resamples for a report: every row, claim and seed is resampled on the same
     sentences (paired), and each trial's resampled figure is computed once."""
 
-    def __init__(self, n_sentences: int, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED):
+    def __init__(self, n_sentences: int, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED,
+                 counts: np.ndarray | None = None):
         self.n, self.resamples, self.seed = n_sentences, resamples, seed
         # counts[b, i]: how often resample b drew sentence i; a resampled sum is counts @ stats. Drawn CHUNK
         # at a time (the memory of one chunk, n x CHUNK floats), the first kept: with more resamples than a
         # chunk (`more`) the first CHUNK are the plain resampler's, and each later chunk has a seed of its own
-        self.counts = self._draw(np.random.default_rng(seed), min(resamples, CHUNK))
+        self.counts = self._draw(np.random.default_rng(seed), min(resamples, CHUNK)) if counts is None else counts
 
-    def _draw(self, rng: np.random.Generator, size: int) -> np.ndarray:
-        idx = rng.integers(self.n, size=(size, self.n))
-        flat = (idx + self.n * np.arange(size)[:, None]).ravel()
-        return np.bincount(flat, minlength=size * self.n).reshape(size, self.n).astype(np.float64)
+    def _draw(self, rng: np.random.Generator, size: int, out: np.ndarray | None = None) -> np.ndarray:
+        """`size` resamples' counts, into `out` if given. Drawn ROWS resamples at a time: the generator's
+        stream is the same however its draws are split, and a few MB of indices at a time spare the kernel
+        a chunk's worth of fresh pages (3-5x faster than one draw of the whole chunk, the same counts)."""
+        out = np.empty((size, self.n)) if out is None else out[:size]
+        offsets = self.n * np.arange(min(ROWS, size))[:, None]  # row r's sentence i is bin r * n + i
+        for start in range(0, size, ROWS):
+            idx = rng.integers(self.n, size=(min(ROWS, size - start), self.n))
+            idx += offsets[:len(idx)]
+            out[start:start + len(idx)] = np.bincount(idx.ravel(), minlength=idx.size).reshape(idx.shape)
+        return out
 
     def _chunks(self):
         yield self.counts
+        buffer = None  # the later chunks, each used and then overwritten by the next
         for i in range(1, -(-self.resamples // CHUNK)):
-            yield self._draw(np.random.default_rng([self.seed, i]), min(CHUNK, self.resamples - i * CHUNK))
+            buffer = self._draw(np.random.default_rng([self.seed, i]), min(CHUNK, self.resamples - i * CHUNK),
+                                buffer if buffer is not None else np.empty((CHUNK, self.n)))
+            yield buffer
 
     def more(self, factor: int) -> "Resampler":
         """The same resamples and `factor` times as many in all (a verdict near its threshold: Holm)."""
-        return Resampler(self.n, self.resamples * factor, self.seed)
+        full = len(self.counts) == CHUNK  # its first chunk is already whole: shared, not drawn again
+        return Resampler(self.n, self.resamples * factor, self.seed, self.counts if full else None)
 
     def figures(self, metric: Metric, side: Side) -> np.ndarray:
         """(resamples, seeds): each seed's figure on each resample of sentences. Every seed in one matrix
