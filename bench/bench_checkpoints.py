@@ -2,9 +2,11 @@
 checkpoint every 3 steps (30 saves: the gpu profile's base saves every 18) against the same run saving
 only its last step, the two alternating round by round so machine noise hits both alike. Prints the
 share of training time the loop waited on checkpoints (the copies to the writer, and a write it had to
-wait for) and the saving run's tokens/s as a ratio of the other's: what saving costs in all. The writes
-run in the writer's process (zoo.train.writer); tests/test_checkpoints_async.py checks that, this
-measures it.
+wait for) and the saving run's tokens/s as a ratio of the other's: what saving costs in all. The saving run
+twice: its writes in the writer's process (zoo.train.writer) from the start, and as zoo does by default for a
+model this small (under writer.INLINE_BYTES of state): in the loop's own thread until they took
+writer.INLINE_S, then in a writer process; tests/test_checkpoints_async.py checks which, this measures both,
+and the writer processes' CPU seconds (a writer's start is its torch import).
 
 It then saves the cpu profile's base with its Adam state by torch.save on a thread, as zoo did before, and
 by the writer, while a Python thread counts: how much of its progress it kept, and the longest it waited.
@@ -23,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+import zoo.train.writer as writer
 from zoo.spec import resolve
 from zoo.train import Writer, atomic_save, train
 
@@ -95,19 +98,29 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=90)
     ap.add_argument("--every", type=int, default=3)
     a = ap.parse_args()
-    share, ratio = [], []
+    share, ratio = {"process": [], "default": []}, {"process": [], "default": []}
+    inline = writer.INLINE_BYTES
     with tempfile.TemporaryDirectory() as tmp:
         run(a.every, a.steps, Path(tmp) / "warm")  # the first run in a process pays for data and allocations
         for r in range(a.rounds):
-            often = run(a.every, a.steps, Path(tmp) / f"often{r}")
-            last = run(a.steps, a.steps, Path(tmp) / f"last{r}")
-            share.append(often.checkpoint_share)
-            ratio.append((often.tokens_seen / often.train_seconds) / (last.tokens_seen / last.train_seconds))
-            print(f"round {r + 1}: waited {100 * often.checkpoint_share:.2f}% of {often.train_seconds:.2f} s on "
-                  f"{a.steps // a.every} checkpoints; tokens/s {ratio[-1]:.3f}x of saving once", flush=True)
-    print(f"median over {a.rounds} rounds ({torch.get_num_threads()} threads): the loop waited "
-          f"{100 * statistics.median(share):.2f}% of training time on checkpoints; tokens/s saving every "
-          f"{a.every} steps = {statistics.median(ratio):.3f}x of saving once")
+            for how in ("process", "default"):
+                writer.INLINE_BYTES = 0 if how == "process" else inline
+                often = run(a.every, a.steps, Path(tmp) / f"often-{how}{r}")
+                writer.INLINE_BYTES = inline
+                last = run(a.steps, a.steps, Path(tmp) / f"last-{how}{r}")
+                share[how].append(often.checkpoint_share)
+                ratio[how].append((often.tokens_seen / often.train_seconds) / (last.tokens_seen / last.train_seconds))
+                print(f"round {r + 1}, writes {how}: waited {100 * often.checkpoint_share:.2f}% of "
+                      f"{often.train_seconds:.2f} s on {a.steps // a.every} checkpoints; tokens/s {ratio[how][-1]:.3f}x "
+                      "of saving once", flush=True)
+    for how in share:
+        print(f"writes {how}, median over {a.rounds} rounds ({torch.get_num_threads()} threads): the loop waited "
+              f"{100 * statistics.median(share[how]):.2f}% of training time on checkpoints; tokens/s saving every "
+              f"{a.every} steps = {statistics.median(ratio[how]):.3f}x of saving once")
+    print(f"CPU seconds: this process {time.process_time():.1f}; its writer processes "
+          f"{os.times().children_user + os.times().children_system:.1f} (ended ones)")
+    writer._end_idle()
+    print(f"CPU seconds of its writer processes, all ended: {os.times().children_user + os.times().children_system:.1f}")
     with tempfile.TemporaryDirectory() as tmp:
         stalls(Path(tmp))
 

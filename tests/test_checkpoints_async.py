@@ -1,4 +1,5 @@
-"""Checkpoints off the critical path (issue 37): written by a process of their own from a shared host copy, once
+"""Checkpoints off the critical path (issue 37): written by a process of their own from a shared host copy (a
+small model's, in the loop's own thread: cheaper than starting that process), once
 per `train.checkpoint_minutes` outside the averaging window and every `checkpoint_every` steps inside it; the
 loop waits only for the copy; a process killed mid-write resumes from the last whole checkpoint."""
 import json
@@ -18,6 +19,7 @@ from zoo.spec import resolve
 from zoo.train import checkpoints, load_checkpoint, train
 from zoo.train.checkpointing import optim_file
 from zoo.train.writer import Writer
+import zoo.train.writer as writer
 
 SPEC = "specs/table3_A.yaml"
 QUICK = ["eval.max_sentences=2", "train.checkpoint_minutes=0"]
@@ -46,6 +48,7 @@ def test_saving_often_writes_beside_training(repo, data_root, tmp_path, monkeypa
     (bench/bench_checkpoints.py). Each save waits for the write before it (an fsync'd file or two), so more
     saves only make the test slower."""
     here = []
+    monkeypatch.setattr(writer, "INLINE_BYTES", 0)  # a smoke model's state is small enough to write inline
     monkeypatch.setattr(torch, "save", lambda *a, **k: here.append(a[1]))
     cfg = _cfg(repo, "train.steps=21", "train.checkpoint_every=3", "train.eval_every=21")
     s = train(cfg, tmp_path / "run", data_root)
@@ -58,6 +61,19 @@ def test_saving_often_writes_beside_training(repo, data_root, tmp_path, monkeypa
     assert 0 < s.checkpoint_seconds < s.train_seconds  # the copies to the writer, counted as the loop's wait
     ck = load_checkpoint(kept[-1])
     assert ck["step"] == 21 and "optim" not in ck and load_checkpoint(optim_file(kept[-1]))["state"]
+
+
+@pytest.mark.slow  # trains
+def test_a_small_run_writes_in_its_own_thread_and_starts_no_writer(repo, data_root, tmp_path, monkeypatch):
+    """Under INLINE_BYTES of state (the smoke profile's ~1 MB), starting a process (a torch import: ~3 s of CPU)
+    would cost more than every write of the run: the checkpoints are written by the loop, whole and loadable."""
+    def no_process():
+        raise AssertionError("a writer process started for a run of a small model")
+    monkeypatch.setattr(writer, "_take", no_process)
+    cfg = _cfg(repo, "train.steps=6", "train.checkpoint_every=3", "train.eval_every=6")
+    s = train(cfg, tmp_path / "run", data_root)
+    assert [int(p.stem[5:]) for p in checkpoints(tmp_path / "run")] == [3, 6] and s.checkpoint_seconds > 0
+    assert load_checkpoint(optim_file(checkpoints(tmp_path / "run")[-1]))["state"]
 
 
 def test_the_writer_copies_the_state_it_is_given_and_writes_every_dtype(tmp_path):
@@ -165,7 +181,7 @@ def test_killed_mid_write_resumes_from_the_last_whole_checkpoint(repo, data_root
     args = ["train", str(repo / SPEC), "--variant", "A2", "--profile", "smoke", "--out", str(out),
             *[x for s in [*QUICK, "train.steps=30", "train.checkpoint_every=3", "train.eval_every=30"]
               for x in ("--set", s)]]
-    env = {**os.environ, "ZOO_DATA_DIR": str(data_root)}
+    env = {**os.environ, "ZOO_DATA_DIR": str(data_root), "ZOO_WRITER_INLINE_BYTES": "0"}  # the writer's process
     hook = tmp_path / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(TORN)  # every Python of the slow run: the writer's too

@@ -181,7 +181,8 @@ def _loop(cfg: Config, out: Path, model: torch.nn.Module, opt, p: Prepared, devi
     window = averaged_from(cfg)
     judge_from = check_from(cfg)  # after warm-up, a run at the unigram level stops (zoo.train.learning)
     lv = levels(p.train, p.tgt_vocab_size or p.vocab_size) if judge_from else None
-    writer = Writer() if rank == 0 else None  # rank 0 saves; the other ranks never wait for a write
+    state_bytes = 3 * sum(w.numel() * w.element_size() for w in model.parameters())  # weights, Adam's two moments
+    writer = Writer(state_bytes) if rank == 0 else None  # rank 0 saves; the other ranks never wait for a write
     if writer is not None:
         writer.start()
     model.train()

@@ -16,6 +16,11 @@ when to stop), and it ends with the process that started it (on Linux even when 
 serves one run at a time and then the process's next, from whichever thread (started at a run's first save:
 importing torch takes it seconds), so a notebook's, a test session's or a reused Ray trial worker's many runs
 (a Tune trial is a thread of its own) start it once.
+
+A run whose whole state is small (under INLINE_BYTES: the smoke profile's models, about 1 MB) writes in its own
+thread until those writes have taken INLINE_S, and only then starts a writer: a process costs about 3 s of CPU to
+start (its torch import: 4.6 s for bench/bench_checkpoints.py's writer on one core), more than all the writes of a
+short run (the smoke profile's three, ~20 ms each); on a 2-core machine running two trials, that CPU is theirs.
 """
 from __future__ import annotations
 
@@ -28,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +42,10 @@ import torch
 __all__ = ["Writer"]  # what it lends outside its package (the door serves these)
 
 ALIGN = 64  # bytes: every tensor's offset in the buffer, so any dtype's view is aligned
+# bytes of a run's state (weights and Adam's two moments) below which it writes in its own thread, until that has
+# taken INLINE_S seconds; 0: every run has a writer process from its start (the tests of the process set it so)
+INLINE_BYTES = int(os.environ.get("ZOO_WRITER_INLINE_BYTES", 16 * 2**20))
+INLINE_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -186,21 +196,31 @@ def _end_idle() -> None:
 
 class Writer:
     """A run's checkpoints, handed to a writer process the run holds till `close`. `save` returns once the
-    state is copied."""
+    state is copied. `state_bytes`: the run's weights and optimizer state; under INLINE_BYTES, `save` writes
+    in the caller's thread (and returns once written) until that has taken INLINE_S (None: always a process)."""
 
-    def __init__(self):
+    def __init__(self, state_bytes: int | None = None):
         self._process: _Process | None = None
         self._pending = False
+        self.inline = state_bytes is not None and state_bytes < INLINE_BYTES
+        self.inline_s = 0.0  # seconds its writes took in the caller's thread
 
     def start(self) -> None:
         """The run's writer taken now (an idle one of this process, or one started now), so a new one's imports
         overlap the first steps instead of delaying the first save's reply (a short run waited seconds for it)."""
-        if self._process is None or not self._process.alive():
+        if not self.inline and (self._process is None or not self._process.alive()):
             self._process = _take()
 
     def save(self, ck: dict, out: Path, keep: int) -> None:
         """Checkpoint `ck` (zoo.train.checkpointing.write_checkpoint's contents) under `out`, the last `keep`
         kept. Waits for the write before it; copies the tensors (from any device) into the shared buffer."""
+        if self.inline:
+            from zoo.train.checkpointing import write_checkpoint
+            t0 = time.perf_counter()
+            write_checkpoint(_replace(ck, torch.Tensor, lambda t: t.detach().cpu()), out, keep)  # host tensors, as the writer's
+            self.inline_s += time.perf_counter() - t0
+            self.inline = self.inline_s < INLINE_S  # past it, a process pays: the next save starts one
+            return
         self.wait()
         if self._process is None or not self._process.alive():
             self._process = _take()
