@@ -201,6 +201,7 @@ STEPS = [
     Step("2-bench-eager", (100, 120), lambda c: [*bench(c, "--device", c.mode.dev, "--graph", "--stream"),
                                                  "--json", c.out / "bench-eager.json"], made=("bench-eager.json",)),
     Step("2-bench-compiled", (180, 150), lambda c: [*bench(c, "--device", c.mode.dev, "--no-reference"),
+                                                    *(["--one-corpus"] if c.mode.cpu else []),  # the same compile path
                                                     "--set", "train.compile=on", "--json", c.out / "bench-compiled.json"],
          made=("bench-compiled.json",)),
     # both schedules at once (one process each; small batches leave the GPU mostly idle)
