@@ -34,13 +34,15 @@ def cmd_run(args) -> int:
     if args.pilot and not locate(pilot).exists():  # was: planned from the stated prior, as if no pilot had been named
         raise UserError(f"--pilot {args.pilot}: no results store at {pilot}; give the pilot run's zoo.db, or the "
                         "--storage folder holding it (without --pilot: the --storage store, or a stated prior)")
-    if args.more and not args.plan:
-        raise UserError(f"several specs ({args.spec}, {', '.join(args.more)}) go with --plan only (the minutes of "
-                        "them together); run them one `zoo run SPEC` at a time")
+    if args.more and args.until_resolved:
+        raise UserError(f"--until-resolved takes one spec (got {args.spec}, {', '.join(args.more)}): its rounds add "
+                        "seeds to that spec's open claims; run it once per spec")
+    from zoo.spec import spec_path
+    specs = [args.spec, *map(str, map(spec_path, args.more or ()))]
     if args.plan:  # what it would cost; nothing runs, no Ray starts
         from zoo.runner import plan
-        from zoo.spec import auto_profile, spec_path
-        cfgs = [c for spec in (args.spec, *map(str, map(spec_path, args.more or ())))
+        from zoo.spec import auto_profile
+        cfgs = [c for spec in specs
                 for c in sweep.resolve_trials(spec, args.variant, auto_profile(args.profile), args.set, seeds,
                                               args.data_dir)]
         _plan_note(args, cfgs)  # a bad --analysis plan fails the plan as it would fail the run
@@ -69,7 +71,7 @@ def cmd_run(args) -> int:
         raise UserError("--json goes with --plan (zoo status --json lists the trials of a run)")
     if args.until_resolved:
         return _until_resolved(args, seeds)
-    return sweep.run(args.spec, profile=args.profile, variants=args.variant, sets=args.set, address=args.address,
+    return sweep.run(specs, profile=args.profile, variants=args.variant, sets=args.set, address=args.address,
                      storage=args.storage, rerun=args.rerun, max_concurrent=args.max_concurrent,
                      data_dir=args.data_dir, seeds=seeds, loggers=args.logger, analysis=_analysis(args),
                      stack=args.stack)
@@ -362,8 +364,8 @@ def register(sub) -> None:
                        "loopback-only Ray) or on a Ray cluster (--address). Results go to the results store "
                        "STORAGE/zoo.db; running the same command again resumes and skips finished variants.")
     s.add_argument("spec", help="spec file, e.g. specs/table3_A.yaml")
-    s.add_argument("more", nargs="*", metavar="SPEC", help="with --plan: more specs, planned together (zoo run "
-                   "base table3_A table3_B --plan)")
+    s.add_argument("more", nargs="*", metavar="SPEC", help="more specs, run one after another in one Ray (zoo run "
+                   "table3_A base), or with --plan planned together (zoo run base table3_A table3_B --plan)")
     s.add_argument("--profile", default="auto",
                    help="smoke, quick, cpu, gpu, paper or a profile file (default auto: gpu if the cluster has GPUs, else cpu)")
     s.add_argument("--variant", action="append", metavar="V", help="only this variant; repeat for several")

@@ -1,4 +1,5 @@
-"""`zoo run`: one Ray Tune experiment per spec, one trial per variant, every result in the store.
+"""`zoo run`: one Ray Tune experiment per spec (several specs: one after another, in one Ray), one trial per
+variant, every result in the store.
 
 Order of work: check what the user gave (spec, variants, storage, data) before starting anything;
 skip the variants whose resolved config already finished (unless --rerun); start an embedded
@@ -81,26 +82,28 @@ class Storage:
         return self.run_dir(stem, variant, profile, tag)
 
 
-def run(spec: str, profile: str = "auto", variants: list[str] | None = None, sets: list[str] | None = None,
-        address: str | None = None, storage: str | None = None, rerun: bool = False,
+def run(spec: str | list[str], profile: str = "auto", variants: list[str] | None = None,
+        sets: list[str] | None = None, address: str | None = None, storage: str | None = None, rerun: bool = False,
         max_concurrent: int | None = None, data_dir: str | None = None, seeds: list[int] | None = None,
         loggers: list[str] | None = None, analysis: str | None = None, stack: str = STACK_DEFAULT,
         stream=sys.stdout) -> int:
-    """Run the spec's variants; return the exit code (0 all finished, 1 some failed, 130 interrupted, 143 by SIGTERM).
-    `stack`: whether trials that differ only in shape-keeping values train side by side (runner.stacking)."""
+    """Run the spec's variants (several specs: each one's in turn, one Ray for all); return the exit code (0 all
+    finished, 1 some failed, 130 interrupted, 143 by SIGTERM). `stack`: whether trials that differ only in
+    shape-keeping values train side by side (runner.stacking)."""
     from zoo.runner.store import open_store
+    specs = [spec] if isinstance(spec, str) else list(spec)
     if stack not in STACK_MODES:
         raise UserError(f"stack: {stack!r} is not one of {', '.join(STACK_MODES)} (runner.stacking)")
     address = address or os.environ.get("RAY_ADDRESS") or None  # as `ray` itself: the variable names the cluster
-    spec_key = spec_in_store(spec)
     # Trials run in their own folders, maybe on other nodes: hand them absolute data paths.
     data_dir = os.path.abspath(os.path.expanduser(data_dir)) if data_dir else None
     if os.environ.get("ZOO_DATA_DIR"):
         os.environ["ZOO_DATA_DIR"] = os.path.abspath(os.path.expanduser(os.environ["ZOO_DATA_DIR"]))
-    resolve_trials(spec, variants, "paper" if profile == "auto" else profile, sets, seeds, data_dir)  # spec mistakes first
+    for s in specs:  # every spec's mistakes first
+        resolve_trials(s, variants, "paper" if profile == "auto" else profile, sets, seeds, data_dir)
     callbacks = logger_callbacks(loggers)  # a logger that is not installed: said before anything starts
     from zoo.spec import scheduler
-    asha = scheduler(spec)  # early stopping, validated before anything starts
+    asha = [scheduler(s) for s in specs]  # early stopping, validated before anything starts
     if address is not None and storage is None:
         raise UserError("--address joins a cluster whose nodes all write results, so --storage must say where: "
                         "a path that every node mounts at the same place (NFS, Lustre, ...) or a cloud URI "
@@ -112,13 +115,15 @@ def run(spec: str, profile: str = "auto", variants: list[str] | None = None, set
     lock = RunLock(st.local).acquire()  # one run per storage, for the whole run
     store = open_store(st.store_path, write=True)
     try:
-        sw = Sweep(spec, spec_key, st, store, rerun, max_concurrent, data_dir, stream, callbacks, asha, analysis, stack)
-        return _run(sw, profile, variants, sets, seeds, address)
+        sweeps = [Sweep(s, spec_in_store(s), st, store, rerun, max_concurrent, data_dir, stream, callbacks, a,
+                        analysis, stack) for s, a in zip(specs, asha)]
+        return _run(sweeps, profile, variants, sets, seeds, address)
     except Exception as e:  # Tune wraps what its callbacks raise (the store's writes) in a TuneError
         if not is_disk_full(e):
             raise
         why = f"no space left on device under {st.local}"
-        _fail_unfinished(store, spec_key, why)
+        for s in specs:
+            _fail_unfinished(store, spec_in_store(s), why)
         raise UserError(f"{why}: the run stopped and its unfinished trials are marked failed. Free some "
                         "space (old checkpoints under the trial folders, or another --storage) and run the "
                         "same command again: it resumes from the last checkpoints.") from None
@@ -149,35 +154,41 @@ class Sweep:
         return cfgs, _todo(self.store, self.spec_key, cfgs, self.rerun)
 
 
-def _run(sw: Sweep, profile: str, variants, sets, seeds, address: str | None) -> int:
+def _run(sweeps: list[Sweep], profile: str, variants, sets, seeds, address: str | None) -> int:
     if address is None:
         profile = auto_profile(profile)
+    plans: list = [None] * len(sweeps)  # each spec's (every trial, those to run), once the profile is known
     if profile != "auto":  # known before Ray starts: nothing to do means no Ray at all
-        cfgs, todo = sw.plan(profile, variants, sets, seeds)
-        if not todo:
-            return _nothing_to_do(cfgs, sw.st, sw.stream)
+        plans = [sw.plan(profile, variants, sets, seeds) for sw in sweeps]
+        if not any(todo for _, todo in plans):
+            return max(_nothing_to_do(cfgs, sw.st, sw.stream) for sw, (cfgs, _) in zip(sweeps, plans))
         if address is None:
-            _check_data(cfgs, sw.data_dir)
+            for cfgs, _ in plans:
+                _check_data(cfgs, sweeps[0].data_dir)
 
     from zoo.runner import local
     local_ray = None
     try:
         if address is None:
-            local_ray = local.LocalRay(sw.st.local)
+            local_ray = local.LocalRay(sweeps[0].st.local)
             local_ray.start()
         else:
             local.connect(address)
-            check_shared(sw.st.local, sw.st.uri, sw.st.given or "runs", address)
+            check_shared(sweeps[0].st.local, sweeps[0].st.uri, sweeps[0].st.given or "runs", address)
         if profile == "auto":  # a cluster's: gpu when its nodes have GPUs
             profile = auto_profile(profile, gpus=local.cluster_gpus())
-            cfgs, todo = sw.plan(profile, variants, sets, seeds)
-            if not todo:
-                return _nothing_to_do(cfgs, sw.st, sw.stream)
+            plans = [sw.plan(profile, variants, sets, seeds) for sw in sweeps]
         nodes = local.node_resources()
-        check_fits(todo, nodes, sw.spec)
-        sw.max_concurrent = concurrency(todo, nodes, sw.max_concurrent)
-        sw.groups = stacks(todo, sw.stack, nodes, scheduled=sw.asha is not None)
-        return _sweep(sw, cfgs, todo, local_ray)
+        for sw, (_, todo) in zip(sweeps, plans):  # every spec checked before the first trial
+            check_fits(todo, nodes, sw.spec)
+            sw.max_concurrent = concurrency(todo, nodes, sw.max_concurrent)
+            sw.groups = stacks(todo, sw.stack, nodes, scheduled=sw.asha is not None)
+        codes = []
+        for sw, (cfgs, todo) in zip(sweeps, plans):
+            codes.append(_sweep(sw, cfgs, todo, local_ray) if todo else _nothing_to_do(cfgs, sw.st, sw.stream))
+            if codes[-1] in (130, 143):  # interrupted: the specs after it wait for the same command again
+                return codes[-1]
+        return max(codes)
     finally:
         if local_ray:
             local_ray.stop()

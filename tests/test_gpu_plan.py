@@ -31,9 +31,11 @@ def test_table3_x10_under_ablation_gpu_plans_within_half_an_hour_on_an_h100(caps
     assert "(not planned here, a row of theirs is not in this plan: big-bleu, big-ppl)" in out
 
 
-def test_several_specs_go_with_plan_only(capsys):
-    assert main(["run", "base", "table3_A", "--profile", "smoke"]) == 2
-    assert "go with --plan only" in capsys.readouterr().err
+def test_several_specs_run_together_but_until_resolved_takes_one(capsys):
+    assert main(["run", "base", "table3_A", "--profile", "smoke", "--until-resolved"]) == 2
+    assert "--until-resolved takes one spec" in capsys.readouterr().err
+    assert main(["run", "base", "specs/nope.yaml", "--profile", "smoke"]) == 2  # every spec checked before Ray
+    assert "nope.yaml" in capsys.readouterr().err
 
 
 def test_a_claims_power_at_a_seed_count_carries_its_monte_carlo_range():
