@@ -34,6 +34,10 @@ SPEC = "specs/table3_A.yaml"
 SMALL = ["train.steps=6", "train.eval_every=6", "train.checkpoint_every=3", "eval.max_sentences=4"]
 
 
+# as zoo's own private Ray (runner.local): no idle workers started ahead of the trials, which start their own
+NO_PRESTART = {"prestart_worker_first_driver": False, "enable_worker_prestart": False}
+
+
 def sets(*extra):
     return [*SMALL, *extra]
 
@@ -217,7 +221,7 @@ def test_sigkill_driver_then_rerun_keeps_finished_and_resumes_unfinished(tmp_pat
 def cluster():
     from ray.cluster_utils import Cluster
     args = {"num_cpus": 1, "object_store_memory": 100 * 2**20, "include_dashboard": False}
-    c = Cluster(initialize_head=True, head_node_args=args)
+    c = Cluster(initialize_head=True, head_node_args={**args, "_system_config": NO_PRESTART})
     c.add_node(**args)
     c.wait_for_nodes()
     started = {}
@@ -294,6 +298,7 @@ def test_four_quarter_gpu_trials_share_one_gpu_at_once(tmp_path, data_root):
     """resources.gpus 0.25: Ray packs four trials on a one-GPU node, all running at the same time."""
     from ray.cluster_utils import Cluster
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 1, "include_dashboard": False,
+                                                      "_system_config": NO_PRESTART,
                                                       "object_store_memory": 100 * 2**20})
     try:
         rc, out, r = _run(c, tmp_path, "quarters", ["A1", "A2", "A3", "A4"],
