@@ -119,7 +119,7 @@ def main() -> None:
               f"{a.every} steps = {statistics.median(ratio[how]):.3f}x of saving once")
     print(f"CPU seconds: this process {time.process_time():.1f}; its writer processes "
           f"{os.times().children_user + os.times().children_system:.1f} (ended ones)")
-    writer._end_idle()
+    writer.end_idle()
     print(f"CPU seconds of its writer processes, all ended: {os.times().children_user + os.times().children_system:.1f}")
     with tempfile.TemporaryDirectory() as tmp:
         stalls(Path(tmp))

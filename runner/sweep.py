@@ -99,6 +99,8 @@ def run(spec: str | list[str], profile: str = "auto", variants: list[str] | None
     data_dir = os.path.abspath(os.path.expanduser(data_dir)) if data_dir else None
     if os.environ.get("ZOO_DATA_DIR"):
         os.environ["ZOO_DATA_DIR"] = os.path.abspath(os.path.expanduser(os.environ["ZOO_DATA_DIR"]))
+    if len({spec_in_store(s) for s in specs}) < len(specs):  # one spec twice would train its trials twice
+        raise UserError(f"a spec is named twice ({', '.join(specs)}): name each spec once")
     for s in specs:  # every spec's mistakes first
         resolve_trials(s, variants, "paper" if profile == "auto" else profile, sets, seeds, data_dir)
     callbacks = logger_callbacks(loggers)  # a logger that is not installed: said before anything starts

@@ -36,6 +36,8 @@ def test_several_specs_run_together_but_until_resolved_takes_one(capsys):
     assert "--until-resolved takes one spec" in capsys.readouterr().err
     assert main(["run", "base", "specs/nope.yaml", "--profile", "smoke"]) == 2  # every spec checked before Ray
     assert "nope.yaml" in capsys.readouterr().err
+    assert main(["run", "base", "specs/base.yaml", "--profile", "smoke"]) == 2  # one spec by two names
+    assert "named twice" in capsys.readouterr().err
 
 
 def test_a_claims_power_at_a_seed_count_carries_its_monte_carlo_range():

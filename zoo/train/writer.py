@@ -189,7 +189,8 @@ def _spawn(argv: list, **kw) -> subprocess.Popen:
 
 
 @atexit.register
-def _end_idle() -> None:
+def end_idle() -> None:
+    """The writers no run holds, ended now (each after its write in flight): also at exit."""
     while _idle:
         _idle.pop().end()
 
