@@ -117,6 +117,32 @@ def test_kendall_tau_with_interval():
     assert lo < 0 < hi  # a random order: no agreement that the interval can see
 
 
+def _kendall_tau_a_row_at_a_time(paper_values, ours, samples, seed):
+    """The bootstrap as first written, one `rng.choice` and one mean a row: the reference kendall_tau keeps to."""
+    p = np.asarray(paper_values, float)
+    rng = np.random.default_rng(seed)
+    seeds = [np.asarray(o) for o in ours]
+    taus = []
+    for _ in range(samples):
+        rows = rng.integers(len(p), size=len(p))
+        m = np.array([np.mean(rng.choice(seeds[r], size=len(seeds[r]))) for r in rows])
+        if len(set(rows)) > 2:
+            taus.append(C._tau_b(p[rows], m))
+    taus = [t for t in taus if np.isfinite(t)]
+    return tuple(float(x) for x in np.percentile(taus, [2.5, 97.5]))
+
+
+@pytest.mark.parametrize("seeds", [[3], [1], [10], [2, 3, 5]], ids=["3-seeds", "1-seed", "10-seeds", "unequal"])
+def test_kendall_tau_draws_and_sums_as_a_row_at_a_time_bit_for_bit(seeds):
+    """Resampling all rows' seeds in one draw gives the interval of the loop a row at a time, to the last bit
+    (the committed reports' intervals do not move), with equal seed counts (one draw) and unequal (a row each)."""
+    rng = np.random.default_rng(7)
+    paper = list(rng.normal(25, 2, 12))
+    ours = [list(x + rng.normal(0, 1.5, seeds[i % len(seeds)])) for i, x in enumerate(paper)]
+    for seed in (12345, 1):
+        assert C.kendall_tau(paper, ours, 300, seed)[1:] == _kendall_tau_a_row_at_a_time(paper, ours, 300, seed)
+
+
 def test_claims_pool_the_sentences_of_every_split_a_trial_scored(repo):
     """BLEU pools the eval split and the extra splits; perplexity adds the perplexity-only splits; a split
     without statistics (an older run) is left out, and the pool is named in what was resampled."""

@@ -466,10 +466,10 @@ def sentence_stats(hyps: Sequence[str], refs: Sequence[str]) -> np.ndarray:
     return np.asarray(bleu_stats(list(hyps), list(refs)), dtype="float32")
 
 
-def _tau_b(x: np.ndarray, y: np.ndarray) -> float:
+def _tau_b(x: np.ndarray, y: np.ndarray, pairs: tuple | None = None) -> float:
     """scipy.stats.kendalltau's tau-b, bit for bit (its integer counts, then its float steps) without its
     p-value and argument checks: the bootstrap below calls it a thousand times on at most ~20 rows."""
-    i, j = np.triu_indices(len(x), 1)
+    i, j = np.triu_indices(len(x), 1) if pairs is None else pairs
     dx, dy = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
     tot, xtie, ytie = len(i), int((dx == 0).sum()), int((dy == 0).sum())
     if xtie == tot or ytie == tot:  # one side constant: no tau
@@ -481,18 +481,30 @@ def _tau_b(x: np.ndarray, y: np.ndarray) -> float:
 def kendall_tau(paper_values: Sequence[float], ours: Sequence[Sequence[float]], samples: int = 1000,
                 seed: int = 12345) -> tuple[float, float, float]:
     """Kendall tau between the paper's figures and ours (mean over seeds), with a 95% interval from
-    resampling each row's seeds and the rows themselves."""
+    resampling each row's seeds and the rows themselves.
+
+    Each resample draws its rows, then each drawn row's seeds, as `rng.choice(seeds, len(seeds))` would, one
+    row after another: the same stream of draws. Rows with equally many seeds (the usual table) take their
+    seeds in one draw (a generator's bounded draws do not depend on how they are split) and their means in
+    one sum, the same float steps as a mean a row: the same interval as the loop a row at a time, 10x faster."""
     p = np.asarray(paper_values, float)
     means = np.array([np.mean(o) for o in ours])
     tau = _tau_b(p, means)
     rng = np.random.default_rng(seed)
-    seeds = [np.asarray(o) for o in ours]  # arrays once: choice() would convert a list at every draw
+    seeds = [np.asarray(o, float) for o in ours]  # arrays once
+    sizes = {len(s) for s in seeds}
+    S = sizes.pop() if len(sizes) == 1 else 0
+    table = np.stack(seeds) if S else None  # (rows, seeds) when every row has S seeds
+    pairs = np.triu_indices(len(p), 1)
     taus = []
     for _ in range(samples):
         rows = rng.integers(len(p), size=len(p))
-        m = np.array([np.mean(rng.choice(seeds[r], size=len(seeds[r]))) for r in rows])
-        if len(set(rows)) > 2:
-            taus.append(_tau_b(p[rows], m))
+        if S:
+            m = table[rows[:, None], rng.integers(0, S, size=(len(p), S))].sum(1) / S
+        else:
+            m = np.array([np.mean(seeds[r][rng.integers(0, len(seeds[r]), size=len(seeds[r]))]) for r in rows])
+        if len(set(rows.tolist())) > 2:
+            taus.append(_tau_b(p[rows], m, pairs))
     taus = [t for t in taus if np.isfinite(t)]  # a resample of tied rows has no tau
     if not taus:  # too few distinct rows to resample: no interval rather than a numpy warning
         return float(tau), math.nan, math.nan
