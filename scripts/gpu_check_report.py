@@ -301,8 +301,10 @@ def exit_of(st, n):
 
 
 def ran(st, n):
-    """`exit 0, 12 s of 40` (and whether it timed out): a step's row in a sentence."""
+    """`exit 0, 12 s of 40` (and whether it timed out): a step's row in a sentence; a skipped step says why."""
     s = st.get(n, {})
+    if exit_of(st, n).startswith("skipped"):
+        return exit_of(st, n)
     return f"exit {exit_of(st, n)}, {s.get('seconds', 0)} s of {s.get('limit', 0)}" + \
         (" (**timed out**)" if s.get("timed_out") else "")
 
