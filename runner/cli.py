@@ -289,8 +289,10 @@ def cmd_status(args) -> int:
     gone = gone if any(t.status is TrialStatus.running for t in trials) else None
     # killed: the next `zoo run` resumes its running trials
     note = {t.key: f"driver pid {gone} is gone" for t in trials if gone and t.status is TrialStatus.running}
-    if args.json:  # per-sentence BLEU statistics are for the report's bootstrap, not for reading
-        rows = [t.model_dump(mode="json", exclude={"attention": True, "result": {"splits": {"__all__": {"bleu_stats"}}}})
+    if args.json:  # per-sentence statistics are for the report's bootstrap, not for reading
+        from zoo.result import PER_SENTENCE, PER_SENTENCE_RUN
+        per_sentence = {**dict.fromkeys(PER_SENTENCE_RUN, True), "splits": {"__all__": PER_SENTENCE}}
+        rows = [t.model_dump(mode="json", exclude={"attention": True, "result": per_sentence})
                 | {"seed": t.seed, "metrics": None, "note": note.get(t.key)} for t in trials]
         for row, t in zip(rows, trials):
             row["metrics"] = row.pop("result")  # the names `zoo status --json` has always used

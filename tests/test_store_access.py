@@ -138,6 +138,7 @@ def test_status_and_report_change_nothing_beside_a_committed_store(db, tmp_path,
     code, out, err = run("status", "--runs", folder / "zoo.db", "--json", capsys=capsys)
     assert code == 0, err
     assert len(json.loads(out)) == len(Store(db, readonly=True).trials())
+    assert '_stats"' not in out  # per-sentence statistics are the bootstrap's (66 MB of trend-cpu2's 67), not for reading
     # one table: every table reads the store through the same open (all trials); the WAL tests build all
     code, _, err = run("report", "--runs", folder / "zoo.db", "--out", tmp_path / "out", "--format", "md",
                        "--table", "2", capsys=capsys)

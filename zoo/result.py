@@ -157,6 +157,12 @@ class Attention(_Record):
     weights: list[list[list[float]]]
 
 
+# The per-sentence statistics a run keeps for the claims' bootstraps: for the report, not for reading (a store's
+# `zoo status --json` leaves them out: they were 99% of its bytes, 66 MB for results/trend-cpu2)
+PER_SENTENCE = {"bleu_stats", "bleu_paper_stats", "nll_stats"}  # of each split
+PER_SENTENCE_RUN = {"dev_nll_stats"}  # of the run
+
+
 class RunResult(_Record):
     """A finished run: what it trained, on what, for how long, and each eval split's scores."""
     config_hash: str = ""
