@@ -176,3 +176,14 @@ def test_a_schema_1_store_with_a_cut_config_is_read_and_migrated_without_losing_
     code, out, err = run("merge", db, SMALL, capsys=capsys)  # migrates it to schema 2: the row goes along
     assert code == 0 and "2 trials copied" in out and "A1 (profile quick): column config" in err, err
     assert sqlite3.connect(db).execute("SELECT count(*) FROM trials WHERE trial = 'A1'").fetchone() == (1,)
+
+
+def test_a_json_column_reads_as_json_loads_reads_it():
+    """The store's fast JSON reader gives json.loads' values (NaN, infinities, a repeated key, a lone surrogate
+    it refuses itself) and a cut column's error names the column and where it ends."""
+    import json
+    from zoo.runner.store import _loads
+    for text in ('{"a": [0.1, 2.5e-7, NaN, -Infinity, 1e400, 12345678901234567890123]}', '"\\ud800 x"', '{"a": 1, "a": 2}'):
+        assert json.dumps(_loads("metrics", text)) == json.dumps(json.loads(text)), text
+    with pytest.raises(ValueError, match=r"^column metrics: not valid JSON \(cut short\?\): .* \(character 8\)$"):
+        _loads("metrics", '{"a": [1')
