@@ -93,6 +93,26 @@ def _cached(img: Path, kind: str, stem: str, payload, draw) -> str:
     return name
 
 
+# A report's own figures (Table 3's scatters, a claims plot) keep fixed names; the machine's cache holds them by
+# what they are drawn from, this module's source and matplotlib's version, so any edit here draws them afresh.
+_SOURCE = hashlib.sha256(Path(__file__).read_bytes() + matplotlib.__version__.encode()).hexdigest()
+
+
+def _cached_as(path: Path, payload, draw) -> str:
+    """A report figure at its fixed `path`: copied from the machine's figure cache when one was drawn from the
+    same payload before (a Table 3 report's two scatters took 3 s of its 20), else drawn and kept there."""
+    key = hashlib.sha256((_SOURCE + json.dumps(payload, sort_keys=True, default=str)).encode()).hexdigest()[:16]
+    cached = shared_figures() / f"report_{path.stem}_{key}.png"
+    if _copy(cached, path):
+        with contextlib.suppress(OSError):
+            os.utime(cached)  # recently used: pruned last
+    else:
+        _save(draw(), path)
+        if _copy(path, cached):
+            _prune(cached.parent)
+    return path.name
+
+
 SHARED_FIGURES = 5000  # files in the machine's figure cache (~40 KB each): past it, the least recently used go
 
 
@@ -138,48 +158,54 @@ def _scatter(r) -> dict:
 MARKERS = "osD^vP*Xph"  # a row's marker: its place in its group (colour: the group), said by the key
 
 
-@_styled
+@_styled  # the whole figure, its save included: ticks are made as it is drawn, under the style's font size
 def table3_scatters(t3: Table, img: Path) -> list[tuple[str, str]]:
     """Dev perplexity and BLEU against parameters and against training FLOPs: paper (left) and measured
     (right). A row is its group's colour and its own marker, named in the key below: no label is drawn
     beside a point, where rows of one size would print over each other."""
     pts = [_scatter(r) for r in t3.rows]
+    out = []
+    for name in ("params", "flops"):
+        caption = f"Dev perplexity and BLEU against {'parameters' if name == 'params' else 'training FLOPs'}"
+        out.append((caption, _cached_as(img / f"table3_bleu_vs_{name}.png", [name, pts, GROUP_COLORS],
+                                        lambda: _draw_scatters(pts, name))))
+    return out
+
+
+def _draw_scatters(pts: list[dict], name: str) -> Figure:
     order: dict[str, list[str]] = {}
     for p in pts:
         order.setdefault(p["group"], []).append(p["row"])
     marker = {row: MARKERS[i % len(MARKERS)] for rows in order.values() for i, row in enumerate(rows)}
-    out = []
-    for name, xlabel, note in (
-            ("params", "parameters", "Paper panels: printed counts (filled), our count of the paper spec "
-                                     "where the paper prints none (hollow)."),
-            ("flops", "training FLOPs (analytic)", "Paper panels: analytic FLOPs of the paper spec (100K "
-                                                   "steps, 300K for big); measured: per step x steps done.")):
-        fig = Figure(figsize=(10, 7))
-        axes = fig.subplots(2, 2)
-        drawn: set[str] = set()
-        for i, (metric, ylabel) in enumerate((("ppl", "dev perplexity"), ("bleu", "BLEU (dev)"))):
-            for j, (side, title) in enumerate((("paper", "paper (Table 3)"), ("ours", "measured (this store)"))):
-                ax = axes[i, j]
-                xk, yk = (f"paper_{name}", f"paper_{metric}") if side == "paper" else (name, metric)
-                shown = [(x, y, p) for p in pts if (x := p[xk]) and (y := p[yk]) is not None]
-                for x, y, p in shown:
-                    c = GROUP_COLORS[p["group"]]
-                    hollow = side == "paper" and name == "params" and not p["printed"]
-                    ax.scatter(x, y, s=30, marker=marker[p["row"]], color=c, facecolors="none" if hollow else c,
-                               zorder=3)
-                    drawn.add(p["row"])
-                _scatter_axes(ax, [x for x, _, _ in shown], name)
-                ax.set(title=title if i == 0 else "", xlabel=xlabel if i == 1 else "", ylabel=ylabel)
-        handles = [Line2D([], [], marker=marker[row], ls="", color=GROUP_COLORS[g], label=row)
-                   for g, rows in order.items() for row in rows if row in drawn]
-        fig.legend(handles=handles, loc="upper center", ncol=min(10, max(len(handles), 1)), frameon=False,
-                   fontsize=7, bbox_to_anchor=(0.5, 0.02), title="rows (colour: group, marker: row)",
-                   title_fontsize=7)
-        fig.text(0.01, -0.01 - 0.025 * math.ceil(len(handles) / 10) - 0.04, note, fontsize=7, color="#555")
-        fig.tight_layout()
-        caption = f"Dev perplexity and BLEU against {'parameters' if name == 'params' else 'training FLOPs'}"
-        out.append((caption, _save(fig, img / f"table3_bleu_vs_{name}.png")))
-    return out
+    xlabel, note = {
+        "params": ("parameters", "Paper panels: printed counts (filled), our count of the paper spec "
+                                 "where the paper prints none (hollow)."),
+        "flops": ("training FLOPs (analytic)", "Paper panels: analytic FLOPs of the paper spec (100K "
+                                               "steps, 300K for big); measured: per step x steps done.")}[name]
+    fig = Figure(figsize=(10, 7))
+    axes = fig.subplots(2, 2)
+    drawn: set[str] = set()
+    for i, (metric, ylabel) in enumerate((("ppl", "dev perplexity"), ("bleu", "BLEU (dev)"))):
+        for j, (side, title) in enumerate((("paper", "paper (Table 3)"), ("ours", "measured (this store)"))):
+            ax = axes[i, j]
+            xk, yk = (f"paper_{name}", f"paper_{metric}") if side == "paper" else (name, metric)
+            shown = [(x, y, p) for p in pts if (x := p[xk]) and (y := p[yk]) is not None]
+            for x, y, p in shown:
+                c = GROUP_COLORS[p["group"]]
+                hollow = side == "paper" and name == "params" and not p["printed"]
+                ax.scatter(x, y, s=30, marker=marker[p["row"]], color=c, facecolors="none" if hollow else c,
+                           zorder=3)
+                drawn.add(p["row"])
+            _scatter_axes(ax, [x for x, _, _ in shown], name)
+            ax.set(title=title if i == 0 else "", xlabel=xlabel if i == 1 else "", ylabel=ylabel)
+    handles = [Line2D([], [], marker=marker[row], ls="", color=GROUP_COLORS[g], label=row)
+               for g, rows in order.items() for row in rows if row in drawn]
+    fig.legend(handles=handles, loc="upper center", ncol=min(10, max(len(handles), 1)), frameon=False,
+               fontsize=7, bbox_to_anchor=(0.5, 0.02), title="rows (colour: group, marker: row)",
+               title_fontsize=7)
+    fig.text(0.01, -0.01 - 0.025 * math.ceil(len(handles) / 10) - 0.04, note, fontsize=7, color="#555")
+    fig.tight_layout()
+    return fig
 
 
 def _scatter_axes(ax, xs: list, name: str) -> None:
@@ -211,20 +237,29 @@ VERDICT_COLORS = {"held": "#1f8a3d", "equivalent": "#13807d", "within noise": "#
 def claims(t3: Table, img: Path, title: str = "Table 3 claims") -> list[tuple[str, str]]:
     """A forest plot: one line per claim (our difference with its 95% interval, coloured by verdict,
     the paper's difference marked where it has one), BLEU and PPL in their own panels, since their units differ."""
-    measured = [v for v in t3.verdicts if v.estimate is not None]
-    panels = [(m, [v for v in measured if v.claim.metric == m]) for m in ("bleu", "ppl")]
+    # what it is drawn from: each measured claim's id, metric, paper's difference, verdict and interval
+    measured = [(v.claim.id, v.claim.metric, v.claim.paper_delta, v.verdict, v.estimate.delta, v.estimate.lo,
+                 v.estimate.hi) for v in t3.verdicts if v.estimate is not None]
+    papers = any(not math.isnan(x[2]) for x in measured)
+    return [("Claims: our difference with its 95% interval, coloured by verdict"
+             + ("; the paper's as an open diamond" if papers else ""),
+             _cached_as(img / f"{t3.name}_claims.png", [title, measured], lambda: _draw_claims(measured, title)))]
+
+
+def _draw_claims(measured: list[tuple], title: str) -> Figure:
+    panels = [(m, [v for v in measured if v[1] == m]) for m in ("bleu", "ppl")]
     panels = [(m, vs) for m, vs in panels if vs] or [("bleu", [])]
-    papers = any(not math.isnan(v.claim.paper_delta) for v in measured)
+    papers = any(not math.isnan(v[2]) for v in measured)
     heights = [max(len(vs), 1) + 1.5 for _, vs in panels]
     fig = Figure(figsize=(7, 0.28 * sum(heights) + 1.2))
     axes = fig.subplots(len(panels), 1, gridspec_kw={"height_ratios": heights}, squeeze=False)[:, 0]
     for ax, (metric, vs) in zip(axes, panels):
         ax.axvline(0, color="#555", lw=0.8)
-        for y, v in enumerate(reversed(vs)):
-            e, col = v.estimate, VERDICT_COLORS.get(v.verdict, "#555")
-            ax.errorbar(e.delta, y, xerr=[[e.delta - e.lo], [e.hi - e.delta]], fmt="o", ms=4, capsize=3, color=col)
-            ax.plot(v.claim.paper_delta, y, marker="D", ms=4, mfc="none", mec="#111", ls="")
-        ax.set_yticks(range(len(vs)), [v.claim.id for v in reversed(vs)], fontsize=7)
+        for y, (_, _, paper_delta, verdict, delta, lo, hi) in enumerate(reversed(vs)):
+            col = VERDICT_COLORS.get(verdict, "#555")
+            ax.errorbar(delta, y, xerr=[[delta - lo], [hi - delta]], fmt="o", ms=4, capsize=3, color=col)
+            ax.plot(paper_delta, y, marker="D", ms=4, mfc="none", mec="#111", ls="")
+        ax.set_yticks(range(len(vs)), [v[0] for v in reversed(vs)], fontsize=7)
         ax.set_ylim(-0.8, max(len(vs), 1) - 0.2)
         unit = "BLEU" if metric == "bleu" else "perplexity"
         better = "the paper's better row" if papers else "the claim's first row"
@@ -232,15 +267,14 @@ def claims(t3: Table, img: Path, title: str = "Table 3 claims") -> list[tuple[st
         ax.grid(axis="x", alpha=0.3)
         if not vs:
             ax.text(0.5, 0.5, "no claim measured yet", ha="center", va="center", transform=ax.transAxes, color="#777")
-    used = {v.verdict for v in measured}
+    used = {v[3] for v in measured}
     handles = [Line2D([], [], marker="o", ls="", color=col, label=k) for k, col in VERDICT_COLORS.items() if k in used]
     if papers:
         handles.append(Line2D([], [], marker="D", ls="", mfc="none", mec="#111", label="paper's difference"))
     axes[0].legend(handles=handles, frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     axes[0].set_title(f"{title}: our difference (95% interval)" + (" and the paper's" if papers else ""), fontsize=9)
     fig.tight_layout()
-    return [("Claims: our difference with its 95% interval, coloured by verdict"
-             + ("; the paper's as an open diamond" if papers else ""), _save(fig, img / f"{t3.name}_claims.png"))]
+    return fig
 
 
 @_styled

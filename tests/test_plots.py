@@ -22,6 +22,26 @@ print("ok")
     assert r.stdout.strip() == "ok", r.stderr[-2000:]
 
 
+def test_a_reports_own_figure_is_copied_when_drawn_from_the_same_data_and_drawn_again_when_it_changes(tmp_path,
+                                                                                                    monkeypatch):
+    """A claims plot (as Table 3's scatters) keeps its fixed name in the report and is cached by what it is drawn
+    from: a second report of the same verdicts copies it, a changed interval draws it again."""
+    from types import SimpleNamespace as NS
+    from zoo.reports import plots
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    claim = NS(id="A-heads", metric="bleu", paper_delta=0.9)
+    t3 = lambda hi: NS(name="table3", verdicts=[NS(claim=claim, verdict="held", estimate=NS(delta=0.5, lo=0.1, hi=hi))])
+    drawn = []
+    draw = plots._draw_claims
+    monkeypatch.setattr(plots, "_draw_claims", lambda *args: drawn.append(args) or draw(*args))
+    ((_, a),) = plots.claims(t3(0.9), tmp_path / "a")
+    ((_, b),) = plots.claims(t3(0.9), tmp_path / "b")
+    ((_, c),) = plots.claims(t3(1.4), tmp_path / "c")
+    assert a == b == c == "table3_claims.png" and len(drawn) == 2  # the same data copied; new data drawn
+    assert (tmp_path / "a" / a).read_bytes() == (tmp_path / "b" / b).read_bytes() != (tmp_path / "c" / c).read_bytes()
+    assert len(list(plots.shared_figures().glob("report_table3_claims_*.png"))) == 2
+
+
 def test_a_figure_drawn_once_on_this_machine_is_copied_into_the_next_report_not_drawn(tmp_path, monkeypatch):
     """The machine's figure cache (reports.plots.shared_figures): a report into another folder copies the figure;
     other inputs draw a new one; the cache keeps its newest SHARED_FIGURES files; a cache that cannot be written
