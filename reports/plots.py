@@ -82,15 +82,19 @@ def _cached(img: Path, kind: str, stem: str, payload, draw) -> str:
     if not (img / name).exists():
         for old in img.glob(f"{kind}_{stem}_*.png"):
             old.unlink()
-        cached = shared_figures() / name
-        if _copy(cached, img / name):
-            with contextlib.suppress(OSError):
-                os.utime(cached)  # recently used: pruned last
-        else:
-            _save(draw(), img / name)
-            if _copy(img / name, cached):
-                _prune(cached.parent)
+        _through_cache(shared_figures() / name, img / name, draw)
     return name
+
+
+def _through_cache(cached: Path, path: Path, draw) -> None:
+    """`path` copied from the machine's cache file `cached`, or drawn there and kept in the cache."""
+    if _copy(cached, path):
+        with contextlib.suppress(OSError):
+            os.utime(cached)  # recently used: pruned last
+    else:
+        _save(draw(), path)
+        if _copy(path, cached):
+            _prune(cached.parent)
 
 
 # A report's own figures (Table 3's scatters, a claims plot) keep fixed names; the machine's cache holds them by
@@ -102,14 +106,7 @@ def _cached_as(path: Path, payload, draw) -> str:
     """A report figure at its fixed `path`: copied from the machine's figure cache when one was drawn from the
     same payload before (a Table 3 report's two scatters took 3 s of its 20), else drawn and kept there."""
     key = hashlib.sha256((_SOURCE + json.dumps(payload, sort_keys=True, default=str)).encode()).hexdigest()[:16]
-    cached = shared_figures() / f"report_{path.stem}_{key}.png"
-    if _copy(cached, path):
-        with contextlib.suppress(OSError):
-            os.utime(cached)  # recently used: pruned last
-    else:
-        _save(draw(), path)
-        if _copy(path, cached):
-            _prune(cached.parent)
+    _through_cache(shared_figures() / f"report_{path.stem}_{key}.png", path, draw)
     return path.name
 
 
