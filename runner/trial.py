@@ -217,7 +217,7 @@ def _fresh_process_state() -> None:
     """What a trial before this one in the same process (Tune reuses a slot's worker) left behind that could change
     this one: dynamo's compiled graphs, whose per-function recompile limit would otherwise be spent across trials
     and leave a later trial's model eager. Seeds and threads are each run's own (zoo.train.loop, `_threads`)."""
-    if "torch._dynamo" in sys.modules:  # imported by an earlier trial (Adam's first call): nothing to forget before
+    if "torch._dynamo" in sys.modules:  # imported by an earlier trial that compiled: nothing to forget before
         sys.modules["torch._dynamo"].reset()
 
 
