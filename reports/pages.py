@@ -80,7 +80,8 @@ def _trend(r: Request) -> list[Table]:
         return []
     from zoo.reports.runs import load
     from zoo.reports.trend import trend_table
-    return [trend_table(load(r.path), r.plan, r.bootstrap_seed)]
+    every = r.runs if r.runs.profile is None and r.runs.store is not None else load(r.path)  # read once when whole
+    return [trend_table(every, r.plan, r.bootstrap_seed)]
 
 
 def _trend_figures(t: Table, img: Path) -> list[tuple[str, str]]:
