@@ -101,6 +101,25 @@ def test_zoos_adam_is_torchs_update_and_state_without_importing_dynamo(tmp_path)
     import subprocess
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr[-2000:]
+    # torch's Adam made in the process wraps its class's step once more (the step hooks): ours still steps past
+    # every wrapper (no graph break called) and runs the hooks once a step
+    from torch import _dynamo
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+    seen, breaks = [], []
+    handle = register_optimizer_step_pre_hook(lambda opt, a, k: seen.append(type(opt)))
+    real_break = _dynamo.graph_break
+    _dynamo.graph_break = lambda *a, **k: breaks.append(1) or real_break(*a, **k)
+    try:
+        model = build_model(TINY, V)
+        torch.optim.Adam(model.parameters())
+        opt = Adam(model.parameters(), lr=1e-3)
+        b = _batches()[0]
+        smoothed_loss(model(b.src, b.tgt_in), b.tgt_out, 0.1)[0].backward()
+        opt.step()
+    finally:
+        handle.remove()
+        _dynamo.graph_break = real_break
+    assert seen == [Adam] and not breaks, (seen, breaks)
 
 
 def test_the_loop_steps_through_train_step(monkeypatch):

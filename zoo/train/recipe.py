@@ -4,6 +4,8 @@ copy of the whole logits tensor is made).
 """
 from __future__ import annotations
 
+import inspect
+
 import torch
 import torch.nn.functional as F
 
@@ -86,7 +88,9 @@ def _chunks(N: int, V: int) -> list[slice]:
 
 
 def _unwrapped(f):
-    return getattr(f, "__wrapped__", f)  # a torch without the wrapper: its function as it is
+    """The function under every wrapper (a torch without them: the function as it is). Fully: once torch's Adam has
+    been made anywhere in the process, its class's step is also wrapped by the step hooks, which ours runs itself."""
+    return inspect.unwrap(f)
 
 
 class Adam(torch.optim.Adam):
@@ -101,7 +105,10 @@ class Adam(torch.optim.Adam):
 
     @torch.no_grad()  # what the wrapper sets (grad mode off: `differentiable` is never on here)
     def step(self, closure=None):
-        return _unwrapped(torch.optim.Adam.step)(self, closure)
+        return _ADAM_STEP(self, closure)
+
+
+_ADAM_STEP = _unwrapped(torch.optim.Adam.step)
 
 
 def make_optimizer(model: torch.nn.Module, lr: float = 0.0, betas: tuple = (0.9, 0.98),
