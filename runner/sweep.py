@@ -288,8 +288,9 @@ def _tuner(sw: Sweep, todo: list, profile: str, name: str, exp_path: str, folder
     trials = [stacked([setups[c.trial] for c in g]).model_dump(mode="json") for g in sw.groups or [[c] for c in todo]]
     _no_callback_census()
     # reuse_actors: a trial slot's process trains its next trial too (same resources), rather than a new Ray worker
-    # importing torch, Ray Tune and sacreBLEU's tokenizers again (and on a GPU making the device's context). A trial starts from its own seed whatever ran
-    # in the process before it (runner.trial.trainable forgets compiled graphs); results are bit-identical.
+    # importing torch, Ray Tune and sacreBLEU's tokenizers again (and on a GPU making the device's context). A trial
+    # starts from its own seed whatever ran in the process before it (runner.trial.trainable forgets compiled
+    # graphs); results are bit-identical.
     return tune.Tuner(
         trainable, param_space={"trial": tune.grid_search(trials)},
         tune_config=tune.TuneConfig(max_concurrent_trials=sw.max_concurrent, reuse_actors=sw.asha is None,  # ASHA stops threads mid-run: a reset can fail

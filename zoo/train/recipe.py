@@ -87,28 +87,24 @@ def _chunks(N: int, V: int) -> list[slice]:
     return [slice(a, min(a + rows, N)) for a in range(0, N, rows)]
 
 
-def _unwrapped(f):
-    """The function under every wrapper (a torch without them: the function as it is). Fully: once torch's Adam has
-    been made anywhere in the process, its class's step is also wrapped by the step hooks, which ours runs itself."""
-    return inspect.unwrap(f)
-
-
 class Adam(torch.optim.Adam):
     """torch's Adam, its update and state as they are, without the wrappers that import torch._dynamo on the
     first call (`torch._disable_dynamo`, and `step`'s graph breaks): they matter only where dynamo traces the
     optimizer, and zoo compiles the model, never its update. The import costs every trial process ~3 s of CPU
-    (a smoke `zoo train`: 9.8 -> 6.3 s); a compiled run imports dynamo for its model as before."""
-    add_param_group = _unwrapped(torch.optim.Optimizer.add_param_group)
-    zero_grad = _unwrapped(torch.optim.Optimizer.zero_grad)
-    state_dict = _unwrapped(torch.optim.Optimizer.state_dict)
-    load_state_dict = _unwrapped(torch.optim.Optimizer.load_state_dict)
+    (a smoke `zoo train`: 9.8 -> 6.3 s); a compiled run imports dynamo for its model as before. inspect.unwrap goes
+    under every wrapper (a torch without them: the function as it is): once torch's Adam has been made in a process,
+    its class's step also carries the step hooks, which ours runs itself."""
+    add_param_group = inspect.unwrap(torch.optim.Optimizer.add_param_group)
+    zero_grad = inspect.unwrap(torch.optim.Optimizer.zero_grad)
+    state_dict = inspect.unwrap(torch.optim.Optimizer.state_dict)
+    load_state_dict = inspect.unwrap(torch.optim.Optimizer.load_state_dict)
 
     @torch.no_grad()  # what the wrapper sets (grad mode off: `differentiable` is never on here)
     def step(self, closure=None):
         return _ADAM_STEP(self, closure)
 
 
-_ADAM_STEP = _unwrapped(torch.optim.Adam.step)
+_ADAM_STEP = inspect.unwrap(torch.optim.Adam.step)
 
 
 def make_optimizer(model: torch.nn.Module, lr: float = 0.0, betas: tuple = (0.9, 0.98),
