@@ -21,6 +21,10 @@ def test_extends_a_missing_spec_suggests_the_built_in_one(tmp_path, capsys):
     r = ran("validate", tmp_path, capsys=capsys)
     assert "did you mean 'table3_E'?" in r.stdout and "did you mean 'base'?" in r.stdout, r.stdout
     assert "a built-in spec by name: base, big" in r.stdout
+    (tmp_path / "x.yaml").write_text("extends: far/qqqq.yaml\n")  # nothing close: the sentence still ends
+    (tmp_path / "y.yaml").unlink()
+    r = ran("validate", tmp_path, capsys=capsys)
+    assert "did you mean" not in r.stdout and "qqqq.yaml). A spec extends a file relative to it" in r.stdout, r.stdout
 
 
 def test_params_print_their_figures_as_counted(capsys):
@@ -52,6 +56,7 @@ def test_errors_list_each_allowed_name_once(repo, capsys):
 def test_did_you_mean_lists_pooled_choices_once():
     from zoo.text import did_you_mean
     assert did_you_mean("bse", ["base", "A1", "base"]) == "; did you mean 'base'? Allowed: A1, base"
+    assert did_you_mean("zzz", ["base", "A1"]) == ". Allowed: A1, base"  # nothing close: a sentence of its own
 
 
 def help_text(capsys, *argv) -> str:

@@ -19,7 +19,7 @@ MISTAKES = {  # profile text, the line and field said, a fragment of what is all
     "entry-prefer": ("datasets:\n  wmt14_en_de: {dataset: multi30k, prefer: {vocab_size: 3}}\n", 2,
                      "datasets.wmt14_en_de.prefer", "must be data settings naming a corpus"),
     "entry-scale": ("datasets:\n  wmt14_en_de:\n    scale: {height: 2}\n", 3,
-                    "datasets.wmt14_en_de.scale.height", "unknown scale 'height' Allowed: depth, heads, steps, width"),
+                    "datasets.wmt14_en_de.scale.height", "unknown scale 'height'. Allowed: depth, heads, steps, width"),
     "entry-set": ("datasets:\n  wmt14_en_de:\n    set: {modle: {N: 1}}\n", 3,
                   "datasets.wmt14_en_de.set.modle", "did you mean 'model'?"),
     "description": ("description: [a]\n", 1, "description", "Input should be a valid string"),

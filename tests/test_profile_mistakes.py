@@ -17,7 +17,7 @@ CASES = {  # profile text, the line and field the error names, a fragment of wha
     "misspelt-key": ("extends: smoke\ndatasets:\n  wmt14_en_dee: {dataset: multi30k}\n",
                      3, "datasets.wmt14_en_dee", "unknown corpus 'wmt14_en_dee'; did you mean 'wmt14_en_de'? " + ALLOWED),
     "prefer": ("extends: smoke\ndatasets:\n  wmt14_en_de:\n    dataset: multi30k\n    prefer: {dataset: nosuch_corpus}\n",
-               5, "datasets.wmt14_en_de.prefer.dataset", "unknown corpus 'nosuch_corpus' " + ALLOWED),
+               5, "datasets.wmt14_en_de.prefer.dataset", "unknown corpus 'nosuch_corpus'. " + ALLOWED),
     "target": ("extends: smoke\ndatasets:\n  wmt14_en_de:\n    dataset: multi30kk\n",
                4, "datasets.wmt14_en_de.dataset", "unknown corpus 'multi30kk'; did you mean 'multi30k'? " + ALLOWED),
     "betas": ("extends: smoke\nset:\n  train:\n    optimizer:\n      betas: [1.0, 0.98]\n",

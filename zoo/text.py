@@ -25,11 +25,16 @@ def text_table(rows: list[tuple], right: tuple[int, ...] = (), last_free: bool =
     return "\n".join(lines)
 
 
-def did_you_mean(word: str, choices) -> str:
-    """"; did you mean 'x'? Allowed: ..." for a word not among the choices (the closest one, if any)."""
+def closest(word: str, choices) -> str:
+    """"; did you mean 'x'?" naming the choice closest to a word not among them, or "" when none is close."""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    hint = f"; did you mean '{close[0]}'?" if close else ""
-    return f"{hint} Allowed: {', '.join(sorted(set(choices)))}"  # each once: callers may pool lists that overlap
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def did_you_mean(word: str, choices) -> str:
+    """"; did you mean 'x'? Allowed: ..." for a word not among the choices, ". Allowed: ..." when none is close."""
+    return f"{closest(word, choices) or '.'} Allowed: {', '.join(sorted(set(choices)))}"  # each once: callers may
+    # pool lists that overlap
 
 
 def shorten(text: object, n: int = 60) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 from zoo.spec import yaml12
 from zoo.errors import UserError
 from zoo.paths import SAFE_NAME, name_problem
-from zoo.text import did_you_mean, shorten
+from zoo.text import closest, did_you_mean, shorten
 
 __all__ = ["Doc", "FILE_KEYS", "MAX_BYTES", "MAX_EXTENDS", "SECTIONS", "SpecError", "builtin_specs", "deep_merge",
            "load_file", "load_yaml", "read_yaml", "spec_path", "specs_dir", "variant_names"]
@@ -230,8 +230,8 @@ def load_file(path: Path, _stack: tuple = ()) -> Doc:
         if not ppath.exists():
             why = "is a broken symlink or a symlink loop" if ppath.is_symlink() else "not found"
             beside = sorted(f.name for f in key.parent.glob("*.y*ml") if f != key)  # a spec next to this one
-            hint = did_you_mean(Path(parent).stem, builtin_specs()).split(" Allowed")[0] if "/" not in parent else ""
-            hint = hint or (did_you_mean(parent, beside).split(" Allowed")[0] if beside else "")
+            hint = (closest(Path(parent).stem, builtin_specs()) if "/" not in parent else "") or \
+                (closest(parent, beside) if beside else "") or "."
             raise SpecError(where, "extends", f"file '{shorten(parent)}' {why} (looked for {ppath}){hint} A spec "
                             f"extends a file relative to it, or a built-in spec by name: {', '.join(builtin_specs())}")
         if ppath.suffix not in (".yaml", ".yml") or not ppath.is_file():
