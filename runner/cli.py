@@ -41,9 +41,9 @@ def cmd_run(args) -> int:
     specs = [args.spec, *map(str, map(spec_path, args.more or ()))]
     if args.plan:  # what it would cost; nothing runs, no Ray starts
         from zoo.runner import plan
-        from zoo.spec import auto_profile
-        cfgs = [c for spec in specs
-                for c in sweep.resolve_trials(spec, args.variant, auto_profile(args.profile), args.set, seeds,
+        from zoo.spec import auto_profile, variants_of
+        cfgs = [c for spec, variants in variants_of(specs, args.variant).items()
+                for c in sweep.resolve_trials(spec, variants, auto_profile(args.profile), args.set, seeds,
                                               args.data_dir)]
         _plan_note(args, cfgs)  # a bad --analysis plan fails the plan as it would fail the run
         if args.power:
@@ -370,7 +370,8 @@ def register(sub) -> None:
                    "table3_A base), or with --plan planned together (zoo run base table3_A table3_B --plan)")
     s.add_argument("--profile", default="auto",
                    help="smoke, quick, cpu, gpu, paper or a profile file (default auto: gpu if the cluster has GPUs, else cpu)")
-    s.add_argument("--variant", action="append", metavar="V", help="only this variant; repeat for several")
+    s.add_argument("--variant", action="append", metavar="V",
+                   help="only this variant; repeat for several (several specs: each runs the names it has)")
     s.add_argument("--set", action="append", metavar="FIELD=VALUE", help="override, e.g. train.steps=100")
     s.add_argument("--address", help="join a Ray cluster: auto, HOST:PORT or ray://HOST:10001 "
                    "(default: start a private Ray on this machine)")

@@ -35,7 +35,7 @@ from zoo.runner.stacking import STACK_DEFAULT, STACK_MODES, stacked, stacks
 from zoo.runner.store import DEFAULT_STORAGE, Store, default_path
 from zoo.runner.storefile import refuse_target
 from zoo.runner.trackers import logger_callbacks
-from zoo.spec import auto_profile
+from zoo.spec import auto_profile, scheduler, variants_of
 
 
 class Storage:
@@ -101,10 +101,11 @@ def run(spec: str | list[str], profile: str = "auto", variants: list[str] | None
         os.environ["ZOO_DATA_DIR"] = os.path.abspath(os.path.expanduser(os.environ["ZOO_DATA_DIR"]))
     if len({spec_in_store(s) for s in specs}) < len(specs):  # one spec twice would train its trials twice
         raise UserError(f"a spec is named twice ({', '.join(specs)}): name each spec once")
+    chosen = variants_of(specs, variants)  # several specs: each runs the --variant names it has
+    specs = list(chosen)
     for s in specs:  # every spec's mistakes first
-        resolve_trials(s, variants, "paper" if profile == "auto" else profile, sets, seeds, data_dir)
+        resolve_trials(s, chosen[s], "paper" if profile == "auto" else profile, sets, seeds, data_dir)
     callbacks = logger_callbacks(loggers)  # a logger that is not installed: said before anything starts
-    from zoo.spec import scheduler
     asha = [scheduler(s) for s in specs]  # early stopping, validated before anything starts
     if address is not None and storage is None:
         raise UserError("--address joins a cluster whose nodes all write results, so --storage must say where: "
@@ -118,8 +119,8 @@ def run(spec: str | list[str], profile: str = "auto", variants: list[str] | None
     store = open_store(st.store_path, write=True)
     try:
         sweeps = [Sweep(s, spec_in_store(s), st, store, rerun, max_concurrent, data_dir, stream, callbacks, a,
-                        analysis, stack) for s, a in zip(specs, asha)]
-        return _run(sweeps, profile, variants, sets, seeds, address)
+                        analysis, stack, chosen[s]) for s, a in zip(specs, asha)]
+        return _run(sweeps, profile, sets, seeds, address)
     except Exception as e:  # Tune wraps what its callbacks raise (the store's writes) in a TuneError
         if not is_disk_full(e):
             raise
@@ -148,20 +149,21 @@ class Sweep:
     asha: object = None  # zoo.spec.Asha: stop trials that trail at the same step
     analysis: str | None = None  # the hash of the analysis plan the trials run under (zoo.evidence.analysis), if any
     stack: str = STACK_DEFAULT  # --stack: auto, on or off (runner.stacking)
+    variants: list[str] | None = None  # the --variant names this spec has (None: all its variants)
     groups: list = field(default_factory=list)  # the trials to run, in stacks (one trial: a stack of one)
 
-    def plan(self, profile: str, variants, sets, seeds) -> tuple[list, list]:
+    def plan(self, profile: str, sets, seeds) -> tuple[list, list]:
         """(every resolved trial config, those not finished yet with this config)."""
-        cfgs = resolve_trials(self.spec, variants, profile, sets, seeds, self.data_dir)
+        cfgs = resolve_trials(self.spec, self.variants, profile, sets, seeds, self.data_dir)
         return cfgs, _todo(self.store, self.spec_key, cfgs, self.rerun)
 
 
-def _run(sweeps: list[Sweep], profile: str, variants, sets, seeds, address: str | None) -> int:
+def _run(sweeps: list[Sweep], profile: str, sets, seeds, address: str | None) -> int:
     if address is None:
         profile = auto_profile(profile)
     plans: list = [None] * len(sweeps)  # each spec's (every trial, those to run), once the profile is known
     if profile != "auto":  # known before Ray starts: nothing to do means no Ray at all
-        plans = [sw.plan(profile, variants, sets, seeds) for sw in sweeps]
+        plans = [sw.plan(profile, sets, seeds) for sw in sweeps]
         if not any(todo for _, todo in plans):
             return max(_nothing_to_do(cfgs, sw.st, sw.stream) for sw, (cfgs, _) in zip(sweeps, plans))
         if address is None:
@@ -179,7 +181,7 @@ def _run(sweeps: list[Sweep], profile: str, variants, sets, seeds, address: str 
             check_shared(sweeps[0].st.local, sweeps[0].st.uri, sweeps[0].st.given or "runs", address)
         if profile == "auto":  # a cluster's: gpu when its nodes have GPUs
             profile = auto_profile(profile, gpus=local.cluster_gpus())
-            plans = [sw.plan(profile, variants, sets, seeds) for sw in sweeps]
+            plans = [sw.plan(profile, sets, seeds) for sw in sweeps]
         nodes = local.node_resources()
         for sw, (_, todo) in zip(sweeps, plans):  # every spec checked before the first trial
             check_fits(todo, nodes, sw.spec)

@@ -71,3 +71,16 @@ def test_pilot_without_power_is_refused(capsys):
 def test_plan_without_measuring_says_so(capsys):
     code, out, _ = run("run", "table3_A", "--profile", "smoke", "--plan", "--no-measure", capsys=capsys)
     assert code == 0 and "est. 0 s" not in out and "not estimated" in out
+
+
+def test_several_specs_each_run_the_variant_names_they_have(tmp_path, capsys):
+    """`--variant` over several specs: each runs the names it has, one with none of them runs nothing, and a name
+    no spec has is refused naming every spec's variants; one spec still refuses a name it lacks."""
+    mine = spec(tmp_path, "extends: base\nname: mine\nmodel: {h: 2, d_k: 256, d_v: 256}\n", "mine.yaml")
+    code, out, err = run("run", "table3_A", mine, "table3_B", "--variant", "A2", "--variant", "mine", "--profile",
+                         "smoke", "--plan", "--no-measure", capsys=capsys)
+    trials = [x.split()[0] for x in out.splitlines()[1:] if x.strip() and not x[0].isdigit()]
+    assert code == 0 and trials == ["A2", "mine"], out + err
+    refused(*run("run", "table3_A", mine, "--variant", "A9", *PLAN[2:], capsys=capsys),
+            "--variant: no spec of this run (", "has a variant 'A9'. Allowed: A1, A2, A3, A4, mine")
+    refused(*run(*PLAN, "--variant", "mine", capsys=capsys), "--variant: no variant 'mine'")

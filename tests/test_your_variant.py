@@ -46,8 +46,9 @@ def store(tmp_path_factory):
     (d / "walk.out").write_text(r.stdout)
     (d / "recipe.yaml").write_text(RECIPE)
     (d / "named_base.yaml").write_text(NAMED_BASE)
-    zoo(d, "run", "recipe.yaml", "--variant", "A1", "--profile", "smoke", "--seeds", "1", "--storage", "runs-mine")
-    zoo(d, "run", "named_base.yaml", "--profile", "smoke", "--seeds", "1", "--storage", "runs-mine")
+    # one run, one Ray: each spec runs the --variant names it has (recipe.yaml's A1, named_base.yaml's base)
+    zoo(d, "run", "recipe.yaml", "named_base.yaml", "--variant", "A1", "--variant", "base", "--profile", "smoke",
+        "--seeds", "1", "--storage", "runs-mine")
     zoo(d, "report", "--runs", "runs-mine", "--out", "rep")
     return d
 

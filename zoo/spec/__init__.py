@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .profiles import (WIDTHS, ProfileFile, apply_profile, auto_profile, check_heads, find_profile,
         load_profile, profile_description, profile_name, profile_text, profile_untestable, profiles_dir,
         read_profile)
-    from .resolution import parse_set, resolve, spec_files, trial_name
+    from .resolution import parse_set, resolve, spec_files, trial_name, variants_of
     from .schema import profile_schema, spec_schema
     from .seeds import MAX_SEEDS, SEEDS, Seeds, seeds_axis, seeds_problem
     from .specfile import (Doc, FILE_KEYS, MAX_BYTES, MAX_EXTENDS, SECTIONS, SpecError, builtin_specs, deep_merge,
@@ -51,13 +51,13 @@ _PART = {  # name -> the part that lends it
     "profile_description": "profiles", "profile_name": "profiles", "profile_text": "profiles",
     "profile_untestable": "profiles", "profiles_dir": "profiles", "read_profile": "profiles",
     "parse_set": "resolution", "resolve": "resolution", "spec_files": "resolution", "trial_name": "resolution",
-    "profile_schema": "schema", "spec_schema": "schema", "MAX_SEEDS": "seeds", "SEEDS": "seeds", "Seeds": "seeds",
-    "seeds_axis": "seeds", "seeds_problem": "seeds", "Doc": "specfile", "FILE_KEYS": "specfile",
-    "MAX_BYTES": "specfile", "MAX_EXTENDS": "specfile", "SECTIONS": "specfile", "SpecError": "specfile",
-    "builtin_specs": "specfile", "deep_merge": "specfile", "load_file": "specfile", "load_yaml": "specfile",
-    "read_yaml": "specfile", "spec_path": "specfile", "specs_dir": "specfile", "variant_names": "specfile",
-    "Asha": "sweep_axes", "MAX_GRID": "sweep_axes", "SPACES": "sweep_axes", "scheduler": "sweep_axes",
-    "sweep_size": "sweep_axes", "mistake": "validation", "spec_error": "validation",
+    "variants_of": "resolution", "profile_schema": "schema", "spec_schema": "schema", "MAX_SEEDS": "seeds",
+    "SEEDS": "seeds", "Seeds": "seeds", "seeds_axis": "seeds", "seeds_problem": "seeds", "Doc": "specfile",
+    "FILE_KEYS": "specfile", "MAX_BYTES": "specfile", "MAX_EXTENDS": "specfile", "SECTIONS": "specfile",
+    "SpecError": "specfile", "builtin_specs": "specfile", "deep_merge": "specfile", "load_file": "specfile",
+    "load_yaml": "specfile", "read_yaml": "specfile", "spec_path": "specfile", "specs_dir": "specfile",
+    "variant_names": "specfile", "Asha": "sweep_axes", "MAX_GRID": "sweep_axes", "SPACES": "sweep_axes",
+    "scheduler": "sweep_axes", "sweep_size": "sweep_axes", "mistake": "validation", "spec_error": "validation",
     "validate_config": "validation", "YamlError": "yaml12",
 }
 # End of the door.

@@ -28,12 +28,13 @@ from zoo.spec.checks import (PAPER_ROWS, check_claims_apart, check_compare_to, c
 from zoo.spec.profiles import (ProfileFile, apply_profile, check_heads, find_profile, load_profile, profile_name,
                                profile_text)
 from zoo.spec.seeds import seeds_axis
-from zoo.spec.specfile import SECTIONS, Doc, SpecError, deep_merge, load_file, load_yaml, read_variants, spec_path, specs_dir
+from zoo.spec.specfile import (SECTIONS, Doc, SpecError, deep_merge, load_file, load_yaml, read_variants, spec_path,
+                               specs_dir, variant_names)
 from zoo.spec.sweep_axes import read_asha, read_grid, split_scaled, sweep_size
 from zoo.spec.validation import validate_config
 from zoo.text import did_you_mean, shorten
 
-__all__ = ["parse_set", "resolve", "spec_files", "trial_name"]
+__all__ = ["parse_set", "resolve", "spec_files", "trial_name", "variants_of"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -138,6 +139,21 @@ def resolve(path: str | Path, variant: str | Collection[str] | None = None, prof
         check_claims_apart(doc, out, profile_name(profile))
     check_grace(doc, asha, out, profile_name(profile))
     return out
+
+
+def variants_of(specs: list, variants) -> dict:
+    """Each spec (a path) with the --variant names it runs (None: all its variants). One spec: every name must be
+    one of its variants (`resolve` says which is not). Several: each spec runs the names it has, a spec with
+    none of them is left out, and a name no spec has is the mistake (`zoo run recipe.yaml mine.yaml --variant A1
+    --variant mine`: recipe.yaml's A1, mine.yaml's mine)."""
+    if not variants or len(specs) == 1:
+        return {s: list(variants) if variants else None for s in specs}
+    has = {s: variant_names(Path(s)) for s in specs}
+    known = {v for names in has.values() for v in names}
+    if unknown := sorted(set(variants) - known):
+        raise SpecError("--variant", "", f"no spec of this run ({', '.join(map(str, specs))}) has a variant "
+                        f"'{shorten(unknown[0])}'{did_you_mean(unknown[0], known)}")
+    return {s: [v for v in variants if v in names] for s, names in has.items() if set(variants) & set(names)}
 
 
 def _chosen(variant: str | Collection[str] | None, variants: dict, path: Path, errors: list) -> set[str] | None:
