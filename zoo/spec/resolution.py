@@ -141,7 +141,7 @@ def resolve(path: str | Path, variant: str | Collection[str] | None = None, prof
     return out
 
 
-def variants_of(specs: list, variants) -> dict:
+def variants_of(specs: list[str], variants: Collection[str] | None) -> dict[str, list[str] | None]:
     """Each spec (a path) with the --variant names it runs (None: all its variants). One spec: every name must be
     one of its variants (`resolve` says which is not). Several: each spec runs the names it has, a spec with
     none of them is left out, and a name no spec has is the mistake (`zoo run recipe.yaml mine.yaml --variant A1
