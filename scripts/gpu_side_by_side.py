@@ -53,7 +53,7 @@ def stacked(size: dict, path: Path) -> list:
     from zoo.train.device import autocast_dtype, train_device
     from zoo.train.prepared import build, prepare
     from zoo.train.recipe import make_optimizer
-    from zoo.train.stacked import Seat, stacked_step
+    from zoo.train.stacked import Seat, Stack, stacked_step
     cuda = torch.cuda.is_available()
     cfg0 = config(size, cuda)
     device = train_device(cfg0)
@@ -70,14 +70,14 @@ def stacked(size: dict, path: Path) -> list:
             opt = make_optimizer(model, 0.0, tuple(cfg.train.optimizer.betas), cfg.train.optimizer.eps)
             seats.append(Seat(cfg, Path("."), model, opt, State(), BatchOrder(lengths, cfg.train.batch_tokens, seed),
                               p.train, torch.zeros(2, dtype=torch.float64, device=device)))
-        skeleton = copy.deepcopy(seats[0].model).train()
+        stack = Stack(seats, copy.deepcopy(seats[0].model).train())
         for _ in range(size["warm"]):
-            stacked_step(seats, skeleton, device, amp)
+            stacked_step(stack, device, amp)
         sync = torch.cuda.synchronize if cuda else (lambda: None)
         sync()
         tokens0, t0 = sum(s.st.tokens_seen for s in seats), time.perf_counter()
         for _ in range(size["timed"]):
-            stacked_step(seats, skeleton, device, amp)
+            stacked_step(stack, device, amp)
         sync()
         secs = time.perf_counter() - t0
         tokens = sum(s.st.tokens_seen for s in seats) - tokens0
@@ -89,7 +89,7 @@ def stacked(size: dict, path: Path) -> list:
         print(f"K {K}: {rows[-1]['step_ms']:.1f} ms a step, {rows[-1]['summed_tokens_per_s']:.0f} tok/s summed, "
               f"{rows[-1]['trials_per_min']:.2f} trials a minute (training only, {cfg0.train.steps} steps)", flush=True)
         save(rows, path)
-        del seats, skeleton
+        del seats, stack
         if cuda:
             torch.cuda.empty_cache()
     return rows

@@ -49,12 +49,16 @@ def _wrap(v: int) -> int:
     return (v + 2 ** 31) % 2 ** 32 - 2 ** 31
 
 
-def dropout_key(seed: int, step: int, micro: int = 0, rank: int = 0, device=None) -> torch.Tensor:
+def dropout_key(seed: int | list[int], step: int | list[int], micro: int = 0, rank: int = 0,
+                device=None) -> torch.Tensor:
     """The 0-dim int32 key of one micro-batch's forward: a function of the run's seed, its rank (data-parallel
-    workers draw their own), the optimizer step and the micro-batch within it."""
-    z = torch.tensor(0, dtype=torch.int32)
-    for part in (seed, rank, step, micro):
-        z = _mix(z + _wrap(part))
+    workers draw their own), the optimizer step and the micro-batch within it. With a list of seeds and one of
+    steps (zoo.train.stacked: K seeds side by side), the (K,) keys of all of them at once, each the key its seed
+    gets alone (the hash is elementwise)."""
+    part = lambda v: _wrap(v) if isinstance(v, int) else torch.tensor([_wrap(x) for x in v], dtype=torch.int32)
+    z = torch.zeros(() if isinstance(seed, int) else len(seed), dtype=torch.int32)
+    for v in (seed, rank, step, micro):
+        z = _mix(z + part(v))
     return z.to(device)
 
 

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from zoo.tokens import PAD
 
-__all__ = ["LOSS_CHUNK", "make_optimizer", "smoothed_loss"]  # what it lends outside its package (the door serves these)
+__all__ = ["LOSS_CHUNK", "make_optimizer", "smoothed_loss", "smoothed_rows"]  # what it lends outside its package (the door serves these)
 
 
 # -- the recipe's pieces ------------------------------------------------------------------------
@@ -25,14 +25,25 @@ def smoothed_loss(logits: torch.Tensor, target: torch.Tensor, eps: float) -> tup
     which never appears as a target (Szegedy et al. 2016, section 7). The NLL sum carries no
     gradient (it is for logging)."""
     V = logits.size(-1)
-    return _SmoothedLoss.apply(logits.reshape(-1, V), target.reshape(-1), float(eps))
+    target = target.reshape(-1)
+    loss, nll = smoothed_rows(logits.reshape(-1, V), target, float(eps))
+    keep = target != PAD
+    return torch.where(keep, loss, 0.0).sum(), torch.where(keep, nll, 0.0).sum()
+
+
+def smoothed_rows(logits: torch.Tensor, target: torch.Tensor,
+                  eps: float | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """smoothed_loss before its sums: each row's (loss, NLL) of (N, V) logits, padding rows included (the
+    caller masks them). `eps` a number, or one per row (N,): seeds of several label smoothings stacked in one
+    batch (zoo.train.stacked) take the whole batch's loss in one pass."""
+    return _SmoothedRows.apply(logits, target, eps)
 
 
 LOSS_CHUNK = 2 ** 24  # logits per chunk of the loss (64 MB in fp32): no fp32 copy of the whole (tokens x V)
 
 
-class _SmoothedLoss(torch.autograd.Function):
-    """smoothed_loss with its gradient written out: d loss / d logits = softmax - q per non-pad row,
+class _SmoothedRows(torch.autograd.Function):
+    """smoothed_rows with its gradient written out: d loss_r / d logits_r = softmax - q per row,
     q the smoothed target distribution (1 - eps on the target, eps / (V - 2) on every token but the
     target and padding). Autograd's own graph for the formula fills and scatters several (tokens x V)
     tensors; this one keeps the logits for the backward pass and writes one gradient tensor.
@@ -46,35 +57,43 @@ class _SmoothedLoss(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits, target, eps):
         N, V = logits.shape
+        per_row = isinstance(eps, torch.Tensor)
         loss, nll = logits.new_empty(N, dtype=torch.float32), logits.new_empty(N, dtype=torch.float32)
         for r in _chunks(N, V):
             logp = F.log_softmax(logits[r].float(), dim=-1)  # (rows, V): this chunk only
             nll[r] = -logp.gather(1, target[r, None]).squeeze(1)
-            if eps:
+            if per_row or eps:
+                e = eps[r] if per_row else eps
                 others = -(logp.sum(1) - logp[:, PAD]) - nll[r]  # -log p over tokens neither target nor pad
-                loss[r] = (1 - eps) * nll[r] + eps / (V - 2) * others
-        loss = loss if eps else nll
-        keep = target != PAD
-        ctx.save_for_backward(logits, target, keep)
-        ctx.eps = eps
-        nll = torch.where(keep, nll, 0.0).sum()
+                loss[r] = (1 - e) * nll[r] + e / (V - 2) * others
+        loss = loss if per_row or eps else nll
+        ctx.save_for_backward(logits, target, eps if per_row else None)
+        ctx.eps = None if per_row else eps
         ctx.mark_non_differentiable(nll)
-        return torch.where(keep, loss, 0.0).sum(), nll
+        return (loss.clone() if loss is nll else loss), nll
 
     @staticmethod
     def backward(ctx, grad_loss, grad_nll):
-        logits, target, keep = ctx.saved_tensors
-        eps, (N, V) = ctx.eps, logits.shape
-        other = eps / (V - 2) if eps else 0.0  # q on every token but the target and padding
-        scale = grad_loss * keep  # (N,): 0 on padding rows
+        logits, target, eps_rows = ctx.saved_tensors
+        N, V = logits.shape
+        eps = eps_rows if eps_rows is not None else ctx.eps
+        # q on every token but the target and padding; per row when eps is
+        other = (eps / (V - 2))[:, None] if eps_rows is not None else (eps / (V - 2) if eps else 0.0)
+        scale = grad_loss  # (N,): 0 on the rows the caller masked (padding)
         # fp32 logits (a CPU run): the softmax is the gradient tensor itself, written in place
         grad = None if logits.dtype == torch.float32 else torch.empty_like(logits)
         for r in _chunks(N, V) if grad is not None else [slice(0, N)]:
             g = torch.softmax(logits[r], -1, dtype=torch.float32)
-            if other:
-                g.sub_(other)
-                g[:, PAD] += other
-            g.scatter_add_(1, target[r, None], g.new_full((g.size(0), 1), other - (1 - eps)))
+            if eps_rows is not None:
+                o = other[r]
+                g.sub_(o)
+                g[:, PAD] += o[:, 0]
+                g.scatter_add_(1, target[r, None], o - (1 - eps_rows[r, None]))
+            else:
+                if other:
+                    g.sub_(other)
+                    g[:, PAD] += other
+                g.scatter_add_(1, target[r, None], g.new_full((g.size(0), 1), other - (1 - eps)))
             g.mul_(scale[r, None])
             if grad is None:
                 return g, None, None

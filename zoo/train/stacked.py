@@ -4,14 +4,14 @@ learning rate schedule) trained as one stacked model in one process, each exactl
 How: each seed is its own solo run in every respect but the forward pass. Its model is built as the solo run
 builds it (torch.manual_seed(seed), then zoo.train.prepared.build), with its own Adam, lr schedule, data order
 (make_batches of its seed), loss statistics, log, checkpoints (the solo checkpoint's form, so a solo run can
-resume a stacked seed and back) and resume. Each step the K models' parameters are stacked (torch.stack: the
-gradients flow back into each model's own .grad) and one vmapped forward and backward serves all K: one kernel
-per op for the K of them. The K batches of a step are padded to one shape: padding rows hold one source token
-(an all-pad row would make attention NaN) and no target, so they add nothing to any loss or gradient, and
-extra columns are padding, masked in the encoder and after every real target in the causal decoder. Dropout is
-zoo.model.dropout's counter-based masks, keyed by (seed, step): a seed draws at its real positions what it
-draws alone, whatever the padding and the other seeds. The loss is each seed's own (its label smoothing),
-normalised by its own target tokens.
+resume a stacked seed and back) and resume. The K models' weights live in one (K, ...) tensor per parameter,
+each model's parameters and gradients views of its row (Stack), and one vmapped forward and backward serves
+all K: one kernel per op for the K of them. The K batches of a step are padded to one shape: padding rows hold
+one source token (an all-pad row would make attention NaN) and no target, so they add nothing to any loss or
+gradient, and extra columns are padding, masked in the encoder and after every real target in the causal
+decoder. Dropout is zoo.model.dropout's counter-based masks, keyed by (seed, step): a seed draws at its real
+positions what it draws alone, whatever the padding and the other seeds. The loss is each seed's own (its label
+smoothing), normalised by its own target tokens, all K in one pass.
 
 A seed whose loss goes non-finite, or that the learning guard stops, ends alone (its error is its result)
 while the others go on; the stack shrinks. CPU attention has no vmap rule in torch (it loops over the K
@@ -34,7 +34,7 @@ from torch.func import functional_call, vmap
 from zoo.config import Config
 from zoo.data import Batch, BatchOrder, collate, pair_lengths
 from zoo.errors import UserError
-from zoo.model import drawing
+from zoo.model import drawing, dropout_key
 from zoo.paths import atomic_write_text
 from zoo.result import Done, Event, Hardware, LogPoint, Resumed, RunResult, wire
 from zoo.tokens import EOS, PAD
@@ -44,10 +44,9 @@ from zoo.train.device import autocast, autocast_dtype, train_device
 from zoo.train.evaluation import dev_perplexity, score
 from zoo.train.learning import check_from, levels, stop
 from zoo.train.prepared import Prepared, build, prepare
-from zoo.train.recipe import make_optimizer, smoothed_loss
-from zoo.train.step import draws_key
+from zoo.train.recipe import make_optimizer, smoothed_rows
 
-__all__ = ["Seat", "stack_problem", "stack_size", "train_stacked"]
+__all__ = ["Seat", "Stack", "stack_problem", "stack_size", "stacked_step", "train_stacked"]
 
 # what seeds of one stack may differ in: values that keep every tensor's shape, and labels that train nothing (the
 # trial's name, its row of the paper, the record of the --set and seeds-axis values: what those set is compared)
@@ -134,15 +133,45 @@ def _forward(skeleton: torch.nn.Module, params: dict, src, tgt_in, key, p_drop=N
         return functional_call(skeleton, params, (src, tgt_in))
 
 
-def stacked_step(seats: list[Seat], skeleton: torch.nn.Module, device, amp=None) -> None:
-    """One optimizer step of every seat in `seats`, their forward and backward as one vmapped pass."""
+class Stack:
+    """The live seats' weights as one (K, ...) tensor per parameter, each seat's parameters and gradients views of
+    its row k (their storage): the forward reads the K models without a copy, the backward writes all K gradients
+    in one pass, and each seat's own Adam updates its row in place, its state and checkpoints its solo run's. Before
+    (a torch.stack of every parameter each step, its backward a select per seed and parameter, a loss per seed) the
+    step dispatched ~250 more ops for each seed; now one op serves all K wherever the K seeds' arithmetic is one
+    (tests/test_stacked.py counts them). Made again when the stack shrinks (a seed ends alone)."""
+
+    def __init__(self, seats: list[Seat], skeleton: torch.nn.Module):
+        self.seats, self.skeleton = list(seats), skeleton
+        named = [dict(s.model.named_parameters()) for s in self.seats]
+        self.weights: dict[str, torch.Tensor] = {}
+        with torch.no_grad():
+            for n in named[0]:
+                w = torch.stack([m[n] for m in named]).requires_grad_()
+                w.grad = torch.zeros_like(w)  # made once; the backward adds into it, each step zeroes it
+                for k, m in enumerate(named):
+                    m[n].data, m[n].grad = w.detach()[k], w.grad[k]
+                self.weights[n] = w
+            self.grads = [w.grad for w in self.weights.values()]
+            self.stats = torch.stack([x.stats for x in self.seats])  # (K, 2): each seat's running (loss, NLL) sums
+            for k, x in enumerate(self.seats):
+                x.stats = self.stats[k]
+
+
+def state_dict(model: torch.nn.Module) -> dict:
+    """A seat's model weights as its own tensors: its parameters are views of the stack's, which torch.save and
+    deepcopy would write whole (every seed's weights in each checkpoint)."""
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def stacked_step(stack: Stack, device, amp=None) -> None:
+    """One optimizer step of every seat of `stack`, their forward and backward as one vmapped pass."""
+    seats = stack.seats
     batches = [collate(s.pairs, s.batches.next()) for s in seats]
     for s in seats:
         s.st.step += 1
-        s.opt.zero_grad(set_to_none=True)
-    named = [dict(s.model.named_parameters()) for s in seats]
-    params = {n: torch.stack([p[n] for p in named]) for n in named[0]}
-    keys = torch.stack([draws_key(s.cfg, s.st.step, device=device) for s in seats])
+    torch._foreach_zero_(stack.grads)
+    keys = dropout_key([s.cfg.train.seed for s in seats], [s.st.step for s in seats], device=device)
     src, tgt_in, tgt_out = _pad(batches, device)
     with warnings.catch_warnings():  # CPU attention's missing vmap rule: a loop over the seeds (see above)
         warnings.filterwarnings("ignore", message=".*batching rule.*")
@@ -151,14 +180,19 @@ def stacked_step(seats: list[Seat], skeleton: torch.nn.Module, device, amp=None)
             # seed's own, a tensor under vmap
             rates = [s.cfg.model.dropout for s in seats]
             p_drop = None if len(set(rates)) == 1 else torch.tensor(rates, device=device)
-            logits = vmap(lambda p, a, b, k, q: _forward(skeleton, p, a, b, k, q),
-                          in_dims=(0, 0, 0, 0, None if p_drop is None else 0))(params, src, tgt_in, keys, p_drop)
-        total = 0.0
-        for k, (s, b) in enumerate(zip(seats, batches)):
-            loss, nll = smoothed_loss(logits[k], tgt_out[k], s.cfg.train.label_smoothing)
-            total = total + loss * (1.0 / b.n_tgt_tokens)  # each seed's loss normalised as its solo step's
-            s.stats += torch.stack([loss.detach(), nll]).double()
-        total.backward()
+            logits = vmap(lambda p, a, b, k, q: _forward(stack.skeleton, p, a, b, k, q),
+                          in_dims=(0, 0, 0, 0, None if p_drop is None else 0))(stack.weights, src, tgt_in, keys, p_drop)
+    # every seed's loss in one pass (its own label smoothing), summed over its own targets and normalised by its own
+    # target tokens, as its solo step's
+    K, V = logits.size(0), logits.size(-1)
+    eps = [s.cfg.train.label_smoothing for s in seats]
+    rows = tgt_out[0].numel()
+    eps = eps[0] if len(set(eps)) == 1 else torch.tensor(eps, device=device).repeat_interleave(rows)
+    loss, nll = smoothed_rows(logits.reshape(-1, V), tgt_out.reshape(-1), eps)
+    keep = (tgt_out != PAD).reshape(K, rows)
+    loss, nll = torch.where(keep, loss.view(K, rows), 0.0).sum(1), torch.where(keep, nll.view(K, rows), 0.0).sum(1)
+    (loss * torch.tensor([1.0 / b.n_tgt_tokens for b in batches], device=device)).sum().backward()
+    stack.stats += torch.stack([loss.detach(), nll], 1).double()
     for s, b in zip(seats, batches):
         for g in s.opt.param_groups:
             g["lr"] = _lr(s.cfg, s.st.step)
@@ -195,8 +229,11 @@ def train_stacked(cfgs: list[Config], outs: list[Path], data_root: Path | None =
     for s in seats:
         s.model.train()
         s.saved_at = s.elapsed0 = s.st.elapsed
+    stack = None
     while live := [s for s in seats if s.running]:
-        stacked_step(live, skeleton, device, amp)
+        if stack is None or len(stack.seats) != len(live):  # a seed ended alone: the stack shrinks
+            stack = Stack(live, skeleton)
+        stacked_step(stack, device, amp)
         for s in live:
             k = seats.index(s)
             try:
@@ -273,7 +310,7 @@ def _after_step(s: Seat, p: Prepared, device, lv, judge_from, t0: float, report)
     if saving:
         s.saved_at = st.elapsed
         t = time.perf_counter()
-        ck = Checkpoint(st, s.model.state_dict(), torch.get_rng_state(), cfg.model_dump(mode="json"),
+        ck = Checkpoint(st, state_dict(s.model), torch.get_rng_state(), cfg.model_dump(mode="json"),
                         torch.cuda.get_rng_state(device) if device.type == "cuda" else None, s.opt.state_dict())
         write_checkpoint(copy.deepcopy(ck.as_dict()), s.out, cfg.train.keep_checkpoints)
         st.save_seconds += time.perf_counter() - t
