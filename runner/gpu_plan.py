@@ -11,6 +11,8 @@ The model of a row's time:
   every kernel K times the work, the same kernels), plus the host's time a step outside the roofline's kernels
   (the loop's Python, batches, logging: measured minus the roofline's prediction at the measured shape), once
   a step (best case: shared by the stack) to K times (worst case: each seed's own); the point is the middle;
+- predicted: with train.cuda_graph on, a step is the card's busy time and the loop's own host time (above), side by
+  side or one after the other;
 - predicted: P = 1 / resources.gpus processes share the card (four smoke trials shared it in the check, at
   their size): the wall time is the trials' time over P, or the card's busy time if that is longer.
 """
@@ -71,6 +73,7 @@ class GpuPlan:
     minutes: float                # predicted wall (mid)
     range: tuple                  # (best, worst) minutes
     anchor: str                   # what was measured
+    card_minutes: float = 0.0     # the card's busy time, summed over the rows: no sharing makes the wall shorter
 
 
 def _roofline():
@@ -152,8 +155,13 @@ def anchor() -> Anchor:
 
 def stacked_step(c: Config, K: int, a: Anchor, trace=None) -> tuple[tuple, bool, float]:
     """(best, mid, worst) seconds a step of K stacked seeds of `c`, whether it is the measured one, and the card's
-    busy seconds of it. The host's own time a step is shared by the stack (best) or each seed's (worst)."""
+    busy seconds of it. The host's own time a step is shared by the stack (best) or each seed's (worst). With
+    train.cuda_graph on (zoo.train.graphed: one launch a step, the kernels' queue gone) the loop's own host time a
+    step remains, beside the card's work (best) or after it (worst)."""
     wall, busy = step_seconds(trace or _traces(c), K)
+    if c.train.cuda_graph == "on":
+        best, worst = max(busy, a.host), busy + a.host
+        return (best, (best + worst) / 2, worst), False, busy
     if K == 1 and _shape_key(c) == a.key:
         return (a.step,) * 3, True, busy
     return (wall + a.host, wall + a.host * (1 + K) / 2, wall + a.host * K), False, busy
@@ -195,7 +203,8 @@ def gpu_plan(cfgs: list[Config]) -> GpuPlan:
     ends = [max(sum(r.seconds(i) for r in out) / P, busy) / 60 for i in range(3)]  # best, mid, worst
     return GpuPlan(out, P, ends[1], (ends[0], ends[2]),
                    f"the cpu-profile base alone on an H100: {a.steps} steps at {a.step * 1e3:.1f} ms, "
-                   f"{a.eval:.1f} s a trial outside training ({MEASURED_RUN}), {MEASURED_START:.1f} s a process's start")
+                   f"{a.eval:.1f} s a trial outside training ({MEASURED_RUN}), {MEASURED_START:.1f} s a process's start",
+                   busy / 60)
 
 
 def _shape_key(c: Config) -> str:
@@ -214,8 +223,9 @@ def print_gpu_plan(p: GpuPlan, stream=None) -> None:
     print("On one H100 80GB (measured speeds where an H100 measured them; PREDICTED: the roofline's, "
           "bench/roofline.py calibrated on an H100, not yet measured):", file=stream)
     print(text_table(table, right=(1, 3, 5, 6)), file=stream)
+    bound = f"; at least the card's summed busy time, {p.card_minutes:.0f} minutes, however the trials share it"
     print(f"{len(p.rows)} rows x {p.rows[0].seeds if p.rows else 0} seeds, {p.P} processes sharing the card "
           f"(1 / resources.gpus; PREDICTED to overlap): about {p.minutes:.0f} minutes on one H100 "
           f"(PREDICTED, {p.range[0]:.0f}-{p.range[1]:.0f}: the loop's host time a step shared by a stack, or each "
-          f"seed's own). Measured: {p.anchor}.", file=stream)
+          f"seed's own{bound}). Measured: {p.anchor}.", file=stream)
 

@@ -173,9 +173,14 @@ def inside(pred, key, got):
     return v is None or min(v) * 0.85 <= got <= max(v) * 1.15  # the roofline's own 15% either side
 
 
+def stacked_name(x) -> str:
+    """A stacked figure's name: K, and graphed where train.cuda_graph was on (zoo.train.graphed.GraphedStack)."""
+    return f"K {x['K']}" + (" graphed" if x.get("graph") else "")
+
+
 def stacked_headline(r, name):
     rows = load(r.out / "stacked.json") or []
-    return "; ".join(f"K {x['K']}: {x['summed_tokens_per_s']:.0f} tok/s summed (predicted "
+    return "; ".join(f"{stacked_name(x)}: {x['summed_tokens_per_s']:.0f} tok/s summed (predicted "
                      f"{mid(x.get('predicted'), 'summed_tokens_per_s')})" for x in rows) or "no figures"
 
 
@@ -193,14 +198,15 @@ def side_by_side_section(r, raw, outside):
     note = " (a CPU rehearsal of the smoke profile's base: the predictions are an H100's)" if r.cpu else ""
     L.append(f"8. seeds stacked in one process, the cpu profile's base{note} ({ran(st, '8-stacked')}):\n")
     if rows:
-        L += ["| K | ms a step | predicted ms | tokens/s summed | predicted | trials a minute (training only) | "
-              "predicted |", "|---:|---:|---:|---:|---:|---:|---:|"]
+        L += ["| K | CUDA graph | ms a step | predicted ms | tokens/s summed | predicted | trials a minute (training "
+              "only) | predicted |", "|---:|---|---:|---:|---:|---:|---:|---:|"]
         for x in rows:
             p = x.get("predicted")
-            L.append(f"| {x['K']} | {x['step_ms']:.1f} | {mid(p, 'step_ms')} | {x['summed_tokens_per_s']:.0f} | "
+            graph = f"on ({x.get('buckets')} buckets, {x.get('eager_steps')} eager steps)" if x.get("graph") else "off"
+            L.append(f"| {x['K']} | {graph} | {x['step_ms']:.1f} | {mid(p, 'step_ms')} | {x['summed_tokens_per_s']:.0f} | "
                      f"{mid(p, 'summed_tokens_per_s')} | {x['trials_per_min']:.2f} | {mid(p, 'trials_per_min')} |")
             if not r.cpu and not inside(p, "summed_tokens_per_s", x["summed_tokens_per_s"]):
-                outside.append(f"stacked K {x['K']}: {x['summed_tokens_per_s']:.0f} tok/s summed (predicted "
+                outside.append(f"stacked {stacked_name(x)}: {x['summed_tokens_per_s']:.0f} tok/s summed (predicted "
                                f"{mid(p, 'summed_tokens_per_s')})")
         L.append("")
     rows = raw["concurrent"] = load(r.out / "concurrent.json")

@@ -6,8 +6,11 @@ figures say nothing about a GPU).
   python scripts/gpu_side_by_side.py stacked --json FILE [--tiny]
   python scripts/gpu_side_by_side.py shared --json FILE --work DIR --zoo ZOO... [--tiny]
 
-stacked: K = 1, 4, 16 (--tiny: the smoke profile's base, K = 1, 2), a few warm-up steps, then timed steps of
-zoo.train.stacked.stacked_step: summed target tokens/s and trials a minute (training only, at the profile's steps).
+stacked: K = 1, 4, 16 (--tiny: the smoke profile's base, K = 1, 2), each eager and with train.cuda_graph on
+(zoo.train.graphed.GraphedStack: one CUDA graph per bucket of shapes): the timed batches once as warm-up (a graph
+is recorded at its bucket's first batch), then the same batches again, timed, through zoo.train.stacked.stacked_step
+(a long run meets its few dozen buckets early and replays them after): summed target tokens/s and trials a minute
+(training only, at the profile's steps).
 shared: P = 1, 2, 4 processes (--tiny: 2) each `zoo train base` for a few hundred steps at once: summed tokens/s
 (each run's own) and trials finished a minute (P over the wall from the first start to the last end).
 """
@@ -19,13 +22,14 @@ import sys
 import time
 from pathlib import Path
 
-GPU = {"profile": "cpu", "K": (1, 4, 16), "warm": 3, "timed": 20, "P": (1, 2, 4), "steps": 200}
-TINY = {"profile": "smoke", "K": (1, 2), "warm": 1, "timed": 1, "P": (2,), "steps": 5}  # the code path, in seconds
+GPU = {"profile": "cpu", "K": (1, 4, 16), "timed": 20, "P": (1, 2, 4), "steps": 200}
+TINY = {"profile": "smoke", "K": (1, 2), "timed": 2, "P": (2,), "steps": 5}  # the code path, in seconds
 
 
-def config(size: dict, cuda: bool, seed: int = 1):
+def config(size: dict, cuda: bool, seed: int = 1, graph: bool = False):
     from zoo.spec import resolve
-    sets = [f"resources.gpus={int(cuda)}", f"train.seed={seed}"] + (["train.precision=fp32"] if cuda else [])
+    sets = [f"resources.gpus={int(cuda)}", f"train.seed={seed}", f"train.cuda_graph={'on' if graph else 'off'}"] + (
+        ["train.precision=fp32"] if cuda else [])
     return resolve("base", profile=size["profile"], sets=sets)[0]
 
 
@@ -61,33 +65,39 @@ def stacked(size: dict, path: Path) -> list:
     p = prepare(cfg0)
     lengths = pair_lengths(p.train)
     rows = []
-    for K in size["K"]:
+    for K, graph in [(K, g) for K in size["K"] for g in (False, True)]:
+        order = lambda seed: BatchOrder(lengths, cfg0.train.batch_tokens, seed)
         seats = []
         for seed in range(1, K + 1):
-            cfg = config(size, cuda, seed)
+            cfg = config(size, cuda, seed, graph)
             torch.manual_seed(seed)
             model = build(cfg, p.sp, p.tgt_vocab).to(device).train()
             opt = make_optimizer(model, 0.0, tuple(cfg.train.optimizer.betas), cfg.train.optimizer.eps)
-            seats.append(Seat(cfg, Path("."), model, opt, State(), BatchOrder(lengths, cfg.train.batch_tokens, seed),
-                              p.train, torch.zeros(2, dtype=torch.float64, device=device)))
-        stack = Stack(seats, copy.deepcopy(seats[0].model).train())
-        for _ in range(size["warm"]):
-            stacked_step(stack, device, amp)
+            seats.append(Seat(cfg, Path("."), model, opt, State(), order(seed), p.train,
+                              torch.zeros(2, dtype=torch.float64, device=device)))
+        stack = Stack(seats, copy.deepcopy(seats[0].model).train(), device, amp)
+        for _ in range(size["timed"]):  # warm-up: these batches' buckets recorded (graph), the allocator warm
+            stacked_step(stack)
+        for s in seats:  # the same batches again
+            s.batches = order(s.cfg.train.seed)
         sync = torch.cuda.synchronize if cuda else (lambda: None)
         sync()
         tokens0, t0 = sum(s.st.tokens_seen for s in seats), time.perf_counter()
         for _ in range(size["timed"]):
-            stacked_step(stack, device, amp)
+            stacked_step(stack)
         sync()
         secs = time.perf_counter() - t0
         tokens = sum(s.st.tokens_seen for s in seats) - tokens0
         step = secs / size["timed"]
-        rows.append({"K": K, "step_ms": 1e3 * step, "summed_tokens_per_s": tokens / secs,
+        rows.append({"K": K, "graph": graph, "step_ms": 1e3 * step, "summed_tokens_per_s": tokens / secs,
                      "trials_per_min": 60 * K / (step * cfg0.train.steps), "profile_steps": cfg0.train.steps,
+                     "buckets": len(stack.graphed.buckets) if graph else None,
+                     "eager_steps": stack.graphed.eager_steps if graph else None,
                      "peak_gib": torch.cuda.max_memory_allocated() / 2 ** 30 if cuda else None,
-                     "predicted": predictions(cfg0, K)})
-        print(f"K {K}: {rows[-1]['step_ms']:.1f} ms a step, {rows[-1]['summed_tokens_per_s']:.0f} tok/s summed, "
-              f"{rows[-1]['trials_per_min']:.2f} trials a minute (training only, {cfg0.train.steps} steps)", flush=True)
+                     "predicted": predictions(config(size, cuda, 1, graph), K)})
+        print(f"K {K}{' graphed' if graph else ''}: {rows[-1]['step_ms']:.1f} ms a step, "
+              f"{rows[-1]['summed_tokens_per_s']:.0f} tok/s summed, {rows[-1]['trials_per_min']:.2f} trials a minute "
+              f"(training only, {cfg0.train.steps} steps)", flush=True)
         save(rows, path)
         del seats, stack
         if cuda:

@@ -23,6 +23,8 @@ no target. The loss and gradients equal the unpadded step's to float rounding (t
 
 On a CPU the same bucketed, static-buffer step runs without a graph (the code path; no speed is claimed).
 A packed batch, accumulated micro-batches or several ranks take the eager step (train_step returns None).
+GraphedStack does the same for K seeds stacked side by side (zoo.train.stacked): their batches padded to one
+bucket, each seed's dropout key, normaliser and learning rate in place, one graph for the K of them.
 """
 from __future__ import annotations
 
@@ -53,6 +55,29 @@ def bucket(n: int, floor: int = 8, multiple: int = 8) -> int:
     while (rung := multiple * math.ceil(floor * RATIO ** k / multiple)) < n:
         k += 1
     return rung
+
+
+def bucket_shape(cfg: Config, rows: int, S: int, T: int) -> tuple[int, int, int]:
+    """(R, S, T) of a batch's bucket: rows in 8s, lengths up the ladder, never past the longest position the model
+    embeds."""
+    top = lambda n: min(bucket(n, 8, 1), max(n, cfg.model.max_len))
+    return bucket(rows), top(S), top(T)
+
+
+def record(body, device: torch.device, pool) -> "torch.cuda.CUDAGraph":
+    """A bucket's first step: `body` run eagerly on a side stream (its warm-up: the step itself, Adam's state, kernel
+    choice), then recorded without running."""
+    side = torch.cuda.Stream(device)
+    side.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(side):
+        body()
+    torch.cuda.current_stream(device).wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    # thread_local: the loop's loader thread pins the next batches meanwhile (cudaHostAlloc), which a global capture
+    # would refuse
+    with torch.cuda.graph(graph, pool=pool, capture_error_mode="thread_local"):
+        body()
+    return graph
 
 
 @dataclass
@@ -91,9 +116,7 @@ class GraphedStep:
         return len(parts) == 1 and parts[0][1] == 1.0 and parts[0][0].src_seg is None and rank_and_world()[1] == 1
 
     def shape(self, b: Batch) -> tuple[int, int, int]:
-        """(R, S, T) of b's bucket; a length never past the longest position the model embeds."""
-        top = lambda n: min(bucket(n, 8, 1), max(n, self.cfg.model.max_len))  # rows in 8s, lengths as they come
-        return bucket(b.src.size(0)), top(b.src.size(1)), top(b.tgt_in.size(1))
+        return bucket_shape(self.cfg, b.src.size(0), b.src.size(1), b.tgt_in.size(1))
 
     def _find(self, b: Batch) -> _Bucket | None:
         key = self.shape(b)
@@ -123,19 +146,6 @@ class GraphedStep:
         self.opt.step()
         self.out.copy_(torch.stack([loss.detach(), nll]).double())
 
-    def _record(self, bk: _Bucket, keyed: bool) -> None:
-        """The bucket's first step, eagerly on a side stream (its warm-up), then recorded without running."""
-        side = torch.cuda.Stream(self.device)
-        side.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(side):
-            self._body(bk.batch, keyed)
-        torch.cuda.current_stream(self.device).wait_stream(side)
-        bk.graph = torch.cuda.CUDAGraph()
-        # thread_local: the loop's loader thread pins the next batches meanwhile (cudaHostAlloc), which a global
-        # capture would refuse
-        with torch.cuda.graph(bk.graph, pool=self.pool, capture_error_mode="thread_local"):
-            self._body(bk.batch, keyed)
-
     def step(self, parts: list, n_tgt: int, stats: torch.Tensor, lr: float | None = None) -> float | None:
         """One optimizer step on parts' one batch (None: the caller takes the eager step instead)."""
         if not self.fits(parts) or (bk := self._find(b := parts[0][0])) is None:
@@ -157,7 +167,7 @@ class GraphedStep:
         if not self.cuda:
             self._body(bk.batch, keyed)
         elif bk.graph is None:
-            self._record(bk, keyed)
+            bk.graph = record(lambda: self._body(bk.batch, keyed), self.device, self.pool)
         else:
             bk.graph.replay()
         bk.steps += 1
@@ -172,3 +182,65 @@ def train_step(cfg: Config, fwd: torch.nn.Module, opt: torch.optim.Optimizer, de
     if g is None:
         g = opt.__dict__["graphed_step"] = GraphedStep(cfg, fwd, opt, device, amp)
     return g.step(parts, n_tgt, stats, lr)
+
+
+class GraphedStack:
+    """A zoo.train.stacked.Stack's step as one CUDA graph per bucket: the K seeds' batches padded to one bucket
+    (bucket_shape of the largest), the graph's inputs in place (the batches, each seed's dropout key, target-token
+    normaliser and learning rate: Adam fused and capturable, its lr a view of one (K,) tensor), every other tensor
+    the stack's own (weights, gradients, statistics: the graph adds to them where the eager step does). The stack's
+    arithmetic is the eager step's; only the padding is the bucket's (exact: padding carries no loss). On a CPU the
+    bucketed step runs without a graph. A stack that shrinks is a new Stack, recorded anew."""
+
+    def __init__(self, stack):
+        self.stack, self.device = stack, stack.device
+        self.cuda = self.device.type == "cuda"
+        K = len(stack.seats)
+        self.keys = torch.zeros(K, dtype=torch.int32, device=self.device)
+        self.inv_tokens = torch.zeros(K, dtype=torch.float32, device=self.device)
+        self.lrs = torch.zeros(K, dtype=torch.float32, device=self.device)
+        self.buckets: dict[tuple, tuple] = {}  # (R, S, T) -> ((src, tgt_in, tgt_out), graph or None)
+        self.eager_steps = 0
+        if self.cuda:
+            for s in stack.seats:
+                for g in s.opt.param_groups:
+                    g["capturable"] = True  # Adam's step count and update stay on the device: no host read
+            self.pool = torch.cuda.graph_pool_handle()
+
+    def _find(self, key: tuple) -> tuple | None:
+        if key not in self.buckets and len(self.buckets) < MAX_GRAPHS:
+            K, (R, S, T) = len(self.stack.seats), key
+            z = lambda n: torch.zeros(K, R, n, dtype=torch.int64, device=self.device)
+            self.buckets[key] = ((z(S), z(T), z(T)), None)
+        if key in self.buckets:
+            return key
+        held = [k for k in self.buckets if all(x >= y for x, y in zip(k, key))]  # full: the smallest that holds it
+        return min(held, key=lambda k: k[0] * (k[1] + k[2])) if held else None
+
+    def bucket_for(self, batches: list[Batch]) -> tuple | None:
+        """The bucket (R, S, T) these batches (each seed's one) are padded to; None: the caller takes the eager step."""
+        key = self._find(bucket_shape(self.stack.seats[0].cfg, max(b.src.size(0) for b in batches),
+                                      max(b.src.size(1) for b in batches), max(b.tgt_in.size(1) for b in batches)))
+        self.eager_steps += key is None
+        return key
+
+    def step(self, key: tuple, padded: tuple, keys: torch.Tensor, inv_tokens: torch.Tensor, lrs: list[float]) -> None:
+        """The stack's step on its batches `padded` to bucket `key` (zoo.train.stacked.pad_batches): into the bucket's
+        buffers, then its graph replayed (recorded at its first batch; on a CPU the step runs on the buffers)."""
+        bufs, graph = self.buckets[key]
+        for buf, x in zip(bufs, padded):
+            buf.copy_(x)
+        self.keys.copy_(keys)
+        self.inv_tokens.copy_(inv_tokens)
+        if self.cuda:
+            self.lrs.copy_(torch.tensor(lrs))
+        for k, (s, lr) in enumerate(zip(self.stack.seats, lrs)):  # an eager step (a batch no bucket holds) set numbers
+            for g in s.opt.param_groups:
+                g["lr"] = self.lrs[k] if self.cuda else lr
+        body = lambda: self.stack.body(*bufs, self.keys, self.inv_tokens)
+        if not self.cuda:
+            body()
+        elif graph is None:
+            self.buckets[key] = (bufs, record(body, self.device, self.pool))
+        else:
+            graph.replay()

@@ -46,7 +46,7 @@ from zoo.train.learning import check_from, levels, stop
 from zoo.train.prepared import Prepared, build, prepare
 from zoo.train.recipe import make_optimizer, smoothed_rows
 
-__all__ = ["Seat", "Stack", "stack_problem", "stack_size", "stacked_step", "train_stacked"]
+__all__ = ["Seat", "Stack", "pad_batches", "stack_problem", "stack_size", "stacked_step", "train_stacked"]
 
 # what seeds of one stack may differ in: values that keep every tensor's shape, and labels that train nothing (the
 # trial's name, its row of the paper, the record of the --set and seeds-axis values: what those set is compared)
@@ -112,10 +112,12 @@ class Seat:
         return self.error is None and self.result is None and self.st.step < self.cfg.train.steps
 
 
-def _pad(batches: list[Batch], device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The K batches of a step as (K, B, S) source, (K, B, T) decoder input and labels, padded to one shape."""
-    K, B = len(batches), max(b.src.size(0) for b in batches)
-    S, T = max(b.src.size(1) for b in batches), max(b.tgt_in.size(1) for b in batches)
+def pad_batches(batches: list[Batch], shape: tuple[int, int, int] | None = None) -> tuple[torch.Tensor, ...]:
+    """The K batches of a step as (K, B, S) source, (K, B, T) decoder input and labels on the host, padded to one
+    shape: the batches' largest, or `shape` (B, S, T) when given (zoo.train.graphed's bucket)."""
+    K = len(batches)
+    B, S, T = shape or (max(b.src.size(0) for b in batches), max(b.src.size(1) for b in batches),
+                        max(b.tgt_in.size(1) for b in batches))
     src = torch.full((K, B, S), PAD, dtype=torch.int64)
     src[:, :, 0] = EOS  # a padding row's one source token: attention over no key at all is NaN
     tgt_in, tgt_out = torch.full((K, B, T), PAD, dtype=torch.int64), torch.full((K, B, T), PAD, dtype=torch.int64)
@@ -123,7 +125,7 @@ def _pad(batches: list[Batch], device) -> tuple[torch.Tensor, torch.Tensor, torc
         n, s, t = b.src.size(0), b.src.size(1), b.tgt_in.size(1)
         src[k, :n, :s], tgt_in[k, :n, :t], tgt_out[k, :n, :t] = b.src, b.tgt_in, b.tgt_out
         src[k, :n, s:] = PAD
-    return src.to(device), tgt_in.to(device), tgt_out.to(device)
+    return src, tgt_in, tgt_out
 
 
 def _forward(skeleton: torch.nn.Module, params: dict, src, tgt_in, key, p_drop=None) -> torch.Tensor:
@@ -139,10 +141,12 @@ class Stack:
     in one pass, and each seat's own Adam updates its row in place, its state and checkpoints its solo run's. Before
     (a torch.stack of every parameter each step, its backward a select per seed and parameter, a loss per seed) the
     step dispatched ~250 more ops for each seed; now one op serves all K wherever the K seeds' arithmetic is one
-    (tests/test_stacked.py counts them). Made again when the stack shrinks (a seed ends alone)."""
+    (tests/test_stacked.py counts them). Made again when the stack shrinks (a seed ends alone). With
+    train.cuda_graph on, its step is zoo.train.graphed's: one CUDA graph per bucket of padded shapes."""
 
-    def __init__(self, seats: list[Seat], skeleton: torch.nn.Module):
-        self.seats, self.skeleton = list(seats), skeleton
+    def __init__(self, seats: list[Seat], skeleton: torch.nn.Module, device=None, amp: torch.dtype | None = None):
+        self.seats, self.skeleton, self.amp = list(seats), skeleton, amp
+        self.device = torch.device(device or "cpu")
         named = [dict(s.model.named_parameters()) for s in self.seats]
         self.weights: dict[str, torch.Tensor] = {}
         with torch.no_grad():
@@ -156,6 +160,38 @@ class Stack:
             self.stats = torch.stack([x.stats for x in self.seats])  # (K, 2): each seat's running (loss, NLL) sums
             for k, x in enumerate(self.seats):
                 x.stats = self.stats[k]
+        # one P_drop: the modules' own, as each seed's solo step; rows that differ in it (Table 3 row D): each seed's
+        # own, a tensor under vmap. Label smoothing likewise: one number, or each seed's
+        rates, eps = [x.cfg.model.dropout for x in self.seats], [x.cfg.train.label_smoothing for x in self.seats]
+        self.p_drop = None if len(set(rates)) == 1 else torch.tensor(rates, device=self.device)
+        self.eps = eps[0] if len(set(eps)) == 1 else torch.tensor(eps, device=self.device)
+        self.graphed = None
+        if self.seats[0].cfg.train.cuda_graph == "on":
+            from zoo.train.graphed import GraphedStack
+            self.graphed = GraphedStack(self)
+
+    def body(self, src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor, keys: torch.Tensor,
+             inv_tokens: torch.Tensor) -> None:
+        """The device's part of a step (what a CUDA graph records): one vmapped forward and backward of the K seeds
+        on their padded batches, every seed's loss in one pass (its own label smoothing, over its own targets,
+        normalised by its own target tokens `inv_tokens`, as its solo step's), its statistics, then each seed's
+        Adam update at the learning rate its param groups hold."""
+        torch._foreach_zero_(self.grads)
+        with warnings.catch_warnings():  # CPU attention's missing vmap rule: a loop over the seeds (see above)
+            warnings.filterwarnings("ignore", message=".*batching rule.*")
+            with autocast(self.device, self.amp):
+                logits = vmap(lambda p, a, b, k, q: _forward(self.skeleton, p, a, b, k, q),
+                              in_dims=(0, 0, 0, 0, None if self.p_drop is None else 0))(
+                    self.weights, src, tgt_in, keys, self.p_drop)
+        K, V, rows = logits.size(0), logits.size(-1), tgt_out[0].numel()
+        eps = self.eps if isinstance(self.eps, float) else self.eps.repeat_interleave(rows)
+        loss, nll = smoothed_rows(logits.reshape(-1, V), tgt_out.reshape(-1), eps)
+        keep = (tgt_out != PAD).reshape(K, rows)
+        loss, nll = torch.where(keep, loss.view(K, rows), 0.0).sum(1), torch.where(keep, nll.view(K, rows), 0.0).sum(1)
+        (loss * inv_tokens).sum().backward()
+        self.stats += torch.stack([loss.detach(), nll], 1).double()
+        for s in self.seats:
+            s.opt.step()
 
 
 def state_dict(model: torch.nn.Module) -> dict:
@@ -164,39 +200,25 @@ def state_dict(model: torch.nn.Module) -> dict:
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
-def stacked_step(stack: Stack, device, amp=None) -> None:
-    """One optimizer step of every seat of `stack`, their forward and backward as one vmapped pass."""
+def stacked_step(stack: Stack) -> None:
+    """One optimizer step of every seat of `stack`: the host's part (each seed's next batch, step, learning rate,
+    dropout key), then the stack's body, eagerly or as its bucket's CUDA graph."""
     seats = stack.seats
     batches = [collate(s.pairs, s.batches.next()) for s in seats]
     for s in seats:
         s.st.step += 1
-    torch._foreach_zero_(stack.grads)
-    keys = dropout_key([s.cfg.train.seed for s in seats], [s.st.step for s in seats], device=device)
-    src, tgt_in, tgt_out = _pad(batches, device)
-    with warnings.catch_warnings():  # CPU attention's missing vmap rule: a loop over the seeds (see above)
-        warnings.filterwarnings("ignore", message=".*batching rule.*")
-        with autocast(device, amp):
-            # one P_drop: the modules' own, as each seed's solo step; rows that differ in it (Table 3 row D): each
-            # seed's own, a tensor under vmap
-            rates = [s.cfg.model.dropout for s in seats]
-            p_drop = None if len(set(rates)) == 1 else torch.tensor(rates, device=device)
-            logits = vmap(lambda p, a, b, k, q: _forward(stack.skeleton, p, a, b, k, q),
-                          in_dims=(0, 0, 0, 0, None if p_drop is None else 0))(stack.weights, src, tgt_in, keys, p_drop)
-    # every seed's loss in one pass (its own label smoothing), summed over its own targets and normalised by its own
-    # target tokens, as its solo step's
-    K, V = logits.size(0), logits.size(-1)
-    eps = [s.cfg.train.label_smoothing for s in seats]
-    rows = tgt_out[0].numel()
-    eps = eps[0] if len(set(eps)) == 1 else torch.tensor(eps, device=device).repeat_interleave(rows)
-    loss, nll = smoothed_rows(logits.reshape(-1, V), tgt_out.reshape(-1), eps)
-    keep = (tgt_out != PAD).reshape(K, rows)
-    loss, nll = torch.where(keep, loss.view(K, rows), 0.0).sum(1), torch.where(keep, nll.view(K, rows), 0.0).sum(1)
-    (loss * torch.tensor([1.0 / b.n_tgt_tokens for b in batches], device=device)).sum().backward()
-    stack.stats += torch.stack([loss.detach(), nll], 1).double()
+    lrs = [_lr(s.cfg, s.st.step) for s in seats]
+    keys = dropout_key([s.cfg.train.seed for s in seats], [s.st.step for s in seats])
+    inv_tokens = torch.tensor([1.0 / b.n_tgt_tokens for b in batches])
+    if stack.graphed is not None and (bucket := stack.graphed.bucket_for(batches)) is not None:
+        stack.graphed.step(bucket, pad_batches(batches, bucket), keys, inv_tokens, lrs)
+    else:
+        for s, lr in zip(seats, lrs):
+            for g in s.opt.param_groups:
+                g["lr"] = lr
+        dev = stack.device
+        stack.body(*(x.to(dev) for x in pad_batches(batches)), keys.to(dev), inv_tokens.to(dev))
     for s, b in zip(seats, batches):
-        for g in s.opt.param_groups:
-            g["lr"] = _lr(s.cfg, s.st.step)
-        s.opt.step()
         s.st.epoch, s.st.cursor = s.batches.epoch, s.batches.cursor
         s.st.tokens_seen += b.n_tgt_tokens
         s.log_tokens += b.n_tgt_tokens
@@ -232,8 +254,8 @@ def train_stacked(cfgs: list[Config], outs: list[Path], data_root: Path | None =
     stack = None
     while live := [s for s in seats if s.running]:
         if stack is None or len(stack.seats) != len(live):  # a seed ended alone: the stack shrinks
-            stack = Stack(live, skeleton)
-        stacked_step(stack, device, amp)
+            stack = Stack(live, skeleton, device, amp)
+        stacked_step(stack)
         for s in live:
             k = seats.index(s)
             try:
