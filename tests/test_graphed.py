@@ -99,3 +99,23 @@ def test_recorded_graph_replays_the_eager_step_on_a_gpu(batches):
     torch.testing.assert_close(got_stats, ref_stats, rtol=1e-4, atol=1e-3)
     for p, q in zip(got_params, ref_params):
         torch.testing.assert_close(p, q, rtol=1e-3, atol=1e-4)
+
+
+def test_the_recorded_step_reads_nothing_back_to_the_host(batches, monkeypatch):
+    """What a CUDA graph records (GraphedStep._body) must not read a value back to the host nor bring a host tensor
+    in: its forward (dropout drawn by key), loss and backward run on the meta device, which holds no values and
+    refuses both (Adam's capturable update is torch's own, left out: torch allows `capturable` on accelerators only)."""
+    import contextlib
+    from zoo.train import step as zstep
+    monkeypatch.setattr(zstep, "autocast", lambda device, amp: contextlib.nullcontext())  # no autocast for meta
+    cfg = _cfg("on", "model.dropout=0.1")
+    meta = torch.device("meta")
+    model = build_model(cfg.model, cfg.data.vocab_size).to(meta).train()
+    opt = make_optimizer(model, 1e-3)
+    monkeypatch.setattr(opt, "step", lambda: None)
+    g = graphed.GraphedStep(cfg, model, opt, meta, None)
+    b = batches[0]
+    bk = g._find(b)
+    bk.batch = zdata.Batch(b.src.to(meta), b.tgt_in.to(meta), b.tgt_out.to(meta), 0, 0, 0.0)
+    g._body(bk.batch, keyed=True)
+    assert all(p.grad is not None and p.grad.is_meta for p in model.parameters())

@@ -257,3 +257,24 @@ def test_a_recorded_stack_replays_its_eager_step_on_a_gpu(repo, data_root):
     assert g.buckets and all(graph is not None for _, graph in g.buckets.values()) and g.eager_steps == 0
     assert len(g.buckets) < 12  # some bucket was replayed, not only recorded
     torch.testing.assert_close(runs["on"][0], runs["off"][0], rtol=1e-4, atol=1e-3)
+
+
+def test_a_stacks_body_reads_nothing_back_to_the_host(repo, data_root, monkeypatch):
+    """What a CUDA graph records (Stack.body) must not read a value back to the host (a capture refuses .item(),
+    .tolist(), a copy to the host) nor bring a host tensor in: its forward, every seed's loss (two label smoothings)
+    and the backward run on the meta device, which holds no values and refuses both. Adam's capturable update is
+    torch's own (left out here: torch allows `capturable` on accelerators only)."""
+    import contextlib
+    import zoo.train.stacked as zs
+    from zoo.data import collate
+    monkeypatch.setattr(zs, "autocast", lambda device, amp: contextlib.nullcontext())  # no autocast for meta
+    stack = _stack(repo, data_root, 3, "meta", ["model.dropout=0.1"])
+    stack.eps = torch.tensor([0.1, 0.1, 0.0], device="meta")
+    for s in stack.seats:
+        monkeypatch.setattr(s.opt, "step", lambda: None)
+    batches = [collate(s.pairs, s.batches.next()) for s in stack.seats]
+    keys = zs.dropout_key([1, 2, 3], [1, 1, 1])
+    stack.body(*(x.to("meta") for x in zs.pad_batches(batches)), keys.to("meta"), torch.ones(3, device="meta"))
+    assert all(w.grad.is_meta and w.grad.shape == w.shape for w in stack.weights.values())
+    with pytest.raises(RuntimeError, match="meta"):  # the probe can fail: a host read inside the body is refused
+        stack.stats.sum().item()
