@@ -454,8 +454,6 @@ def _nothing_to_do(cfgs, st: Storage, stream) -> int:
 
 def resolve_trials(spec, variants, profile, sets, seeds, data_dir=None):
     from zoo.spec import resolve
-    if not Path(spec).is_file():
-        raise UserError(f"{spec}: no such spec file (see specs/ for the paper's, or `zoo validate PATH`)")
     # data_dir: a profile's `prefer:` looks there; an unknown variant is the spec module's error, with a did-you-mean
     return resolve(spec, list(variants) if variants else None, profile, sets, seeds, data_dir)
 

@@ -84,3 +84,11 @@ def test_several_specs_each_run_the_variant_names_they_have(tmp_path, capsys):
     refused(*run("run", "table3_A", mine, "--variant", "A9", *PLAN[2:], capsys=capsys),
             "--variant: no spec of this run (", "has a variant 'A9'. Allowed: A1, A2, A3, A4, mine")
     refused(*run(*PLAN, "--variant", "mine", capsys=capsys), "--variant: no variant 'mine'")
+
+
+def test_a_missing_spec_file_is_said_alike_with_one_spec_or_several(tmp_path, capsys):
+    """One message for a spec file that is not there, whether it is the run's one spec or one of several (with
+    --variant or not): its path, and where the paper's specs are."""
+    gone = tmp_path / "nope.yaml"
+    for argv in [(gone,), (gone, "table3_A"), (gone, "table3_A", "--variant", "A1")]:
+        exit_2(*run("run", *argv, *PLAN[2:], capsys=capsys), f"{gone}: no such spec file (the paper's are in specs/")

@@ -103,7 +103,7 @@ def _read_text(path: Path) -> str:
         with open(path, "rb") as f:
             raw = f.read(MAX_BYTES + 1)
     except FileNotFoundError:
-        raise SpecError(where, "", "file not found") from None
+        raise SpecError(where, "", "no such spec file (the paper's are in specs/, found by name: `zoo run table3_A`)") from None
     except IsADirectoryError:
         raise SpecError(where, "", "is a directory, expected a .yaml file") from None
     except OSError as e:  # permission denied, a symlink loop, a name too long, ...
