@@ -54,7 +54,9 @@ def test_packed_sentences_train_as_unpacked(amp, positional):
         out[name] = logits.detach().float(), loss, _grads(model)
     # each sentence's logits: row i of the flat batch against its place in the packed row
     (lf, loss_f, gf), (lp, loss_p, gp) = out["flat"], out["packed"]
-    tol = 1e-4 if amp is None else 5e-2
+    # bf16: shapes alone move the CPU's rounding: the flat batch with 3 more padding columns changes a gradient by
+    # up to 9.3% of its tensor's largest element (a wrong mask changes it by its whole size)
+    tol = 1e-4 if amp is None else 0.1
     for r in range(packed.src.size(0)):
         for k in range(1, int(packed.tgt_seg[r].max()) + 1):
             where = (packed.tgt_seg[r] == k).nonzero().squeeze(1)

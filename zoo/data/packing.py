@@ -1,8 +1,8 @@
 """Packed batches: several short sentence pairs a row, so attention's tiles are not spent on padding.
 
 `pack` takes one of make_batches's batches (the same pairs, the same target tokens: the step's loss and
-gradient are unchanged) and lays its pairs into rows of `row` tokens a side (or the longest pair, if longer),
-first fit in decreasing length: a pair goes into the first row where both its source and its target still
+gradient are unchanged) and lays its pairs into rows of at most `row` tokens a side (or the longest pair, if
+longer), first fit in decreasing length, each side then as wide as its fullest row: a pair goes into the first row where both its source and its target still
 fit. Each row's sentences are numbered 1, 2, ... (the segment ids, 0 on padding) on both sides alike: source
 k and target k are one pair. zoo.model.packing turns the ids into the masks that keep the sentences apart.
 
@@ -49,7 +49,8 @@ def pack(pairs_ids: PairsIds, indices, row: int = ROW, pad: int = PAD, bos: int 
     s_len = (one.src != pad).sum(1).numpy()
     t_len = (one.tgt_out != pad).sum(1).numpy()
     rows = rows_of(np.stack([s_len, t_len], 1), row)
-    S, T = max(int(s_len.max()), row), max(int(t_len.max()), row)
+    # as wide as the fullest row of each side, not `row`: Multi30k's 4,000-token batches pad 9.8% so, 14.7% at 64
+    S, T = (max(int(x[m].sum()) for m in rows) for x in (s_len, t_len))
     src, tgt_in, tgt_out = (torch.full((len(rows), w), pad, dtype=torch.int64) for w in (S, T, T))
     src_seg, tgt_seg = torch.zeros(len(rows), S, dtype=torch.int64), torch.zeros(len(rows), T, dtype=torch.int64)
     for r, members in enumerate(rows):
