@@ -93,3 +93,30 @@ def test_the_step_trains_a_packed_batch_as_the_unpacked_one(fused):
         weights.append(model.output_weight().detach().clone())
     assert torch.allclose(stats[0], stats[1], rtol=1e-5)
     assert torch.allclose(weights[0], weights[1], atol=1e-5)
+
+
+def test_a_packed_run_trains_as_the_unpacked_one(data_root, tmp_path):
+    """train.pack on in the loop: without dropout a packed run's loss equals the unpacked run's step by step (the same
+    pairs a step, several to a row); its batches are packed (fewer rows: its logged padding is the packed rows')."""
+    import json
+    from zoo import spec as zspec
+    from zoo.train import train
+    curves = {}
+    for pack_ in ("off", "on"):
+        cfg = zspec.resolve("base", profile="smoke", sets=[f"train.pack={pack_}", "model.dropout=0", "train.steps=8",
+                                                            "train.log_every=1", "eval.max_sentences=2"])[0]
+        train(cfg, tmp_path / pack_, data_root)
+        points = [json.loads(x) for x in (tmp_path / pack_ / "metrics.jsonl").read_text().splitlines()]
+        curves[pack_] = {p["step"]: (p["loss"], p["padding_fraction"]) for p in points if p.get("loss") is not None}
+    assert sorted(curves["on"]) == sorted(curves["off"]) == list(range(1, 9))
+    for step, (loss, _) in curves["off"].items():
+        assert abs(curves["on"][step][0] - loss) < 1e-4 * loss, (step, curves)
+    assert any(curves["on"][s][1] != curves["off"][s][1] for s in curves["off"])  # packed rows: other padding
+
+
+def test_a_model_that_cannot_pack_is_refused_before_training(tmp_path, capsys):
+    """Rotary positions act inside attention: train.pack on is refused (exit 2, one paragraph naming both fields)."""
+    from helpers import exit_2, run
+    exit_2(*run("train", "base", "--profile", "smoke", "--set", "train.pack=on", "--set",
+                "model.positional_encoding=rope", "--out", tmp_path / "r", capsys=capsys),
+           "train.pack: on lays several sentences to a row", "model.positional_encoding rope")

@@ -274,7 +274,27 @@ def test_a_stacks_body_reads_nothing_back_to_the_host(repo, data_root, monkeypat
         monkeypatch.setattr(s.opt, "step", lambda: None)
     batches = [collate(s.pairs, s.batches.next()) for s in stack.seats]
     keys = zs.dropout_key([1, 2, 3], [1, 1, 1])
-    stack.body(*(x.to("meta") for x in zs.pad_batches(batches)), keys.to("meta"), torch.ones(3, device="meta"))
+    stack.body(*(x if x is None else x.to("meta") for x in zs.pad_batches(batches)), keys.to("meta"),
+               torch.ones(3, device="meta"))
     assert all(w.grad.is_meta and w.grad.shape == w.shape for w in stack.weights.values())
     with pytest.raises(RuntimeError, match="meta"):  # the probe can fail: a host read inside the body is refused
         stack.stats.sum().item()
+
+
+@pytest.mark.slow
+def test_packed_rows_stack_as_they_train_alone(repo, data_root, tmp_path, solo):
+    """train.pack on (several sentences a row, zoo.data.packing): two rows (other label smoothing, lr and P_drop in
+    the second) stacked, eagerly and bucketed for a CUDA graph, each train as the row trained alone, packed too;
+    dropout on (a seed's masks follow its packed positions, alone or stacked)."""
+    rows = [ROWS[0], ROWS[3]]
+    alone = []
+    for k, sets in enumerate(rows):
+        train(_cfg(repo, sets, ["train.pack=on"]), tmp_path / f"alone{k}", data_root)
+        alone.append(_curve(tmp_path / f"alone{k}"))
+    assert abs(alone[0][STEPS] - solo[0][STEPS]) > 1e-3 * solo[0][STEPS]  # packed: other rows, other dropout draws
+    for graph in ("off", "on"):
+        outs = [tmp_path / f"{graph}{k}" for k in range(len(rows))]
+        train_stacked([_cfg(repo, sets, ["train.pack=on", f"train.cuda_graph={graph}"]) for sets in rows], outs,
+                      data_root)
+        for k in range(len(rows)):
+            _same(alone[k], _curve(outs[k]), range(1, STEPS + 1))

@@ -227,18 +227,18 @@ class TrainSpec(Strict):
         "auto", description="training's matmuls: bf16 autocast (weights, Adam and the loss stay fp32) or fp32; "
         "auto: on a GPU bf16 from d_model 512 on, TF32 below it (faster there), fp32 on a CPU; bf16 on a CPU needs its bf16 instructions (AVX512-BF16 or AMX), "
         "else training runs in fp32 and says so")
-    compile: Literal["off", "on"] = Field(
-        "off", description="torch.compile the model regionally: one graph for the encoder layer and one for the "
-        "decoder layer, each serving all N layers of its stack and every batch shape (dynamic shapes); "
-        "the same arithmetic, so it is not part of the config hash")
-    fused_loss: Literal["off", "on"] = Field(
-        "off", description="on: the pre-softmax map and the label-smoothed loss in one, chunk by chunk, so the "
-        "(tokens x vocabulary) logits are never held whole (zoo.train.fused_loss); the same loss and gradients "
-        "to float rounding, so it is not part of the config hash")
-    cuda_graph: Literal["off", "on"] = Field(
-        "off", description="on: on a GPU, the whole training step (forward, backward, Adam) replayed as one CUDA "
-        "graph, one recorded per bucket of padded shapes (zoo.train.graphed); the same loss to float rounding, so "
-        "it is not part of the config hash; on a CPU the bucketed step runs without a graph")
+    compile: Literal["off", "on"] = Field("off", description="torch.compile the model regionally: one graph for "
+        "the encoder layer and one for the decoder layer, each serving all N layers of its stack and every batch "
+        "shape (dynamic shapes); the same arithmetic, so it is not part of the config hash")
+    fused_loss: Literal["off", "on"] = Field("off", description="on: the pre-softmax map and the label-smoothed "
+        "loss in one, chunk by chunk, so the (tokens x vocabulary) logits are never held whole "
+        "(zoo.train.fused_loss); the same loss and gradients to float rounding, so it is not part of the config hash")
+    pack: Literal["off", "on"] = Field("off", description="on: several sentence pairs a row of at most 64 tokens "
+        "(zoo.data.packing), kept apart by masks, so attention's tiles are not spent on one short sentence each; "
+        "the same loss without dropout, other dropout draws with it (part of the config hash); not with rope or alibi")
+    cuda_graph: Literal["off", "on"] = Field("off", description="on: on a GPU, the whole training step (forward, "
+        "backward, Adam; a stack of seeds' too) replayed as one CUDA graph, one recorded per bucket of padded shapes "
+        "(zoo.train.graphed); the same loss to float rounding, so not in the config hash; a CPU runs the bucketed step")
     stop_if_not_learning: bool = Field(
         True, description="after warm-up (2 x warmup_steps), stop with exit 2 when the training NLL is not clearly "
         "below the target pieces' unigram level or is above the uniform one (zoo.train.learning); false: go on "
@@ -374,7 +374,7 @@ class ClaimSpec(Strict):
 ADDED_LATER = {("train", "schedule", "cooldown"): 0.0, ("eval", "ppl_splits"): [], ("data", "preterminals"): "XX",
                ("model", "norm_position"): "post", ("model", "norm"): "layernorm", ("model", "ffn"): "relu",
                ("model", "attention"): "multihead", ("model", "h_kv"): None,
-               ("model", "residual_stream"): "fp32"}
+               ("model", "residual_stream"): "fp32", ("train", "pack"): "off"}
 
 
 class Config(Strict):

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
         paper_cost_flops)
     from .decode import beam_search, beam_search_nocache, greedy, translate
     from .dropout import Draws, active_draws, counter_dropout, drawing, dropout_key
-    from .packing import Packed, positions
+    from .packing import Packed, positions, why_not_packed
     from .transformer import Transformer, MultiHeadAttention, build_model, count_params, encoder_attention
 
 _PART = {  # name -> the part that lends it
@@ -40,8 +40,8 @@ _PART = {  # name -> the part that lends it
     "paper_cost_flops": "costs", "beam_search": "decode", "beam_search_nocache": "decode", "greedy": "decode",
     "translate": "decode", "Draws": "dropout", "active_draws": "dropout", "counter_dropout": "dropout",
     "drawing": "dropout", "dropout_key": "dropout", "Packed": "packing", "positions": "packing",
-    "Transformer": "transformer", "MultiHeadAttention": "transformer", "build_model": "transformer",
-    "count_params": "transformer", "encoder_attention": "transformer",
+    "why_not_packed": "packing", "Transformer": "transformer", "MultiHeadAttention": "transformer",
+    "build_model": "transformer", "count_params": "transformer", "encoder_attention": "transformer",
 }
 # End of the door.
 __all__ = list(_PART)

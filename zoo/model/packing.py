@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["Packed", "positions"]
+__all__ = ["Packed", "positions", "why_not_packed"]
 
 
 def positions(seg: torch.Tensor, max_len: int) -> torch.Tensor:
@@ -33,6 +33,17 @@ def _may_attend(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     return ((q[:, :, None] == k[:, None, :]) | (q == 0)[:, :, None])[:, None]
 
 
+def why_not_packed(model) -> str | None:
+    """Why `model` (a zoo Transformer) cannot take packed batches, or None: rotary and ALiBi positions act inside
+    attention at the row's positions, and the word pointer reorders the memory."""
+    from zoo.model.transformer import Positions  # the model's module imports this one
+    pos = model.pos_embed
+    if type(pos).rotate is not Positions.rotate or type(pos).bias is not Positions.bias or model.w_pointer is not None:
+        return (f"packing needs positions added to the embeddings and no word pointer; this model has "
+                f"{type(pos).__name__}{' and a word pointer' if model.w_pointer is not None else ''}")
+    return None
+
+
 @dataclass
 class Packed:
     """A packed batch's attention masks (True = may attend) and positions, as the model's layers take them."""
@@ -47,11 +58,8 @@ class Packed:
         """The masks and positions of segment ids (B, S) and (B, T) for `model` (a zoo Transformer). Positions
         added to the embeddings (sinusoidal, learned, none) restart per sentence; rotary and ALiBi act inside
         attention at the row's positions and the word pointer reorders the memory: those models do not pack."""
-        from zoo.model.transformer import Positions  # the model's module imports this one
-        pos = model.pos_embed
-        if type(pos).rotate is not Positions.rotate or type(pos).bias is not Positions.bias or model.w_pointer is not None:
-            raise ValueError(f"packing needs positions added to the embeddings and no word pointer; "
-                             f"this model has {type(pos).__name__}{' and a word pointer' if model.w_pointer is not None else ''}")
+        if why := why_not_packed(model):
+            raise ValueError(why)
         T = tgt_seg.size(1)
         causal = torch.ones(T, T, dtype=torch.bool, device=tgt_seg.device).tril()
         L = model.spec.max_len

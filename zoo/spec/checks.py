@@ -111,6 +111,18 @@ def check_components(doc: Doc, cfg: Config) -> None:
                             "adds one through the entry-point group zoo.components)")
 
 
+def check_packing(doc: Doc, cfg: Config) -> None:
+    """train.pack on needs positions added to the embeddings: the built-in rope and alibi act inside attention at
+    the row's positions, the word pointer reorders the memory (a package's own positions: zoo.model.packing's
+    why_not_packed, when the model is built)."""
+    m = cfg.model
+    if cfg.train.pack == "on" and (m.positional_encoding in ("rope", "alibi") or m.word_pointer):
+        what = "model.word_pointer" if m.word_pointer else f"model.positional_encoding {m.positional_encoding}"
+        raise SpecError(doc.where(("train", "pack")), "train.pack",
+                        f"on lays several sentences to a row, which {what} cannot take (it acts on the row's "
+                        "positions, not each sentence's): set train.pack to off, or use sinusoidal or learned positions")
+
+
 def check_compare_to(doc: Doc, cfg: Config, variants) -> None:
     """`paper: {compare_to: ROW}` names a variant of this spec or a row of the paper's table: a misspelt one
     would leave the row's comparison "not run" in every report."""

@@ -23,8 +23,8 @@ from pathlib import Path
 from zoo.config import Config, dotted
 from zoo.paths import name_problem
 from zoo.spec.checks import (PAPER_ROWS, check_claims_apart, check_compare_to, check_components, check_corpus,
-                             check_grace, check_one_seed, check_paper_row, check_same, check_seed_axes, check_size,
-                             check_spec_claims, say_once)
+                             check_grace, check_one_seed, check_packing, check_paper_row, check_same, check_seed_axes,
+                             check_size, check_spec_claims, say_once)
 from zoo.spec.profiles import (ProfileFile, apply_profile, check_heads, find_profile, load_profile, profile_name,
                                profile_text)
 from zoo.spec.seeds import seeds_axis
@@ -199,6 +199,7 @@ def _trials(run: Run, name: str, over: dict, suffix: str, point: dict, plocs: di
         cfg = validate_config(ds, header, late)
         check_corpus(ds, cfg)
         check_components(ds, cfg)
+        check_packing(ds, cfg)
         check_compare_to(ds, cfg, run.variants)
         check_same(doc, cfg, sized, run.same)
         out.append(cfg)

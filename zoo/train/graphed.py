@@ -199,7 +199,7 @@ class GraphedStack:
         self.keys = torch.zeros(K, dtype=torch.int32, device=self.device)
         self.inv_tokens = torch.zeros(K, dtype=torch.float32, device=self.device)
         self.lrs = torch.zeros(K, dtype=torch.float32, device=self.device)
-        self.buckets: dict[tuple, tuple] = {}  # (R, S, T) -> ((src, tgt_in, tgt_out), graph or None)
+        self.buckets: dict[tuple, tuple] = {}  # (R, S, T) -> ((src, tgt_in, tgt_out, src_seg, tgt_seg), graph)
         self.eager_steps = 0
         if self.cuda:
             for s in stack.seats:
@@ -211,7 +211,8 @@ class GraphedStack:
         if key not in self.buckets and len(self.buckets) < MAX_GRAPHS:
             K, (R, S, T) = len(self.stack.seats), key
             z = lambda n: torch.zeros(K, R, n, dtype=torch.int64, device=self.device)
-            self.buckets[key] = ((z(S), z(T), z(T)), None)
+            seg = (z(S), z(T)) if self.stack.seats[0].cfg.train.pack == "on" else (None, None)  # sentence ids
+            self.buckets[key] = ((z(S), z(T), z(T), *seg), None)
         if key in self.buckets:
             return key
         held = [k for k in self.buckets if all(x >= y for x, y in zip(k, key))]  # full: the smallest that holds it
@@ -229,7 +230,8 @@ class GraphedStack:
         buffers, then its graph replayed (recorded at its first batch; on a CPU the step runs on the buffers)."""
         bufs, graph = self.buckets[key]
         for buf, x in zip(bufs, padded):
-            buf.copy_(x)
+            if buf is not None:
+                buf.copy_(x)
         self.keys.copy_(keys)
         self.inv_tokens.copy_(inv_tokens)
         if self.cuda:

@@ -25,7 +25,7 @@ from typing import Callable
 import torch
 
 from zoo.config import Config
-from zoo.data import BatchOrder, collate, pair_lengths, shard
+from zoo.data import BatchOrder, pair_lengths, shard
 from zoo.errors import UserError
 from zoo.model import drawing
 from zoo.paths import atomic_write_text
@@ -36,7 +36,7 @@ from zoo.train.device import (agreed, autocast_dtype, check_memory, keep_freed_m
                               train_device)
 from zoo.train.evaluation import dev_perplexity, score
 from zoo.train.learning import check_from, levels, stop
-from zoo.train.prepared import Prepared, build, check_kept, prepare
+from zoo.train.prepared import Prepared, build, check_kept, prepare, training_batch
 from zoo.train.recipe import make_optimizer
 from zoo.train.step import compiled, data_parallel, draws_key, gradients, read_stats, train_step
 from zoo.train.writer import Writer
@@ -147,7 +147,7 @@ class _Loader:
         batch = self.order.next()
         parts = []
         for idx, w in rank_parts(batch, self.lengths, self.world, self.accumulation, self.rank):
-            b = collate(self.pairs, idx)
+            b = training_batch(self.cfg, self.pairs, idx)
             parts.append((b.pinned() if self.pin else b, w))
         return _Work(self.order.epoch, self.order.cursor, int(self.lengths[batch, 1].sum()), parts)
 

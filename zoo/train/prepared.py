@@ -9,7 +9,7 @@ from pathlib import Path
 from zoo.config import Config
 from zoo.data import EncodedCorpus, bpe_model, data_dir, encoded_corpus, load_pairs, load_sp
 from zoo.errors import UserError
-from zoo.model import Transformer, build_model
+from zoo.model import Transformer, build_model, why_not_packed
 
 __all__ = ["Prepared", "build", "check_kept", "prepare", "target_vocab"]  # what it lends outside its package (the door serves these)
 
@@ -80,7 +80,16 @@ def build(cfg: Config, sp, tgt_vocab=None) -> Transformer:
     if cfg.model.word_pointer:
         from zoo.data import word_pointer_tables
         model.set_word_pointer(*word_pointer_tables(sp, tgt_vocab))
+    if cfg.train.pack == "on" and (why := why_not_packed(model)):
+        raise UserError(f"train.pack: on lays several sentences to a row, which {why} (model.positional_encoding "
+                        f"{cfg.model.positional_encoding}); set train.pack to off, or use sinusoidal or learned positions")
     return model
+
+
+def training_batch(cfg: Config, pairs, indices) -> "Batch":
+    """A training batch of the pairs at `indices` as the run lays it out: one pair a row, or packed (train.pack)."""
+    from zoo.data import collate, pack  # here, not at the top: zoo.data.batching would lengthen the import chain
+    return pack(pairs, indices) if cfg.train.pack == "on" else collate(pairs, indices)
 
 
 def check_kept(cfg: Config, p: Prepared) -> None:

@@ -32,7 +32,7 @@ import torch
 from torch.func import functional_call, vmap
 
 from zoo.config import Config
-from zoo.data import Batch, BatchOrder, collate, pair_lengths
+from zoo.data import Batch, BatchOrder, pair_lengths
 from zoo.errors import UserError
 from zoo.model import drawing, dropout_key
 from zoo.paths import atomic_write_text
@@ -43,7 +43,7 @@ from zoo.train.checkpointing import (Checkpoint, State, averaged_from, clear_unf
 from zoo.train.device import autocast, autocast_dtype, train_device
 from zoo.train.evaluation import dev_perplexity, score
 from zoo.train.learning import check_from, levels, stop
-from zoo.train.prepared import Prepared, build, prepare
+from zoo.train.prepared import Prepared, build, prepare, training_batch
 from zoo.train.recipe import make_optimizer, smoothed_rows
 
 __all__ = ["Seat", "Stack", "pad_batches", "stack_problem", "stack_size", "stacked_step", "train_stacked"]
@@ -112,27 +112,34 @@ class Seat:
         return self.error is None and self.result is None and self.st.step < self.cfg.train.steps
 
 
-def pad_batches(batches: list[Batch], shape: tuple[int, int, int] | None = None) -> tuple[torch.Tensor, ...]:
+def pad_batches(batches: list[Batch], shape: tuple[int, int, int] | None = None) -> tuple:
     """The K batches of a step as (K, B, S) source, (K, B, T) decoder input and labels on the host, padded to one
-    shape: the batches' largest, or `shape` (B, S, T) when given (zoo.train.graphed's bucket)."""
+    shape: the batches' largest, or `shape` (B, S, T) when given (zoo.train.graphed's bucket); packed batches
+    (train.pack) also their (K, B, S) and (K, B, T) sentence ids (0 on padding, which may attend anywhere)."""
     K = len(batches)
     B, S, T = shape or (max(b.src.size(0) for b in batches), max(b.src.size(1) for b in batches),
                         max(b.tgt_in.size(1) for b in batches))
     src = torch.full((K, B, S), PAD, dtype=torch.int64)
     src[:, :, 0] = EOS  # a padding row's one source token: attention over no key at all is NaN
     tgt_in, tgt_out = torch.full((K, B, T), PAD, dtype=torch.int64), torch.full((K, B, T), PAD, dtype=torch.int64)
+    packed = batches[0].src_seg is not None
+    src_seg, tgt_seg = (torch.zeros(K, B, n, dtype=torch.int64) for n in (S, T)) if packed else (None, None)
     for k, b in enumerate(batches):
         n, s, t = b.src.size(0), b.src.size(1), b.tgt_in.size(1)
         src[k, :n, :s], tgt_in[k, :n, :t], tgt_out[k, :n, :t] = b.src, b.tgt_in, b.tgt_out
         src[k, :n, s:] = PAD
-    return src, tgt_in, tgt_out
+        if packed:
+            src_seg[k, :n, :s], tgt_seg[k, :n, :t] = b.src_seg, b.tgt_seg
+    return src, tgt_in, tgt_out, src_seg, tgt_seg
 
 
-def _forward(skeleton: torch.nn.Module, params: dict, src, tgt_in, key, p_drop=None) -> torch.Tensor:
-    """One seed's logits, inside vmap: the skeleton's forward over this seed's weights, dropout key and (where
-    the stack's rows differ in it) P_drop."""
+def _forward(skeleton: torch.nn.Module, params: dict, src, tgt_in, key, p_drop=None, src_seg=None,
+             tgt_seg=None) -> torch.Tensor:
+    """One seed's logits, inside vmap: the skeleton's forward over this seed's weights, dropout key, (where the
+    stack's rows differ in it) P_drop and (packed batches) sentence ids."""
     with drawing(key, p_drop):
-        return functional_call(skeleton, params, (src, tgt_in))
+        return functional_call(skeleton, params, (src, tgt_in), {} if src_seg is None else
+                               {"src_seg": src_seg, "tgt_seg": tgt_seg})
 
 
 class Stack:
@@ -170,8 +177,8 @@ class Stack:
             from zoo.train.graphed import GraphedStack
             self.graphed = GraphedStack(self)
 
-    def body(self, src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor, keys: torch.Tensor,
-             inv_tokens: torch.Tensor) -> None:
+    def body(self, src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor, src_seg: torch.Tensor | None,
+             tgt_seg: torch.Tensor | None, keys: torch.Tensor, inv_tokens: torch.Tensor) -> None:
         """The device's part of a step (what a CUDA graph records): one vmapped forward and backward of the K seeds
         on their padded batches, every seed's loss in one pass (its own label smoothing, over its own targets,
         normalised by its own target tokens `inv_tokens`, as its solo step's), its statistics, then each seed's
@@ -180,9 +187,10 @@ class Stack:
         with warnings.catch_warnings():  # CPU attention's missing vmap rule: a loop over the seeds (see above)
             warnings.filterwarnings("ignore", message=".*batching rule.*")
             with autocast(self.device, self.amp):
-                logits = vmap(lambda p, a, b, k, q: _forward(self.skeleton, p, a, b, k, q),
-                              in_dims=(0, 0, 0, 0, None if self.p_drop is None else 0))(
-                    self.weights, src, tgt_in, keys, self.p_drop)
+                seg = None if src_seg is None else 0
+                logits = vmap(lambda p, a, b, k, q, c, d: _forward(self.skeleton, p, a, b, k, q, c, d),
+                              in_dims=(0, 0, 0, 0, None if self.p_drop is None else 0, seg, seg))(
+                    self.weights, src, tgt_in, keys, self.p_drop, src_seg, tgt_seg)
         K, V, rows = logits.size(0), logits.size(-1), tgt_out[0].numel()
         eps = self.eps if isinstance(self.eps, float) else self.eps.repeat_interleave(rows)
         loss, nll = smoothed_rows(logits.reshape(-1, V), tgt_out.reshape(-1), eps)
@@ -204,7 +212,7 @@ def stacked_step(stack: Stack) -> None:
     """One optimizer step of every seat of `stack`: the host's part (each seed's next batch, step, learning rate,
     dropout key), then the stack's body, eagerly or as its bucket's CUDA graph."""
     seats = stack.seats
-    batches = [collate(s.pairs, s.batches.next()) for s in seats]
+    batches = [training_batch(s.cfg, s.pairs, s.batches.next()) for s in seats]
     for s in seats:
         s.st.step += 1
     lrs = [_lr(s.cfg, s.st.step) for s in seats]
@@ -217,7 +225,7 @@ def stacked_step(stack: Stack) -> None:
             for g in s.opt.param_groups:
                 g["lr"] = lr
         dev = stack.device
-        stack.body(*(x.to(dev) for x in pad_batches(batches)), keys.to(dev), inv_tokens.to(dev))
+        stack.body(*(x if x is None else x.to(dev) for x in pad_batches(batches)), keys.to(dev), inv_tokens.to(dev))
     for s, b in zip(seats, batches):
         s.st.epoch, s.st.cursor = s.batches.epoch, s.batches.cursor
         s.st.tokens_seen += b.n_tgt_tokens
