@@ -44,6 +44,9 @@ MEASURED_RUN = Path("results/gpu-check/profile-runs/gpu-profile/summary.json")
 MEASURED_START = 16 - 5.4  # s: results/gpu-check/measured.json 4-trial's wall minus its 5.4 s of training
 H100_BYTES = 80 * 2 ** 30  # one H100 80GB: what stack_size fills
 MEAN_LEN = 17  # Multi30k sentences at 4000-8000 BPE pieces, with eos (the roofline's shape: a batch of them)
+# train.pack on: Multi30k's 4,000-token batches packed (zoo.data.packing) are rows about 61 positions wide a side, 90.2%
+# of them tokens (`bench/bench_speed.py --part pack`: 40 batches, 9.8% padding against make_batches' own 7.8%)
+PACKED_WIDTH, PACKED_FILL = 61, 0.902
 
 
 @dataclass(frozen=True)
@@ -104,11 +107,15 @@ def _trace(cfg: Config):
     rf = _roofline()
     with torch.device("meta"):
         model = build_model(cfg.model, cfg.data.vocab_size).train()
-    B = max(1, cfg.train.batch_tokens // MEAN_LEN)
-    ids = lambda: torch.ones((B, MEAN_LEN), dtype=torch.long, device="meta")
+    packed = cfg.train.pack == "on"  # rows of PACKED_WIDTH positions, PACKED_FILL of them tokens
+    L = PACKED_WIDTH if packed else MEAN_LEN
+    B = max(1, math.ceil(cfg.train.batch_tokens / (PACKED_WIDTH * PACKED_FILL)) if packed
+            else cfg.train.batch_tokens // MEAN_LEN)
+    ids = lambda: torch.ones((B, L), dtype=torch.long, device="meta")
     from zoo.train import smoothed_loss
     loss = lambda lg, t: smoothed_loss(lg, t, cfg.train.label_smoothing)[0]
-    return rf.step(model, ids(), ids(), ids(), loss, amp=cfg.train.precision == "bf16")[0]
+    return rf.step(model, ids(), ids(), ids(), loss, amp=cfg.train.precision == "bf16",
+                   segments={"src_seg": ids(), "tgt_seg": ids()} if packed else None)[0]
 
 
 def step_seconds(trace, K: int) -> tuple[float, float]:
@@ -208,8 +215,8 @@ def gpu_plan(cfgs: list[Config]) -> GpuPlan:
 
 
 def _shape_key(c: Config) -> str:
-    return json.dumps([c.model.model_dump(mode="json"), c.data.vocab_size, c.train.batch_tokens, c.train.precision],
-                      sort_keys=True)
+    return json.dumps([c.model.model_dump(mode="json"), c.data.vocab_size, c.train.batch_tokens, c.train.precision,
+                       c.train.pack], sort_keys=True)
 
 
 def print_gpu_plan(p: GpuPlan, stream=None) -> None:

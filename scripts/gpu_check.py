@@ -229,9 +229,9 @@ STEPS = [
     Step("6-no-cuda", (15, 40), lambda c: [*c.zoo, "train", "base", "--profile", "smoke", "--set", "resources.gpus=1",
                                            "--out", c.work / "no-cuda"],
          made=("work/no-cuda",), env=(("CUDA_VISIBLE_DEVICES", ""),)),
-    # seeds side by side (issue 52): K = 1, 4, 16 stacked in one process, each eager and as CUDA graphs, then 1, 2, 4
-    # processes sharing the device; each figure beside the roofline's prediction (expected on an H100: about 45 s and
-    # 55 s; the first 25 s before the graphed stacks)
+    # seeds side by side (issue 52): K = 1, 4, 16 stacked in one process (eager, graphed, graphed and packed), then 1, 2, 4
+    # processes sharing the device; each figure beside the roofline's prediction (expected on an H100: about 60 s and
+    # 55 s; the first 25 s before the graphed and packed stacks)
     Step("8-stacked", (120, 150), lambda c: side_by_side(c, "stacked"), made=("stacked.json",)),
     Step("9-concurrent", (75, 150), lambda c: [*side_by_side(c, "shared"), "--work", c.work, "--zoo", *c.zoo],
          made=("concurrent.json", *(f"work/shared-{p}-{i}" for p in (1, 2, 4) for i in range(p)))),

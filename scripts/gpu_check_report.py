@@ -174,8 +174,9 @@ def inside(pred, key, got):
 
 
 def stacked_name(x) -> str:
-    """A stacked figure's name: K, and graphed where train.cuda_graph was on (zoo.train.graphed.GraphedStack)."""
-    return f"K {x['K']}" + (" graphed" if x.get("graph") else "")
+    """A stacked figure's name: K, graphed where train.cuda_graph was on (zoo.train.graphed.GraphedStack), packed
+    where train.pack was (several sentences a row)."""
+    return f"K {x['K']}" + (" graphed" if x.get("graph") else "") + (" packed" if x.get("pack") else "")
 
 
 def stacked_headline(r, name):
@@ -198,12 +199,12 @@ def side_by_side_section(r, raw, outside):
     note = " (a CPU rehearsal of the smoke profile's base: the predictions are an H100's)" if r.cpu else ""
     L.append(f"8. seeds stacked in one process, the cpu profile's base{note} ({ran(st, '8-stacked')}):\n")
     if rows:
-        L += ["| K | CUDA graph | ms a step | predicted ms | tokens/s summed | predicted | trials a minute (training "
-              "only) | predicted |", "|---:|---|---:|---:|---:|---:|---:|---:|"]
+        L += ["| K | CUDA graph | packed | ms a step | predicted ms | tokens/s summed | predicted | trials a minute "
+              "(training only) | predicted |", "|---:|---|---|---:|---:|---:|---:|---:|---:|"]
         for x in rows:
             p = x.get("predicted")
             graph = f"on ({x.get('buckets')} buckets, {x.get('eager_steps')} eager steps)" if x.get("graph") else "off"
-            L.append(f"| {x['K']} | {graph} | {x['step_ms']:.1f} | {mid(p, 'step_ms')} | {x['summed_tokens_per_s']:.0f} | "
+            L.append(f"| {x['K']} | {graph} | {'on' if x.get('pack') else 'off'} | {x['step_ms']:.1f} | {mid(p, 'step_ms')} | {x['summed_tokens_per_s']:.0f} | "
                      f"{mid(p, 'summed_tokens_per_s')} | {x['trials_per_min']:.2f} | {mid(p, 'trials_per_min')} |")
             if not r.cpu and not inside(p, "summed_tokens_per_s", x["summed_tokens_per_s"]):
                 outside.append(f"stacked {stacked_name(x)}: {x['summed_tokens_per_s']:.0f} tok/s summed (predicted "

@@ -6,8 +6,9 @@ figures say nothing about a GPU).
   python scripts/gpu_side_by_side.py stacked --json FILE [--tiny]
   python scripts/gpu_side_by_side.py shared --json FILE --work DIR --zoo ZOO... [--tiny]
 
-stacked: K = 1, 4, 16 (--tiny: the smoke profile's base, K = 1, 2), each eager and with train.cuda_graph on
-(zoo.train.graphed.GraphedStack: one CUDA graph per bucket of shapes): the timed batches once as warm-up (a graph
+stacked: K = 1, 4, 16 (--tiny: the smoke profile's base, K = 1, 2), each eager, with train.cuda_graph on
+(zoo.train.graphed.GraphedStack: one CUDA graph per bucket of shapes) and with train.pack on besides (several
+sentences a row): the timed batches once as warm-up (a graph
 is recorded at its bucket's first batch), then the same batches again, timed, through zoo.train.stacked.stacked_step
 (a long run meets its few dozen buckets early and replays them after): summed target tokens/s and trials a minute
 (training only, at the profile's steps).
@@ -24,12 +25,14 @@ from pathlib import Path
 
 GPU = {"profile": "cpu", "K": (1, 4, 16), "timed": 20, "P": (1, 2, 4), "steps": 200}
 TINY = {"profile": "smoke", "K": (1, 2), "timed": 2, "P": (2,), "steps": 5}  # the code path, in seconds
+STEPS = [(False, False), (True, False), (True, True)]  # (train.cuda_graph, train.pack) of each K: eager, graphed, both
 
 
-def config(size: dict, cuda: bool, seed: int = 1, graph: bool = False):
+def config(size: dict, cuda: bool, seed: int = 1, graph: bool = False, pack: bool = False):
     from zoo.spec import resolve
-    sets = [f"resources.gpus={int(cuda)}", f"train.seed={seed}", f"train.cuda_graph={'on' if graph else 'off'}"] + (
-        ["train.precision=fp32"] if cuda else [])
+    on = lambda x: "on" if x else "off"
+    sets = [f"resources.gpus={int(cuda)}", f"train.seed={seed}", f"train.cuda_graph={on(graph)}",
+            f"train.pack={on(pack)}"] + (["train.precision=fp32"] if cuda else [])
     return resolve("base", profile=size["profile"], sets=sets)[0]
 
 
@@ -65,11 +68,11 @@ def stacked(size: dict, path: Path) -> list:
     p = prepare(cfg0)
     lengths = pair_lengths(p.train)
     rows = []
-    for K, graph in [(K, g) for K in size["K"] for g in (False, True)]:
+    for K, graph, packed in [(K, *v) for K in size["K"] for v in STEPS]:
         order = lambda seed: BatchOrder(lengths, cfg0.train.batch_tokens, seed)
         seats = []
         for seed in range(1, K + 1):
-            cfg = config(size, cuda, seed, graph)
+            cfg = config(size, cuda, seed, graph, packed)
             torch.manual_seed(seed)
             model = build(cfg, p.sp, p.tgt_vocab).to(device).train()
             opt = make_optimizer(model, 0.0, tuple(cfg.train.optimizer.betas), cfg.train.optimizer.eps)
@@ -89,13 +92,13 @@ def stacked(size: dict, path: Path) -> list:
         secs = time.perf_counter() - t0
         tokens = sum(s.st.tokens_seen for s in seats) - tokens0
         step = secs / size["timed"]
-        rows.append({"K": K, "graph": graph, "step_ms": 1e3 * step, "summed_tokens_per_s": tokens / secs,
+        rows.append({"K": K, "graph": graph, "pack": packed, "step_ms": 1e3 * step, "summed_tokens_per_s": tokens / secs,
                      "trials_per_min": 60 * K / (step * cfg0.train.steps), "profile_steps": cfg0.train.steps,
                      "buckets": len(stack.graphed.buckets) if graph else None,
                      "eager_steps": stack.graphed.eager_steps if graph else None,
                      "peak_gib": torch.cuda.max_memory_allocated() / 2 ** 30 if cuda else None,
-                     "predicted": predictions(config(size, cuda, 1, graph), K)})
-        print(f"K {K}{' graphed' if graph else ''}: {rows[-1]['step_ms']:.1f} ms a step, "
+                     "predicted": predictions(config(size, cuda, 1, graph, packed), K)})
+        print(f"K {K}{' graphed' if graph else ''}{' packed' if packed else ''}: {rows[-1]['step_ms']:.1f} ms a step, "
               f"{rows[-1]['summed_tokens_per_s']:.0f} tok/s summed, {rows[-1]['trials_per_min']:.2f} trials a minute "
               f"(training only, {cfg0.train.steps} steps)", flush=True)
         save(rows, path)

@@ -65,7 +65,8 @@ def test_gpu_check_rehearses_every_step_on_the_cpu(repo, data_root, tmp_path):
     if raw.get("shared") and steps["5-shared"]["exit"] == "0":
         assert raw["shared"]["finished"] == 4 and raw["shared"]["summed_tokens_per_s"] > 0
     if steps["8-stacked"]["exit"] == "0":  # the rehearsal's K = 1, 2, eager and graphed, each beside an H100's prediction
-        assert [(x["K"], x["graph"]) for x in raw["stacked"]] == [(1, False), (1, True), (2, False), (2, True)]
+        assert [(x["K"], x["graph"], x["pack"]) for x in raw["stacked"]] == [
+            (K, *v) for K in (1, 2) for v in ((False, False), (True, False), (True, True))]
         assert all(x["summed_tokens_per_s"] > 0 for x in raw["stacked"])
         assert all(len(x["predicted"]["summed_tokens_per_s"]) == 3 for x in raw["stacked"])
     if steps["9-concurrent"]["exit"] == "0":
@@ -218,7 +219,7 @@ def test_side_by_side_figures_beside_their_predictions(repo, made_up):
         {"K": 1, "step_ms": 21.9, "summed_tokens_per_s": 180000, "trials_per_min": 1.2, "predicted": pred([180000] * 3)},
         {"K": 16, "step_ms": 400, "summed_tokens_per_s": 157000, "trials_per_min": 1.1,
          "predicted": pred([400000, 600000, 800000])},
-        {"K": 16, "graph": True, "buckets": 9, "eager_steps": 0, "step_ms": 60, "summed_tokens_per_s": 1050000,
+        {"K": 16, "graph": True, "pack": True, "buckets": 9, "eager_steps": 0, "step_ms": 60, "summed_tokens_per_s": 1050000,
          "trials_per_min": 7.3, "predicted": pred([1000000, 1100000, 1200000])}]))
     (out / "concurrent.json").write_text(json.dumps([
         {"P": 4, "finished": 4, "wall_s": 30, "summed_tokens_per_s": 600000, "trials_per_min": 8.0, "steps": 200,
@@ -228,11 +229,11 @@ def test_side_by_side_figures_beside_their_predictions(repo, made_up):
     rep.write(r)
     text = (out / "report.md").read_text()
     assert "8. seeds stacked in one process, the cpu profile's base (exit 0, 30 s of 60):" in text
-    assert "| 16 | off | 400.0 | 30 (20-40) | 157000 | 600000 (400000-800000) | 1.10 | 4 (3-5) |" in text
-    assert "| 16 | on (9 buckets, 0 eager steps) | 60.0 | 30 (20-40) | 1050000 | 1100000 (1000000-1200000) | 7.30 |" in text
+    assert "| 16 | off | off | 400.0 | 30 (20-40) | 157000 | 600000 (400000-800000) | 1.10 | 4 (3-5) |" in text
+    assert "| 16 | on (9 buckets, 0 eager steps) | on | 60.0 | 30 (20-40) | 1050000 | 1100000 (1000000-1200000) |" in text
     assert "| 4 | 4 | 30 | 600000 | 700000 | 8.0 (200-step trials) |" in text
     raw = json.loads((out / "measured.json").read_text())
     assert "stacked K 16: 157000 tok/s summed (predicted 600000 (400000-800000))" in raw["outside"]
-    assert not any("stacked K 1:" in x or "K 16 graphed" in x or "processes:" in x for x in raw["outside"])  # within 15%
+    assert not any("stacked K 1:" in x or "K 16 graphed packed" in x or "processes:" in x for x in raw["outside"])
     assert rep.headline(r, "8-stacked").startswith("K 1: 180000 tok/s summed (predicted 180000); K 16:")
     assert rep.headline(r, "9-concurrent") == "4 at once: 600000 tok/s summed (predicted 700000), 8.0 trials/min"

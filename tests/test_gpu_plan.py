@@ -31,6 +31,24 @@ def test_table3_x10_under_ablation_gpu_plans_within_half_an_hour_on_an_h100(caps
     assert "(not planned here, a row of theirs is not in this plan: big-bleu, big-ppl)" in out
 
 
+def test_graphed_and_packed_stacks_plan_from_the_cards_busy_time():
+    """train.cuda_graph on: a step is the card's busy time and the loop's own host time (no kernel queue); train.pack
+    on: fewer, wider rows (attention's tiles shared). Each predicted below the eager unpacked step, never below the
+    card's busy time, and the card's busy time of a packed stack below the unpacked one's."""
+    from zoo.runner import gpu_plan
+    from zoo.spec import resolve
+    a = gpu_plan.anchor()
+    step = {}
+    for graph in ("off", "on"):
+        for pack in ("off", "on"):
+            c = resolve("base", profile="ablation_gpu", sets=[f"train.cuda_graph={graph}", f"train.pack={pack}"])[0]
+            step[graph, pack] = gpu_plan.stacked_step(c, 10, a)
+    (eager, _, busy), (graphed, measured, busy_g) = step["off", "off"], step["on", "off"]
+    assert not measured and busy_g == busy and graphed[0] == max(busy, a.host) and graphed[2] == busy + a.host
+    assert graphed[1] < eager[1]
+    assert step["on", "on"][2] < busy and step["on", "on"][0][1] < graphed[1]
+
+
 def test_several_specs_run_together_but_until_resolved_takes_one(capsys):
     assert main(["run", "base", "table3_A", "--profile", "smoke", "--until-resolved"]) == 2
     assert "--until-resolved takes one spec" in capsys.readouterr().err
