@@ -119,3 +119,18 @@ def test_the_recorded_step_reads_nothing_back_to_the_host(batches, monkeypatch):
     bk.batch = zdata.Batch(b.src.to(meta), b.tgt_in.to(meta), b.tgt_out.to(meta), 0, 0, 0.0)
     g._body(bk.batch, keyed=True)
     assert all(p.grad is not None and p.grad.is_meta for p in model.parameters())
+
+
+def test_packed_batches_are_bucketed_with_their_sentence_ids(data_root, batches):
+    """train.pack on: a packed batch (several sentences a row) padded to its bucket, its sentence ids with it,
+    trains as the packed batch itself (no eager fallback)."""
+    sp = zdata.load_sp(zdata.bpe_model("multi30k", 1000, data_root))
+    pairs = zdata.encode_pairs(sp, zdata.load_pairs("multi30k", "train", data_root)[:400], 64)
+    packed = [zdata.pack(pairs, b.indices) for b in batches]
+    ref_stats, ref_params, _ = _train(_cfg("off", "train.pack=on", "model.dropout=0.1"), packed)
+    got_stats, got_params, opt = _train(_cfg("on", "train.pack=on", "model.dropout=0.1"), packed)
+    g = opt.graphed_step
+    assert g.eager_steps == 0 and all(bk.batch.src_seg is not None for bk in g.buckets.values())
+    torch.testing.assert_close(got_stats, ref_stats, rtol=1e-5, atol=1e-4)
+    for p, q in zip(got_params, ref_params):
+        torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-5)

@@ -22,7 +22,8 @@ holds one end-of-sentence source token and one begin-of-sentence target token, s
 no target. The loss and gradients equal the unpadded step's to float rounding (tests/test_graphed.py).
 
 On a CPU the same bucketed, static-buffer step runs without a graph (the code path; no speed is claimed).
-A packed batch, accumulated micro-batches or several ranks take the eager step (train_step returns None).
+Accumulated micro-batches or several ranks take the eager step (train_step returns None); a packed batch
+(train.pack) is bucketed with its sentence ids.
 GraphedStack does the same for K seeds stacked side by side (zoo.train.stacked): their batches padded to one
 bucket, each seed's dropout key, normaliser and learning rate in place, one graph for the K of them.
 """
@@ -113,7 +114,7 @@ class GraphedStep:
             self.pool = torch.cuda.graph_pool_handle()  # shared by all buckets' graphs
 
     def fits(self, parts: list) -> bool:
-        return len(parts) == 1 and parts[0][1] == 1.0 and parts[0][0].src_seg is None and rank_and_world()[1] == 1
+        return len(parts) == 1 and parts[0][1] == 1.0 and rank_and_world()[1] == 1
 
     def shape(self, b: Batch) -> tuple[int, int, int]:
         return bucket_shape(self.cfg, b.src.size(0), b.src.size(1), b.tgt_in.size(1))
@@ -124,16 +125,19 @@ class GraphedStep:
             if key not in self.buckets:
                 R, S, T = key
                 z = lambda n: torch.zeros(R, n, dtype=b.src.dtype, device=self.device)
-                self.buckets[key] = _Bucket(Batch(z(S), z(T), z(T), 0, 0, 0.0))
+                seg = [] if b.src_seg is None else [z(S), z(T)]  # a packed run's sentence ids (train.pack)
+                self.buckets[key] = _Bucket(Batch(z(S), z(T), z(T), 0, 0, 0.0, [], *seg))
             return self.buckets[key]
         held = [k for k in self.buckets if all(x >= y for x, y in zip(k, key))]  # full: the smallest that holds it
         return self.buckets[min(held, key=lambda k: k[0] * (k[1] + k[2]))] if held else None
 
     def _load(self, s: Batch, b: Batch) -> None:
-        """b into the bucket's buffers: padded with PAD, padding rows one EOS source and one BOS target token."""
+        """b into the bucket's buffers: padded with PAD, padding rows one EOS source and one BOS target token; a
+        packed batch's sentence ids padded with 0 (a padding query may attend anywhere: zoo.model.packing)."""
         B, S, T = b.src.size(0), b.src.size(1), b.tgt_in.size(1)
-        for buf, x in ((s.src, b.src), (s.tgt_in, b.tgt_in), (s.tgt_out, b.tgt_out)):
-            buf.fill_(PAD)
+        pairs = [(s.src, b.src), (s.tgt_in, b.tgt_in), (s.tgt_out, b.tgt_out)]
+        for buf, x in pairs + ([] if b.src_seg is None else [(s.src_seg, b.src_seg), (s.tgt_seg, b.tgt_seg)]):
+            buf.fill_(PAD)  # PAD is 0, segment 0 too
             buf[:B, :x.size(1)].copy_(x, non_blocking=True)
         s.src[B:, 0], s.tgt_in[B:, 0] = EOS, BOS
 
