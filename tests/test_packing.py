@@ -120,3 +120,10 @@ def test_a_model_that_cannot_pack_is_refused_before_training(tmp_path, capsys):
     exit_2(*run("train", "base", "--profile", "smoke", "--set", "train.pack=on", "--set",
                 "model.positional_encoding=rope", "--out", tmp_path / "r", capsys=capsys),
            "train.pack: on lays several sentences to a row", "model.positional_encoding rope")
+
+
+def test_the_word_pointer_is_refused_packing_too(capsys):
+    """The parser's word pointer points at source positions of the whole row: train.pack on is refused for it."""
+    from helpers import exit_2, run
+    exit_2(*run("run", "table4_wsj", "--profile", "smoke", "--set", "train.pack=on", "--plan", "--no-measure",
+                capsys=capsys), "train.pack: on lays several sentences to a row, which model.word_pointer cannot take")

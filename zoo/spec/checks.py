@@ -116,11 +116,16 @@ def check_packing(doc: Doc, cfg: Config) -> None:
     the row's positions, the word pointer reorders the memory (a package's own positions: zoo.model.packing's
     why_not_packed, when the model is built)."""
     m = cfg.model
-    if cfg.train.pack == "on" and (m.positional_encoding in ("rope", "alibi") or m.word_pointer):
-        what = "model.word_pointer" if m.word_pointer else f"model.positional_encoding {m.positional_encoding}"
-        raise SpecError(doc.where(("train", "pack")), "train.pack",
-                        f"on lays several sentences to a row, which {what} cannot take (it acts on the row's "
-                        "positions, not each sentence's): set train.pack to off, or use sinusoidal or learned positions")
+    if cfg.train.pack != "on":
+        return
+    if m.word_pointer:
+        why = "model.word_pointer cannot take (it points at source positions of the whole row): set train.pack to off"
+    elif m.positional_encoding in ("rope", "alibi"):
+        why = (f"model.positional_encoding {m.positional_encoding} cannot take (it acts on the row's positions, not "
+               "each sentence's): set train.pack to off, or use sinusoidal or learned positions")
+    else:
+        return
+    raise SpecError(doc.where(("train", "pack")), "train.pack", f"on lays several sentences to a row, which {why}")
 
 
 def check_compare_to(doc: Doc, cfg: Config, variants) -> None:
