@@ -2,9 +2,10 @@
 
 `pack` takes one of make_batches's batches (the same pairs, the same target tokens: the step's loss and
 gradient are unchanged) and lays its pairs into rows of at most `row` tokens a side (or the longest pair, if
-longer), first fit in decreasing length, each side then as wide as its fullest row: a pair goes into the first row where both its source and its target still
-fit. Each row's sentences are numbered 1, 2, ... (the segment ids, 0 on padding) on both sides alike: source
-k and target k are one pair. zoo.model.packing turns the ids into the masks that keep the sentences apart.
+longer), first fit in decreasing length (a pair goes into the first row where both its source and its target
+still fit), each side then as wide as its fullest row. Each row's sentences are numbered 1, 2, ... (the
+segment ids, 0 on padding) on both sides alike: source k and target k are one pair. zoo.model.packing turns the
+ids into the masks that keep the sentences apart.
 
 At Multi30k's ~16 pieces a sentence a 64-token row holds about four: the attention's 64 x 64 tiles then
 carry four sentences' blocks, not one sentence's 16 x 16 (docs/benchmarks.md, "Packing").
