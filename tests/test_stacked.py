@@ -253,10 +253,22 @@ def test_a_recorded_stack_replays_its_eager_step_on_a_gpu(repo, data_root):
             stacked_step(stack)
             curve.append(stack.stats.sum(1).tolist())  # each seed's running sums, read after every step
         runs[graph] = (torch.tensor(curve), stack)
-    g = runs["on"][1].graphed
+    stack = runs["on"][1]
+    g = stack.graphed
     assert g.buckets and all(graph is not None for _, graph in g.buckets.values()) and g.eager_steps == 0
     assert len(g.buckets) < 12  # some bucket was replayed, not only recorded
     torch.testing.assert_close(runs["on"][0], runs["off"][0], rtol=1e-4, atol=1e-3)
+    # the same batches again, every bucket recorded: the host never waits for the device (a blocking copy, a read)
+    from zoo.data import BatchOrder, pair_lengths
+    for s in stack.seats:
+        s.batches = BatchOrder(pair_lengths(s.pairs), s.cfg.train.batch_tokens, s.cfg.train.seed)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for _ in range(12):
+            stacked_step(stack)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
 
 
 def test_a_stacks_body_reads_nothing_back_to_the_host(repo, data_root, monkeypatch):

@@ -24,7 +24,8 @@ from zoo.lazy import door
 
 # The door, written by scripts/doors.py from the parts' __all__ (tests/test_structure.py checks it).
 if TYPE_CHECKING:
-    from .batching import Batch, BatchOrder, PairsIds, collate, encode_pairs, make_batches, pair_lengths, shard
+    from .batching import (Batch, BatchOrder, PairsIds, collate, encode_pairs, make_batches, pair_lengths, shard,
+        to_device)
     from .bpe import bpe_model, load_sp
     from .corpora import (ARCHIVE_SHA256, Archive, CORPORA, Corpus, CorpusFile, DataError, corpus, data_dir,
         user_cache)
@@ -39,11 +40,12 @@ if TYPE_CHECKING:
 _PART = {  # name -> the part that lends it
     "Batch": "batching", "BatchOrder": "batching", "PairsIds": "batching", "collate": "batching",
     "encode_pairs": "batching", "make_batches": "batching", "pair_lengths": "batching", "shard": "batching",
-    "bpe_model": "bpe", "load_sp": "bpe", "ARCHIVE_SHA256": "corpora", "Archive": "corpora", "CORPORA": "corpora",
-    "Corpus": "corpora", "CorpusFile": "corpora", "DataError": "corpora", "corpus": "corpora",
-    "data_dir": "corpora", "user_cache": "corpora", "BUILD_STAMP": "download", "DOWNLOAD_ENV": "download",
-    "MIRROR_ENV": "download", "WORD_PIECES_PER_WORD": "download", "downloads_allowed": "download",
-    "fetch": "download", "fetch_on_first_use": "download", "list_corpora": "download", "split_present": "download",
+    "to_device": "batching", "bpe_model": "bpe", "load_sp": "bpe", "ARCHIVE_SHA256": "corpora",
+    "Archive": "corpora", "CORPORA": "corpora", "Corpus": "corpora", "CorpusFile": "corpora",
+    "DataError": "corpora", "corpus": "corpora", "data_dir": "corpora", "user_cache": "corpora",
+    "BUILD_STAMP": "download", "DOWNLOAD_ENV": "download", "MIRROR_ENV": "download",
+    "WORD_PIECES_PER_WORD": "download", "downloads_allowed": "download", "fetch": "download",
+    "fetch_on_first_use": "download", "list_corpora": "download", "split_present": "download",
     "train_size": "download", "verify": "download", "EncodedCorpus": "encoded", "encoded_corpus": "encoded",
     "ROW": "packing", "pack": "packing", "rows_of": "packing", "load_pairs": "read", "SymbolVocab": "trees",
     "Tree": "trees", "delinearize": "trees", "flat_tree": "trees", "malformed": "trees", "right_branching": "trees",

@@ -18,7 +18,8 @@ from zoo.data.encoded import EncodedCorpus
 if TYPE_CHECKING:  # torch is imported where tensors are made: `zoo data list` stays quick
     import torch
 
-__all__ = ["Batch", "BatchOrder", "PairsIds", "collate", "encode_pairs", "make_batches", "pair_lengths", "shard"]
+__all__ = ["Batch", "BatchOrder", "PairsIds", "collate", "encode_pairs", "make_batches", "pair_lengths", "shard",
+           "to_device"]
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +133,16 @@ def shard(batch: np.ndarray, lengths: np.ndarray, n: int) -> list[np.ndarray]:
     return [batch[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
 
 
+def to_device(t, device, into=None):
+    """A host tensor on `device` (or copied into the device tensor `into`): to a GPU from pinned memory and without
+    blocking, so the host goes on (a copy from pageable memory synchronizes the stream: the host would wait for
+    every kernel queued before it, and the GPU then for the host)."""
+    import torch
+    cuda = torch.device(device).type == "cuda"
+    src = t.pin_memory() if cuda and not t.is_pinned() else t
+    return src.to(device, non_blocking=cuda) if into is None else into.copy_(src, non_blocking=cuda)
+
+
 @dataclass
 class Batch:
     src: torch.Tensor  # (B, S) source ids + eos, padded
@@ -146,10 +157,7 @@ class Batch:
 
     def to(self, device) -> "Batch":
         """On device; to a GPU from pinned memory (see pinned), so the copy does not wait for the host."""
-        import torch
-        cuda = torch.device(device).type == "cuda"
-        move = (lambda t: t.pin_memory().to(device, non_blocking=True)) if cuda else (lambda t: t.to(device))
-        return self._map(move)
+        return self._map(lambda t: to_device(t, device))
 
     def pinned(self) -> "Batch":
         """In page-locked host memory, ready for an asynchronous copy to a GPU (training pins batches

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import torch
 
 from zoo.config import Config
-from zoo.data import Batch
+from zoo.data import Batch, to_device
 from zoo.model import active_draws, drawing
 from zoo.tokens import BOS, EOS, PAD
 from zoo.train.device import rank_and_world
@@ -233,13 +233,13 @@ class GraphedStack:
         """The stack's step on its batches `padded` to bucket `key` (zoo.train.stacked.pad_batches): into the bucket's
         buffers, then its graph replayed (recorded at its first batch; on a CPU the step runs on the buffers)."""
         bufs, graph = self.buckets[key]
-        for buf, x in zip(bufs, padded):
+        for buf, x in zip(bufs, padded):  # pinned, without blocking: the host goes on while the last replay runs
             if buf is not None:
-                buf.copy_(x)
-        self.keys.copy_(keys)
-        self.inv_tokens.copy_(inv_tokens)
+                to_device(x, self.device, into=buf)
+        to_device(keys, self.device, into=self.keys)
+        to_device(inv_tokens, self.device, into=self.inv_tokens)
         if self.cuda:
-            self.lrs.copy_(torch.tensor(lrs))
+            to_device(torch.tensor(lrs), self.device, into=self.lrs)
         for k, (s, lr) in enumerate(zip(self.stack.seats, lrs)):  # an eager step (a batch no bucket holds) set numbers
             for g in s.opt.param_groups:
                 g["lr"] = self.lrs[k] if self.cuda else lr

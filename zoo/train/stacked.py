@@ -32,7 +32,7 @@ import torch
 from torch.func import functional_call, vmap
 
 from zoo.config import Config
-from zoo.data import Batch, BatchOrder, pair_lengths
+from zoo.data import Batch, BatchOrder, pair_lengths, to_device
 from zoo.errors import UserError
 from zoo.model import drawing, dropout_key
 from zoo.paths import atomic_write_text
@@ -224,8 +224,9 @@ def stacked_step(stack: Stack) -> None:
         for s, lr in zip(seats, lrs):
             for g in s.opt.param_groups:
                 g["lr"] = lr
-        dev = stack.device
-        stack.body(*(x if x is None else x.to(dev) for x in pad_batches(batches)), keys.to(dev), inv_tokens.to(dev))
+        dev = stack.device  # pinned, without blocking: the host prepares the next step while the device works
+        stack.body(*(x if x is None else to_device(x, dev) for x in pad_batches(batches)), to_device(keys, dev),
+                   to_device(inv_tokens, dev))
     for s, b in zip(seats, batches):
         s.st.epoch, s.st.cursor = s.batches.epoch, s.batches.cursor
         s.st.tokens_seen += b.n_tgt_tokens

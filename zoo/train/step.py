@@ -150,4 +150,8 @@ def draws_key(cfg: Config, step: int, rank: int = 0, device=None):
     """The key of a step's dropout masks (zoo.model.dropout): a function of (seed, rank, step), so a seed trained
     beside others (zoo.train.stacked) draws what it draws alone. None when compiled: the compiler fuses torch's
     own dropout into its kernels."""
-    return None if cfg.train.compile == "on" else dropout_key(cfg.train.seed, step, rank=rank, device=device)
+    if cfg.train.compile == "on":
+        return None
+    from zoo.data import to_device  # here: zoo.data.batching at the top would lengthen the import chain
+    key = dropout_key(cfg.train.seed, step, rank=rank)  # made on the host, then copied without blocking: a
+    return key if device is None else to_device(key, device)  # blocking copy would wait for the step before
