@@ -115,9 +115,9 @@ def check_packing(doc: Doc, cfg: Config) -> None:
     """train.pack on needs positions added to the embeddings: the built-in rope and alibi act inside attention at
     the row's positions, the word pointer reorders the memory (a package's own positions: zoo.model.packing's
     why_not_packed, when the model is built)."""
-    m = cfg.model
     if cfg.train.pack != "on":
         return
+    m = cfg.model
     if m.word_pointer:
         why = "model.word_pointer cannot take (it points at source positions of the whole row): set train.pack to off"
     elif m.positional_encoding in ("rope", "alibi"):

@@ -81,7 +81,7 @@ def build(cfg: Config, sp, tgt_vocab=None) -> Transformer:
         from zoo.data import word_pointer_tables
         model.set_word_pointer(*word_pointer_tables(sp, tgt_vocab))
     if cfg.train.pack == "on" and (why := why_not_packed(model)):
-        raise UserError(f"train.pack: on lays several sentences to a row, which {why} (model.positional_encoding "
+        raise UserError(f"train.pack: on lays several sentences to a row, but {why} (model.positional_encoding "
                         f"{cfg.model.positional_encoding}); set train.pack to off, or use sinusoidal or learned positions")
     return model
 
