@@ -142,6 +142,10 @@ def main(argv=None) -> int:
     ap.add_argument("--work", type=Path, help="shared: where its runs go")
     ap.add_argument("--zoo", nargs="+", default=["zoo"], help="shared: the zoo command")
     args = ap.parse_args(argv)
+    if not args.json.name or args.json.is_dir():  # before minutes of measuring: it writes this file, nothing else
+        print(f"gpu_side_by_side.py: --json {str(args.json)!r}: give the path of a file to write, not a folder",
+              file=sys.stderr)
+        return 2
     size = TINY if args.tiny else GPU
     if args.what == "stacked":
         stacked(size, args.json)

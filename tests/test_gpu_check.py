@@ -76,9 +76,10 @@ def test_gpu_check_rehearses_every_step_on_the_cpu(repo, data_root, tmp_path):
 
 
 # -- the report on its own: a made-up OUT (steps.tsv, torch.json, the bench's JSON and logs, runs' summaries) ------
-def report_module(repo):
+def report_module(repo, name="gpu_check_report"):
+    """scripts/NAME.py as a module (the scripts are not a package)."""
     import importlib.util
-    spec = importlib.util.spec_from_file_location("gpu_check_report", repo / "scripts" / "gpu_check_report.py")
+    spec = importlib.util.spec_from_file_location(name, repo / "scripts" / f"{name}.py")
     m = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(m)
     return m
@@ -237,3 +238,16 @@ def test_side_by_side_figures_beside_their_predictions(repo, made_up):
     assert not any("stacked K 1:" in x or "K 16 graphed packed" in x or "processes:" in x for x in raw["outside"])
     assert rep.headline(r, "8-stacked").startswith("K 1: 180000 tok/s summed (predicted 180000); K 16:")
     assert rep.headline(r, "9-concurrent") == "4 at once: 600000 tok/s summed (predicted 700000), 8.0 trials/min"
+
+
+def test_side_by_side_refuses_a_folder_for_its_json_before_measuring(repo, tmp_path, capsys):
+    """--json names the one file it writes: a folder (a user's, with files) or an empty value is refused at once
+    (exit 2, one line), and nothing in or beside the folder is touched."""
+    sbs = report_module(repo, "gpu_side_by_side")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "canary.txt").write_text("keep")
+    for bad in (tmp_path / "mine", ""):
+        assert sbs.main(["stacked", "--json", str(bad), "--tiny"]) == 2
+        assert "give the path of a file to write, not a folder" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["canary.txt", "mine"]
+    assert (tmp_path / "mine" / "canary.txt").read_text() == "keep"
