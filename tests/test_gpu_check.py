@@ -77,7 +77,7 @@ def test_gpu_check_rehearses_every_step_on_the_cpu(repo, data_root, tmp_path):
 
 # -- the report on its own: a made-up OUT (steps.tsv, torch.json, the bench's JSON and logs, runs' summaries) ------
 def report_module(repo, name="gpu_check_report"):
-    """scripts/NAME.py as a module (the scripts are not a package)."""
+    """A script of scripts/ (named without .py) as a module: the scripts are not a package."""
     import importlib.util
     spec = importlib.util.spec_from_file_location(name, repo / "scripts" / f"{name}.py")
     m = importlib.util.module_from_spec(spec)
