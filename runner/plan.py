@@ -50,7 +50,7 @@ class PlannedTrial(BaseModel):
 
 
 def plan(cfgs: list[Config], measure: bool = True, stream=sys.stderr) -> list[PlannedTrial]:
-    rates: dict[str, float] = {}  # one measurement per distinct model, thread count, precision and compile
+    rates: dict[str, float] = {}  # one measurement per distinct model, thread count, precision, compile and layout
     out = []
     load, cores = os.getloadavg()[0], os.cpu_count() or 1
     if measure and cfgs and load >= cores / 2:  # the measured steps share the cores, and their threads wait on each other
@@ -62,7 +62,7 @@ def plan(cfgs: list[Config], measure: bool = True, stream=sys.stderr) -> list[Pl
         rate = None
         if measure:
             key = json.dumps([c.model.model_dump(mode="json"), c.data.vocab_size, c.resources.cpus,
-                              c.train.precision, c.train.compile], sort_keys=True)
+                              c.train.precision, c.train.compile, c.train.pack], sort_keys=True)
             if key not in rates:
                 print(f"measuring {c.trial} ...", file=stream, flush=True)
                 rates[key] = measured_flops_per_s(c)
@@ -78,11 +78,13 @@ def plan(cfgs: list[Config], measure: bool = True, stream=sys.stderr) -> list[Pl
 
 def measured_flops_per_s(c: Config, steps: int = 2) -> float:
     """Model FLOP/s of a few training steps of this trial on this machine (after one warm-up step of the same
-    shape): zoo.train.step.train_step with the trial's precision and compile, as its loop runs it."""
+    shape): zoo.train.step.train_step with the trial's precision, compile and batch layout (train.pack: rows of
+    several sentences, kept apart by masks), as its loop runs it. The sentences are all SEQ_LEN word-pieces long,
+    so neither layout pads: the figure is the model's speed, not the corpus's padding."""
     import torch
-    from zoo.data import collate
     from zoo.model import build_model
     from zoo.train import keep_freed_memory, make_optimizer, step_setup, train_step
+    from zoo.train.prepared import training_batch
     threads = torch.get_num_threads()
     torch.set_num_threads(max(1, int(c.resources.cpus)))  # what a trial gets
     try:
@@ -93,7 +95,7 @@ def measured_flops_per_s(c: Config, steps: int = 2) -> float:
         B = max(1, int(tokens) // (L + 1))
         g = torch.Generator().manual_seed(0)
         ids = lambda: torch.randint(4, V, (L,), generator=g).tolist()
-        batch = collate([(ids(), ids()) for _ in range(B)], list(range(B)))
+        batch = training_batch(c, [(ids(), ids()) for _ in range(B)], list(range(B)))
         device = torch.device("cuda" if c.resources.gpus > 0 and torch.cuda.is_available() else "cpu")
         if device.type == "cpu":  # as a trial's process does (zoo.train.train); `--plan` ends after this
             keep_freed_memory()

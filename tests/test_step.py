@@ -1,6 +1,7 @@
 """One training step (issue 37): the loop, the bench and `zoo run --plan` take zoo.train.step.train_step, the
 step the loop always took, and the roofline traces what autocast really moves. Tiny models, CPU only."""
 import ast
+import io
 import sys
 from pathlib import Path
 
@@ -143,6 +144,26 @@ def test_plan_times_the_trials_own_step(monkeypatch):
     monkeypatch.setattr(zstep, "train_step", lambda *a, **k: calls.append(a[7]) or real(*a, **k))
     cfg = Config(variant="t", model=TINY, data={"vocab_size": V}, train={"precision": "fp32"})
     assert plan.measured_flops_per_s(cfg, steps=2) > 0 and calls == [None] * 3  # amp None: fp32, as asked
+
+
+@pytest.mark.parametrize("pack", ["off", "on"])
+def test_plan_times_the_trials_batch_layout(monkeypatch, pack):
+    """With train.pack on, `--plan` times packed rows (the masks that keep sentences apart cost time too), and a
+    trial that differs only in pack gets a measurement of its own."""
+    from runner import plan
+    seen, real = [], zstep.train_step
+    monkeypatch.setattr(zstep, "train_step", lambda *a, **k: seen.append(a[4][0][0]) or real(*a, **k))
+    cfg = Config(variant="t", model=TINY, data={"vocab_size": V}, train={"precision": "fp32", "pack": pack})
+    assert plan.measured_flops_per_s(cfg, steps=1) > 0
+    packed = [b.src_seg is not None for b in seen]
+    assert packed == [pack == "on"] * 2, packed
+    if pack == "on":  # SEQ_LEN-piece sentences: two a 64-token row
+        assert int(seen[0].src_seg.max()) == 2, seen[0].src_seg
+    measured = []
+    monkeypatch.setattr(plan, "measured_flops_per_s", lambda c: measured.append(c.train.pack) or 1e9)
+    other = cfg.model_copy(update={"train": cfg.train.model_copy(update={"pack": "off" if pack == "on" else "on"})})
+    plan.plan([cfg, cfg, other], stream=io.StringIO())
+    assert measured == [pack, "off" if pack == "on" else "on"]
 
 
 def _bench():
