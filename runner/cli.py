@@ -41,10 +41,7 @@ def cmd_run(args) -> int:
     specs = [args.spec, *map(str, map(spec_path, args.more or ()))]
     if args.plan:  # what it would cost; nothing runs, no Ray starts
         from zoo.runner import plan
-        from zoo.spec import auto_profile, variants_of
-        cfgs = [c for spec, variants in variants_of(specs, args.variant).items()
-                for c in sweep.resolve_trials(spec, variants, auto_profile(args.profile), args.set, seeds,
-                                              args.data_dir)]
+        cfgs = _trials_of(args, specs, seeds)
         _plan_note(args, cfgs)  # a bad --analysis plan fails the plan as it would fail the run
         if args.power:
             return _power(args, cfgs)
@@ -73,8 +70,17 @@ def cmd_run(args) -> int:
         return _until_resolved(args, seeds)
     return sweep.run(specs, profile=args.profile, variants=args.variant, sets=args.set, address=args.address,
                      storage=args.storage, rerun=args.rerun, max_concurrent=args.max_concurrent,
-                     data_dir=args.data_dir, seeds=seeds, loggers=args.logger, analysis=_analysis(args),
+                     data_dir=args.data_dir, seeds=seeds, loggers=args.logger,
+                     analysis=_analysis(args, _trials_of(args, specs, seeds) if args.analysis else None),
                      stack=args.stack)
+
+
+def _trials_of(args, specs: list[str], seeds) -> list:
+    """Every trial of the run: each spec's, with the --variant names it has."""
+    from zoo.runner import sweep
+    from zoo.spec import auto_profile, variants_of
+    return [c for spec, variants in variants_of(specs, args.variant).items()
+            for c in sweep.resolve_trials(spec, variants, auto_profile(args.profile), args.set, seeds, args.data_dir)]
 
 
 def _cuda() -> bool:
@@ -82,21 +88,17 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
-def _plan(args, cfgs=None):
+def _plan(args, cfgs):
     """--analysis PLAN, validated (a bad plan: exit 2 before anything starts), or None. The rows and claims it
-    names must be the paper's Table 3's, the built-in specs' or this spec's (`cfgs`: its trials)."""
+    names must be the paper's Table 3's, the built-in specs' or this run's (`cfgs`: its trials)."""
     if not args.analysis:
         return None
     from zoo import evidence as E
     from zoo.paper import TABLE3
     from zoo.spec import builtin_specs, spec_path, variant_names
-    if cfgs is None:
-        from zoo.runner import sweep
-        from zoo.spec import auto_profile
-        cfgs = sweep.resolve_trials(args.spec, args.variant, auto_profile(args.profile), args.set, None, args.data_dir)
     rows = {r[0] for r in TABLE3} | {v for s in builtin_specs() for v in variant_names(spec_path(s))}
     rows |= {c.variant for c in cfgs} | {c.paper.row for c in cfgs if c.paper and c.paper.row}
-    claims = {c.id for c in E.CLAIMS} | {c.id for c in cfgs[0].claims}
+    claims = {c.id for c in E.CLAIMS} | {c.id for cfg in cfgs for c in cfg.claims}  # every spec's own claims
     return E.load_plan(args.analysis, rows, claims)
 
 
@@ -110,9 +112,9 @@ def _plan_note(args, cfgs) -> None:
           f"{plan.alpha:g}, primary {plan.primary}, at most {plan.max_looks} look(s)", file=sys.stderr)
 
 
-def _analysis(args) -> str | None:
+def _analysis(args, cfgs) -> str | None:
     """The plan's hash, stored with every trial this run creates."""
-    plan = _plan(args)
+    plan = _plan(args, cfgs)
     return plan.hash() if plan else None
 
 
@@ -366,8 +368,9 @@ def register(sub) -> None:
                        "loopback-only Ray) or on a Ray cluster (--address). Results go to the results store "
                        "STORAGE/zoo.db; running the same command again resumes and skips finished variants.")
     s.add_argument("spec", help="spec file, e.g. specs/table3_A.yaml")
-    s.add_argument("more", nargs="*", metavar="SPEC", help="more specs, run one after another in one Ray (zoo run "
-                   "table3_A base), or with --plan planned together (zoo run base table3_A table3_B --plan)")
+    s.add_argument("more", nargs="*", metavar="SPEC", help="more specs, their trials side by side in one experiment as the "
+                   "resources allow (zoo run table3_A base), or with --plan planned together (zoo run base table3_A "
+                   "table3_B --plan)")
     s.add_argument("--profile", default="auto",
                    help="smoke, quick, cpu, gpu, paper or a profile file (default auto: gpu if the cluster has GPUs, else cpu)")
     s.add_argument("--variant", action="append", metavar="V",

@@ -74,12 +74,14 @@ class Row:
 
 
 class Live:
-    def __init__(self, store, spec: str, profile: str, run_dirs: dict[str, str], experiment: str,
+    def __init__(self, store, spec: str | dict[str, str], profile: str, run_dirs: dict[str, str], experiment: str,
                  on_tick=None, stream=sys.stdout):
-        self.store, self.spec, self.profile, self.experiment = store, spec, profile, experiment
+        """spec: the store's spec of every trial, or each trial's (trial -> spec: several specs in one experiment)."""
+        self.store, self.profile, self.experiment = store, profile, experiment
+        self.spec_of = spec if isinstance(spec, dict) else dict.fromkeys(run_dirs, spec)
         self.run_dirs = run_dirs
         self.rows = {v: Row(v) for v in run_dirs}
-        self.best = {v: t.best if (t := store.get(spec, v, profile)) else Best() for v in run_dirs}  # kept on resume
+        self.best = {v: t.best if (t := store.get(self.spec_of[v], v, profile)) else Best() for v in run_dirs}  # kept on resume
         self.on_tick, self.stream, self.tty = on_tick, stream, stream.isatty()
         self.drawn, self.last_draw, self.last_tick = 0, 0.0, 0.0
         self.scheduled = False  # a scheduler (ASHA) may end trials early: `completed` records them as stopped
@@ -114,7 +116,7 @@ class Live:
         elif isinstance(e, NoOptimizerState):
             note = (f"resumed from {e.path} (step {e.step}), an older checkpoint that keeps weights only: "
                     "Adam's moments start afresh")
-            old = (t := self.store.get(self.spec, v, self.profile)) and t.warning
+            old = (t := self.store.get(self.spec_of[v], v, self.profile)) and t.warning
             self._save(v, warning=f"{old}; {note}" if old else note)
             self._say(f"{v}: {note}")
         elif isinstance(e, Done) and e.result is not None:
@@ -126,7 +128,7 @@ class Live:
             best = self.best.setdefault(v, Best())
             for k in ("loss", "dev_ppl"):
                 best.update(k, getattr(e, k), e.step)
-            self.store.add_points(self.spec, v, self.profile, [Point.model_validate(e.model_dump())])
+            self.store.add_points(self.spec_of[v], v, self.profile, [Point.model_validate(e.model_dump())])
             self._save(v, step=e.step, steps=e.steps, tokens_seen=e.tokens_seen, train_seconds=e.elapsed_s, best=best)
             if e.dev_ppl is not None:  # without a terminal (CI, nohup) this line is the progress: ETA as the table's
                 eta = f"  ETA {x}" if (x := row.eta()) else ""
@@ -206,7 +208,7 @@ class Live:
             print(f"[{time.strftime('%H:%M:%S')}] {line}", file=self.stream, flush=True)
 
     def _save(self, v: str, **fields) -> None:
-        self.store.upsert(self.spec, v, self.profile, **fields)
+        self.store.upsert(self.spec_of[v], v, self.profile, **fields)
 
 
 def _ours(trial) -> list[str]:

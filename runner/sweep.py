@@ -1,5 +1,6 @@
-"""`zoo run`: one Ray Tune experiment per spec (several specs: one after another, in one Ray), one trial per
-variant, every result in the store.
+"""`zoo run`: one Ray Tune experiment for the spec, one trial per variant, every result in the store. Several specs
+are one experiment too, their trials side by side as the resources allow (one after another only where a spec
+stops trials early with a scheduler, or two specs name a trial alike: `together`).
 
 Order of work: check what the user gave (spec, variants, storage, data) before starting anything;
 skip the variants whose resolved config already finished (unless --rerun); start an embedded
@@ -29,6 +30,7 @@ from pathlib import Path
 from zoo.errors import SIGTERMS, Interrupted, UserError
 from zoo.paths import inside, inside_uri
 from zoo.result import TrialStatus
+from zoo.runner.fits import check_fits, concurrency
 from zoo.runner.folders import FRESH, spec_folder, stale, trial_folders, wipe
 from zoo.runner.local import check_shared
 from zoo.runner.stacking import STACK_DEFAULT, STACK_MODES, stacked, stacks
@@ -183,13 +185,20 @@ def _run(sweeps: list[Sweep], profile: str, sets, seeds, address: str | None) ->
             profile = auto_profile(profile, gpus=local.cluster_gpus())
             plans = [sw.plan(profile, sets, seeds) for sw in sweeps]
         nodes = local.node_resources()
+        given = sweeps[0].max_concurrent  # --max-concurrent, the run's
         for sw, (_, todo) in zip(sweeps, plans):  # every spec checked before the first trial
             check_fits(todo, nodes, sw.spec)
-            sw.max_concurrent = concurrency(todo, nodes, sw.max_concurrent)
+            sw.max_concurrent = concurrency(todo, nodes, given)
             sw.groups = stacks(todo, sw.stack, nodes, scheduled=sw.asha is not None)
-        codes = []
-        for sw, (cfgs, todo) in zip(sweeps, plans):
-            codes.append(_sweep(sw, cfgs, todo, local_ray) if todo else _nothing_to_do(cfgs, sw.st, sw.stream))
+        parts = [(sw, cfgs, todo) for sw, (cfgs, todo) in zip(sweeps, plans) if todo]
+        codes = [_nothing_to_do(cfgs, sw.st, sw.stream) for sw, (cfgs, todo) in zip(sweeps, plans) if not todo]
+        why = apart(parts)
+        if why and len(parts) > 1:
+            print(f"the {len(parts)} specs run one after another: {why}", file=sweeps[0].stream, flush=True)
+        for group in ([[p] for p in parts] if why else [parts]):
+            every = [c for _, _, todo in group for c in todo]
+            codes.append(_sweep(group, local_ray, concurrency(every, nodes, given) if len(group) > 1
+                                else group[0][0].max_concurrent))
             if codes[-1] in (130, 143):  # interrupted: the specs after it wait for the same command again
                 return codes[-1]
         return max(codes)
@@ -201,34 +210,59 @@ def _run(sweeps: list[Sweep], profile: str, sets, seeds, address: str | None) ->
             ray.shutdown()
 
 
-def _sweep(sw: Sweep, cfgs: list, todo: list, local_ray) -> int:
-    """Register the trials to run in the store, then run them as one Tune experiment (restored when
-    an earlier driver was killed), with the live table; return the exit code."""
+def apart(parts: list) -> str:
+    """Why the specs of a run cannot be one experiment ("" when they can): a scheduler (ASHA) compares the
+    trials of its own spec, and the live table and Tune name a trial by its name alone."""
+    if len(parts) < 2:
+        return ""
+    if any(sw.asha is not None for sw, _, _ in parts):
+        return "a spec stops trials early with a scheduler (sweep.scheduler), which compares its own trials"
+    names = [c.trial for _, _, todo in parts for c in todo]
+    if twice := sorted({n for n in names if names.count(n) > 1}):
+        return f"two specs name a trial alike ({', '.join(twice[:3])})"
+    return ""
+
+
+def _sweep(parts: list, local_ray, max_concurrent: int | None) -> int:
+    """Register the trials to run in the store, then run them as one Tune experiment (restored when an earlier
+    driver was killed), with the live table; return the exit code. parts: (Sweep, every trial, those to run) of
+    each spec in it: one, or several whose trials run side by side."""
     from zoo.runner import progress
-    st, stem = sw.st, Path(sw.spec).stem
-    profile = cfgs[0].profile  # the profile's name (a profile file's stem), as it names folders
-    folders = trial_folders(sw, cfgs, profile)  # trial: (its folder in the storage, its working folder)
-    plan = json.dumps([[c.trial, c.config_hash(), c.resources.model_dump(),
-                        folders[c.trial][1]] for c in cfgs] + [sw.data_dir]
-                      + [[c.trial for c in g] for g in sw.groups if len(g) > 1], sort_keys=True)  # stacks: a grid of their own
+    sw = parts[0][0]  # what the specs share: the storage, the store, the stream, --rerun, the data, the loggers
+    st = sw.st
+    profile = parts[0][1][0].profile  # the profile's name (a profile file's stem), as it names folders
+    folders, plans = {}, []
+    for p, cfgs, todo in parts:
+        mine = trial_folders(p, cfgs, profile)  # trial: (its folder in the storage, its working folder)
+        plans.append([[c.trial, c.config_hash(), c.resources.model_dump(), mine[c.trial][1]] for c in cfgs]
+                     + [p.data_dir] + [[c.trial for c in g] for g in p.groups if len(g) > 1])  # stacks: a grid of their own
+        folders[p.spec] = {c.trial: mine[c.trial] for c in todo}
+    stem = Path(sw.spec).stem + (f"-and-{len(parts) - 1}-more" if len(parts) > 1 else "")
+    plan = json.dumps(plans[0] if len(parts) == 1 else plans, sort_keys=True)
     name = f"{stem}-{profile}-{hashlib.sha256(plan.encode()).hexdigest()[:8]}"
     exp_path = f"{st.root}/tune/{name}"
-    folders = {c.trial: folders[c.trial] for c in todo}
-    run_dirs = {v: run_dir for v, (run_dir, _) in folders.items()}
-    print(f"zoo run {sw.spec}: {len(todo)} of {len(cfgs)} trials to run ({', '.join(run_dirs)})\n"
-          f"profile {profile}: {cfgs[0].profile_description or 'the spec exactly as written'}\n"  # a file's too
-          f"results {st.store_path}  trials {st.root}/{spec_folder(sw.spec)}/", file=sw.stream, flush=True)
-    if stacks_ := [g for g in sw.groups if len(g) > 1]:
-        print(f"side by side (--stack {sw.stack}): {sum(map(len, stacks_))} trials as {len(stacks_)} stacked trials, "
-              f"K = {', '.join(str(len(g)) for g in stacks_)}", file=sw.stream, flush=True)
-    changed = [c.trial for c in todo if (row := sw.store.get(sw.spec_key, c.trial, profile)) and row.finished
-               and row.config_hash != c.config_hash()]
-    if changed:  # their finished results are about to be replaced: say so before it happens
-        print(f"{len(changed)} finished trials have another config now (the spec, profile or --set changed) and "
-              f"start afresh, replacing their results: {', '.join(changed)}", file=sw.stream, flush=True)
-    _register(sw, todo, profile, folders, exp_path)
-    tuner = _tuner(sw, todo, profile, name, exp_path, folders)
-    live = progress.Live(sw.store, sw.spec_key, profile, run_dirs, exp_path,
+    run_dirs, spec_of = {}, {}
+    for p, cfgs, todo in parts:
+        mine = {v: run_dir for v, (run_dir, _) in folders[p.spec].items()}
+        run_dirs |= mine
+        spec_of |= dict.fromkeys(mine, p.spec_key)
+        print(f"zoo run {p.spec}: {len(todo)} of {len(cfgs)} trials to run ({', '.join(mine)})\n"
+              f"profile {profile}: {cfgs[0].profile_description or 'the spec exactly as written'}\n"  # a file's too
+              f"results {st.store_path}  trials {st.root}/{spec_folder(p.spec)}/", file=sw.stream, flush=True)
+        if stacks_ := [g for g in p.groups if len(g) > 1]:
+            print(f"side by side (--stack {p.stack}): {sum(map(len, stacks_))} trials as {len(stacks_)} stacked "
+                  f"trials, K = {', '.join(str(len(g)) for g in stacks_)}", file=sw.stream, flush=True)
+        changed = [c.trial for c in todo if (row := p.store.get(p.spec_key, c.trial, profile)) and row.finished
+                   and row.config_hash != c.config_hash()]
+        if changed:  # their finished results are about to be replaced: say so before it happens
+            print(f"{len(changed)} finished trials have another config now (the spec, profile or --set changed) and "
+                  f"start afresh, replacing their results: {', '.join(changed)}", file=sw.stream, flush=True)
+        _register(p, todo, profile, folders[p.spec], exp_path)
+    if len(parts) > 1:
+        print(f"the {len(parts)} specs' {len(run_dirs)} trials run side by side in one experiment, as the "
+              "resources allow", file=sw.stream, flush=True)
+    tuner = _tuner(parts, profile, name, exp_path, folders, max_concurrent)
+    live = progress.Live(sw.store, spec_of, profile, run_dirs, exp_path,
                          on_tick=local_ray.refresh if local_ray else None, stream=sw.stream)
     live.scheduled = sw.asha is not None
     progress.LIVE = live
@@ -242,7 +276,7 @@ def _sweep(sw: Sweep, cfgs: list, todo: list, local_ray) -> int:
         progress.LIVE = None
     if live.tty:
         live.draw()
-    code = _summary(live, sw.store, sw.spec_key, profile, st, sw.stream)
+    code = _summary(live, sw.store, profile, st, sw.stream)
     if (code == 130 or interrupted) and not SIGTERMS:  # Ctrl-C: the trials are resumable now; the caller stops too (Ray, the lock:
         raise Interrupted             # released on the way out), as pytest or a notebook expects of Ctrl-C
     return 143 if code == 130 else code  # Ray Tune may re-raise the interrupt bare
@@ -266,11 +300,12 @@ def _register(sw: Sweep, todo: list, profile: str, folders: dict, exp_path: str)
                         error=None, resumed_from=None, analysis=sw.analysis)
 
 
-def _tuner(sw: Sweep, todo: list, profile: str, name: str, exp_path: str, folders: dict):
+def _tuner(parts: list, profile: str, name: str, exp_path: str, folders: dict, max_concurrent: int | None):
     """The Tune experiment: restored when a killed driver left one (what finished stays finished),
-    else a new one with one grid point per trial."""
+    else a new one with one grid point per trial (or stack), every spec's of `parts`."""
     from ray import tune
     from zoo.runner import progress, trial
+    sw, todo = parts[0][0], [c for _, _, t in parts for c in t]  # what the specs share (see _sweep)
     st = sw.st
     trainable = tune.with_resources(trial.trainable, trial.resources)
     if not sw.rerun and tune.Tuner.can_restore(exp_path):
@@ -283,11 +318,13 @@ def _tuner(sw: Sweep, todo: list, profile: str, name: str, exp_path: str, folder
     if not st.uri and Path(exp_path).exists():
         shutil.rmtree(inside(st.local, "tune", name))  # a finished or --rerun experiment: Tune bookkeeping only
     # Tune's param_space takes plain values: each trial's Setup as a dict (runner.trial reads it back)
-    setups = {c.trial: trial.Setup(trial=c.trial, config=c.model_dump(mode="json"), data_dir=sw.data_dir,
-                                   spec_file=os.path.abspath(sw.spec), out_dir=folders[c.trial][1],
-                                   mirror=folders[c.trial][0] if st.uri else None,
-                                   train_storage=f"{st.root}/tune/{name}-train") for c in todo}
-    trials = [stacked([setups[c.trial] for c in g]).model_dump(mode="json") for g in sw.groups or [[c] for c in todo]]
+    trials = []
+    for p, _, mine in parts:
+        setups = {c.trial: trial.Setup(trial=c.trial, config=c.model_dump(mode="json"), data_dir=p.data_dir,
+                                       spec_file=os.path.abspath(p.spec), out_dir=folders[p.spec][c.trial][1],
+                                       mirror=folders[p.spec][c.trial][0] if st.uri else None,
+                                       train_storage=f"{st.root}/tune/{name}-train") for c in mine}
+        trials += [stacked([setups[c.trial] for c in g]).model_dump(mode="json") for g in p.groups or [[c] for c in mine]]
     _no_callback_census()
     # reuse_actors: a trial slot's process trains its next trial too (same resources), rather than a new Ray worker
     # importing torch, Ray Tune and sacreBLEU's tokenizers again (and on a GPU making the device's context). A trial
@@ -295,7 +332,7 @@ def _tuner(sw: Sweep, todo: list, profile: str, name: str, exp_path: str, folder
     # graphs); results are bit-identical.
     return tune.Tuner(
         trainable, param_space={"trial": tune.grid_search(trials)},
-        tune_config=tune.TuneConfig(max_concurrent_trials=sw.max_concurrent, reuse_actors=sw.asha is None,  # ASHA stops threads mid-run: a reset can fail
+        tune_config=tune.TuneConfig(max_concurrent_trials=max_concurrent, reuse_actors=sw.asha is None,  # ASHA stops threads mid-run: a reset can fail
                                     scheduler=_scheduler(sw, todo),
                                     trial_name_creator=progress.trial_name,
                                     trial_dirname_creator=progress.trial_name),
@@ -345,66 +382,12 @@ def _fail_unfinished(store, spec_key: str, why: str) -> None:
         pass
 
 
-def check_fits(cfgs, nodes: list[dict], spec: str) -> None:
-    """Ray Tune only warns, then waits forever, when no node can hold a trial: refuse it up front.
-    nodes: the live nodes' total resources ({"CPU": 2.0, "GPU": 1.0, ...})."""
-    from zoo.runner.trial import data_parallel_workers
-    for c in cfgs:
-        n = data_parallel_workers(c)
-        bundle = {"CPU": c.resources.cpus, "GPU": c.resources.gpus}
-        # processes of this shape each node can hold (cpus > 0 always, so the min is never empty)
-        room = sum(min(int(nd.get(k, 0) // v) for k, v in bundle.items() if v) for nd in nodes)
-        if room < n:
-            have = ", ".join(f"{nd.get('CPU', 0):g} CPUs/{nd.get('GPU', 0):g} GPUs" for nd in nodes) or "no nodes"
-            what = f"{n} workers of " if n > 1 else ""
-            raise UserError(
-                f"{spec}: variant {c.variant}: resources: a trial needs {what}{bundle['CPU']:g} CPUs and "
-                f"{bundle['GPU']:g} GPUs per process, but this Ray cluster's nodes have {have}, so it "
-                f"would wait forever; lower resources.cpus/gpus/workers (for example --set "
-                f"resources.cpus=1) or start the cluster with bigger or more nodes")
-        _check_memory(c, n, bundle["GPU"], nodes, spec)
-
-
-def concurrency(todo: list, nodes: list[dict], given: int | None) -> int | None:
-    """Tune's max_concurrent_trials. A data-parallel trial's own Tune bundle is a token: its workers
-    are reserved later by its TorchTrainer, so Tune would start every such trial at once and those
-    whose workers find no room wait in the trainer until they time out and retry. Counting each
-    trial's workers x (CPUs, GPUs) against the cluster's totals keeps the rest queued in Tune."""
-    from zoo.runner.trial import data_parallel_workers
-    need = [(data_parallel_workers(c), c.resources) for c in todo]
-    if all(n == 1 for n, _ in need):
-        return given  # one-process trials: Tune reserves their resources itself
-    limit = None
-    for key in ("CPU", "GPU"):
-        have = sum(nd.get(key, 0) for nd in nodes)
-        most = max(n * (r.cpus if key == "CPU" else r.gpus) for n, r in need)
-        if most:
-            fit = max(1, int(have // most))
-            limit = fit if limit is None else min(limit, fit)
-    return min(x for x in (given, limit) if x is not None) if (given or limit) else None
-
-
-def _check_memory(c, workers: int, gpus: float, nodes: list[dict], spec: str) -> None:
-    """A CPU trial's training memory against the largest node's (Ray's `memory` resource: what it
-    lets tasks use). GPU trials train in GPU memory, which Ray does not report: zoo.train checks
-    that on the GPU itself."""
-    from zoo.model import gib, memory_text, train_memory
-    room = [nd["memory"] for nd in nodes if nd.get("memory")]
-    est = train_memory(c, workers)
-    if gpus or not room or est["total"] <= max(room):
-        return
-    raise UserError(f"{spec}: variant {c.variant}: a training process needs about {memory_text(est)}, but the "
-                    f"largest node of this Ray cluster offers {gib(max(room))} of memory, so it would run out; "
-                    "lower model.d_model, model.d_ff or model.N, set train.max_tokens_per_device (gradient "
-                    "accumulation keeps the step's batch) or lower data.max_len, or use bigger nodes")
-
-
-def _summary(live, store, spec_key, profile, st: Storage, stream) -> int:
-    rows = {t.trial: t for t in store.trials(spec=spec_key, profile=profile)}
+def _summary(live, store, profile, st: Storage, stream) -> int:
+    rows = {v: store.get(live.spec_of[v], v, profile) for v in live.rows}
     states = {v: rows[v].status.value for v in live.rows}
     unfinished = [v for v, s in states.items() if s in ("pending", "running")]
     for v in unfinished:  # stopped by Ctrl-C (or never started): resumable, not running
-        store.upsert(spec_key, v, profile, status="pending")
+        store.upsert(live.spec_of[v], v, profile, status="pending")
     if unfinished:  # Ctrl-C or SIGTERM: one line, no table of counts
         print(_interrupted(states, unfinished), file=stream, flush=True)
         return 130

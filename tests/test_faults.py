@@ -121,7 +121,7 @@ def test_a_model_no_machine_holds_is_refused_before_allocating(tmp_path, data_ro
 
 
 def test_check_fits_refuses_a_trial_too_big_for_every_node():
-    from zoo.runner.sweep import check_fits
+    from zoo.runner.fits import check_fits
     nodes = [{"CPU": 2.0, "memory": 8 * 2**30}, {"CPU": 2.0, "memory": 4 * 2**30}]
     check_fits([smoke_cfg()], nodes, "t.yaml")  # a smoke model fits
     with pytest.raises(UserError, match=r"variant A1: a training process needs about .* GiB.* offers 8.0 GiB"):

@@ -92,3 +92,15 @@ def test_a_missing_spec_file_is_said_alike_with_one_spec_or_several(tmp_path, ca
     gone = tmp_path / "nope.yaml"
     for argv in [(gone,), (gone, "table3_A"), (gone, "table3_A", "--variant", "A1")]:
         exit_2(*run("run", *argv, *PLAN[2:], capsys=capsys), f"{gone}: no such spec file (the paper's are in specs/")
+
+
+def test_several_specs_are_one_experiment_unless_a_scheduler_or_a_shared_name_keeps_them_apart():
+    """zoo run SPEC SPEC...: one Tune experiment, its trials side by side (tests/test_reference_parts.py runs one);
+    one after another where a spec's scheduler compares its own trials, or two specs name a trial alike (the live
+    table and Tune name a trial by its name)."""
+    from types import SimpleNamespace as NS
+    from zoo.runner.sweep import apart
+    part = lambda names, asha=None: (NS(asha=asha), [], [NS(trial=n) for n in names])
+    assert apart([part(["base"])]) == "" and apart([part(["base"]), part(["A1", "A2"])]) == ""
+    assert "scheduler" in apart([part(["base"]), part(["A1"], asha=object())])
+    assert apart([part(["base", "A1"]), part(["A1", "mine"])]) == "two specs name a trial alike (A1)"

@@ -335,13 +335,14 @@ def test_ray_address_and_gpu_settings_reach_the_trials(tmp_path, monkeypatch):
 def test_tune_concurrency_counts_data_parallel_workers():
     """A data-parallel trial's workers are reserved by its trainer, not by Tune: Tune runs only as many
     at once as the cluster holds (workers x GPUs, workers x CPUs), so none waits in its trainer."""
+    from zoo.runner import fits
     from zoo.spec import resolve
     dp = resolve(REPO / SPEC, "A1", "smoke", ["resources.workers=2", "resources.gpus=1", "resources.cpus=2"])
     one = resolve(REPO / SPEC, "A1", "smoke", ["resources.gpus=0.5"])
     nodes = [{"CPU": 16, "GPU": 4}, {"CPU": 16, "GPU": 4}]
-    assert sweep.concurrency(dp * 6, nodes, None) == 4  # 8 GPUs / (2 workers x 1 GPU)
-    assert sweep.concurrency(dp * 6, nodes, 3) == 3  # the user's limit when lower
-    assert sweep.concurrency(one * 20, nodes, None) is None  # one-process trials: Tune reserves them itself
+    assert fits.concurrency(dp * 6, nodes, None) == 4  # 8 GPUs / (2 workers x 1 GPU)
+    assert fits.concurrency(dp * 6, nodes, 3) == 3  # the user's limit when lower
+    assert fits.concurrency(one * 20, nodes, None) is None  # one-process trials: Tune reserves them itself
 
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])

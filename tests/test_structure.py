@@ -31,7 +31,7 @@ STAGES = [
     TRAIN,                                                                                 # a trial's work
     {"zoo.runner.storefile", "zoo.runner.store_schema", "zoo.runner.store"},                                        # the store
     {"zoo.runner.local", "zoo.runner.trial", "zoo.runner.progress", "zoo.runner.trackers", "zoo.runner.folders",
-     "zoo.runner.sweep",
+     "zoo.runner.sweep", "zoo.runner.fits",
      "zoo.runner.plan", "zoo.runner.gpu_plan", "zoo.runner.stacking"},                      # trials on Ray
     {"zoo.reports.peaks", "zoo.reports.runs", "zoo.reports.cells", "zoo.reports.verdicts", "zoo.reports.tables",
      "zoo.reports.plots", "zoo.reports.render", "zoo.reports.latex", "zoo.reports.sweep", "zoo.reports.power", "zoo.reports.share",

@@ -142,9 +142,10 @@ def test_a_runs_count_line_counts_cut_short_trials_apart(tmp_path):
     db = store_of(tmp_path, mine_steps=240)
     st = Store(db)
     spec = str(tmp_path / "mine.yaml")
-    live = SimpleNamespace(rows=["two_heads-seed1", "two_heads-seed2"])
+    rows = ["two_heads-seed1", "two_heads-seed2"]
+    live = SimpleNamespace(rows=rows, spec_of=dict.fromkeys(rows, spec))
     where = SimpleNamespace(store_path=db.resolve(), root=tmp_path / "runs")
     out = io.StringIO()
-    assert sweep._summary(live, st, spec, "quick", where, out) == 0
+    assert sweep._summary(live, st, "quick", where, out) == 0
     text = out.getvalue()
     assert "0 finished, 2 cut short" in text and "two_heads-seed1 cut short: step 240 of 500" in text, text
