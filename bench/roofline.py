@@ -245,9 +245,9 @@ class _Functions(TorchFunctionMode):
 
     MATMULS = {F.linear, torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__}
 
-    def __init__(self, amp: bool, attention_fp32: bool = False):
+    def __init__(self, amp: bool, attention_fp32: bool = False, math: bool = False):
         super().__init__()
-        self.amp, self.attention_fp32 = amp, attention_fp32
+        self.amp, self.attention_fp32, self.math = amp, attention_fp32, math
         self.cache: dict[int, torch.Tensor] = {}
         self.attention: list[tuple] = []
 
@@ -270,6 +270,10 @@ class _Functions(TorchFunctionMode):
         q, k, v = (x.float() for x in (q, k, v)) if self.attention_fp32 else (self._low(x) for x in (q, k, v))
         mask, causal = kwargs.get("attn_mask"), kwargs.get("is_causal", False)
         self.attention.append((q.shape, k.shape, v.shape, None if mask is None else mask.shape, causal, q.dtype))
+        if self.math:  # the math backend's own ops, each a kernel (traced by _Count)
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+            with sdpa_kernel([SDPBackend.MATH]):
+                return func(q, k, v, *args[3:], **kwargs)
         bias = None
         if mask is not None:  # the additive bias SDPA makes of a boolean mask, broadcast over heads and queries
             bias = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).expand(q.size(0), q.size(1), q.size(2), k.size(2))
@@ -284,12 +288,13 @@ COMPILED_LOSS_ACCESSES = 4  # per logit, each of the logits' element size
 
 def step(model, src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor, loss_fn, fused: bool = False,
          amp: bool = False, compiled_loss: bool = False, attention_fp32: bool = False, states: bool = False,
-         segments: dict | None = None) -> tuple[Trace, list]:
+         segments: dict | None = None, math_attention: bool = False) -> tuple[Trace, list]:
     """The kernels of one training step of `model` (fp32 weights, on the meta device) on these shapes, and
     its attention calls. compiled_loss: the loss as its compiled kernels (COMPILED_LOSS_ACCESSES), not as
     the eager ops traced. states: the model gives its decoder's final states and loss_fn(states, tgt_out)
-    applies the pre-softmax map itself (train.fused_loss on); segments: a packed batch's src_seg, tgt_seg."""
-    count, fns = _Count(fused), _Functions(amp, attention_fp32)
+    applies the pre-softmax map itself (train.fused_loss on); segments: a packed batch's src_seg, tgt_seg;
+    math_attention: SDPA as its math backend's kernels (matmuls, a softmax: a stack's, zoo.train.stacked.ATTENTION)."""
+    count, fns = _Count(fused), _Functions(amp, attention_fp32, math_attention)
     with fns, count:
         logits = model(src, tgt_in, **(segments or {}), **({"states": True} if states else {}))
         fns.cache.clear()

@@ -93,15 +93,16 @@ def _roofline():
 _TRACES: dict[str, object] = {}  # one trace per shape (rows that differ in label smoothing or seed share it)
 
 
-def _traces(cfg: Config):
-    """The roofline's kernels of one training step of `cfg` on a batch of MEAN_LEN-token sentences."""
-    key = _shape_key(cfg)
+def _traces(cfg: Config, stacked: bool = False):
+    """The roofline's kernels of one training step of `cfg` on a batch of MEAN_LEN-token sentences; `stacked`: as a
+    stack runs it (attention as the math backend's kernels, zoo.train.stacked.ATTENTION)."""
+    key = _shape_key(cfg) + ("stacked" if stacked else "")
     if key not in _TRACES:
-        _TRACES[key] = _trace(cfg)
+        _TRACES[key] = _trace(cfg, stacked)
     return _TRACES[key]
 
 
-def _trace(cfg: Config):
+def _trace(cfg: Config, stacked: bool = False):
     import torch
     from zoo.model import build_model
     rf = _roofline()
@@ -115,7 +116,7 @@ def _trace(cfg: Config):
     from zoo.train import smoothed_loss
     loss = lambda lg, t: smoothed_loss(lg, t, cfg.train.label_smoothing)[0]
     return rf.step(model, ids(), ids(), ids(), loss, amp=cfg.train.precision == "bf16",
-                   segments={"src_seg": ids(), "tgt_seg": ids()} if packed else None)[0]
+                   segments={"src_seg": ids(), "tgt_seg": ids()} if packed else None, math_attention=stacked)[0]
 
 
 def step_seconds(trace, K: int) -> tuple[float, float]:
@@ -160,16 +161,18 @@ def anchor() -> Anchor:
                   _shape_key(cfg))
 
 
-def stacked_step(c: Config, K: int, a: Anchor, trace=None) -> tuple[tuple, bool, float]:
+def stacked_step(c: Config, K: int, a: Anchor, trace=None, stacked: bool | None = None) -> tuple[tuple, bool, float]:
     """(best, mid, worst) seconds a step of K stacked seeds of `c`, whether it is the measured one, and the card's
     busy seconds of it. The host's own time a step is shared by the stack (best) or each seed's (worst). With
     train.cuda_graph on (zoo.train.graphed: one launch a step, the kernels' queue gone) the loop's own host time a
-    step remains, beside the card's work (best) or after it (worst)."""
-    wall, busy = step_seconds(trace or _traces(c), K)
+    step remains, beside the card's work (best) or after it (worst). `stacked`: whether the step is a stack's (its
+    attention the math backend's); by default when K > 1 (one seed trains alone, with the fused kernel)."""
+    stacked = K > 1 if stacked is None else stacked
+    wall, busy = step_seconds(trace or _traces(c, stacked), K)
     if c.train.cuda_graph == "on":
         best, worst = max(busy, a.host), busy + a.host
         return (best, (best + worst) / 2, worst), False, busy
-    if K == 1 and _shape_key(c) == a.key:
+    if K == 1 and not stacked and _shape_key(c) == a.key:
         return (a.step,) * 3, True, busy
     return (wall + a.host, wall + a.host * (1 + K) / 2, wall + a.host * K), False, busy
 
@@ -179,7 +182,7 @@ def side_by_side(c: Config, K: int, P: int = 1) -> dict:
     solo processes sharing the card (each at the solo step, unless their summed busy time fills the card)."""
     a = anchor()
     tokens = a.tokens * c.train.batch_tokens / anchor_config().train.batch_tokens
-    step, was_measured, busy = stacked_step(c, K, a)
+    step, was_measured, busy = stacked_step(c, K, a, stacked=P == 1)  # the check's K = 1 is a stack of one too
     if P > 1:
         wall = [max(x, P * busy) for x in step]
         return {"P": P, "summed_tokens_per_s": [P * tokens / w for w in wall], "step_ms": [1e3 * w for w in wall],

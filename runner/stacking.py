@@ -4,9 +4,9 @@ stacked trial sends them as its solo trial would); its provenance names the tria
 
 The switch, `zoo run --stack`: `auto` (the default) stacks GPU trials, where one vmapped step serves K seeds
 with one kernel per op instead of K small trials waiting on the host. It leaves CPU trials alone: a stacked
-seed equals its solo run to float tolerance, not bit for bit (its sums run in other orders), and on a CPU
-attention has no vmap rule (a loop over the seeds: nothing to win), so a CPU sweep's rows stay exactly what
-solo trials write. `on` stacks CPU trials too (tests, rehearsals of a GPU sweep); `off` never stacks.
+seed equals its solo run to float tolerance, not bit for bit (its sums run in other orders, its attention
+in SDPA's math backend), and on a CPU one op for K seeds saves little (the cores are busy either way), so a CPU
+sweep's rows stay exactly what solo trials write. `on` stacks CPU trials too (tests, rehearsals of a GPU sweep); `off` never stacks.
 
 A stack: trials whose configs differ only in shape-keeping values (zoo.train.stacked.stack_problem: the seed,
 label smoothing, the learning rate schedule, P_drop), at most K of them, K = stack_size from the memory of the device

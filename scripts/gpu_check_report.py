@@ -181,7 +181,8 @@ def stacked_name(x) -> str:
 
 def stacked_headline(r, name):
     rows = load(r.out / "stacked.json") or []
-    return "; ".join(f"{stacked_name(x)}: {x['summed_tokens_per_s']:.0f} tok/s summed (predicted "
+    return "; ".join(f"{stacked_name(x)}: FAILED" if "error" in x else
+                     f"{stacked_name(x)}: {x['summed_tokens_per_s']:.0f} tok/s summed (predicted "
                      f"{mid(x.get('predicted'), 'summed_tokens_per_s')})" for x in rows) or "no figures"
 
 
@@ -203,6 +204,12 @@ def side_by_side_section(r, raw, outside):
               "(training only) | predicted |", "|---:|---|---|---:|---:|---:|---:|---:|---:|"]
         for x in rows:
             p = x.get("predicted")
+            if "error" in x:  # that configuration failed; the others ran
+                L.append(f"| {x['K']} | {'on' if x.get('graph') else 'off'} | {'on' if x.get('pack') else 'off'} | "
+                         f"failed: {x['error'].replace('|', '/')} | {mid(p, 'step_ms')} | - | "
+                         f"{mid(p, 'summed_tokens_per_s')} | - | {mid(p, 'trials_per_min')} |")
+                outside.append(f"stacked {stacked_name(x)} failed: {x['error']}")
+                continue
             graph = f"on ({x.get('buckets')} buckets, {x.get('eager_steps')} eager steps)" if x.get("graph") else "off"
             L.append(f"| {x['K']} | {graph} | {'on' if x.get('pack') else 'off'} | {x['step_ms']:.1f} | {mid(p, 'step_ms')} | {x['summed_tokens_per_s']:.0f} | "
                      f"{mid(p, 'summed_tokens_per_s')} | {x['trials_per_min']:.2f} | {mid(p, 'trials_per_min')} |")

@@ -16,6 +16,7 @@ shared: P = 1, 2, 4 processes (--tiny: 2) each `zoo train base` for a few hundre
 (each run's own) and trials finished a minute (P over the wall from the first start to the last end).
 """
 import argparse
+import gc
 import json
 import os
 import subprocess
@@ -53,14 +54,10 @@ def save(rows: list, path: Path) -> None:
 
 
 def stacked(size: dict, path: Path) -> list:
-    import copy
     import torch
-    from zoo.data import BatchOrder, pair_lengths
-    from zoo.train.checkpointing import State
+    from zoo.data import pair_lengths
     from zoo.train.device import autocast_dtype, train_device
-    from zoo.train.prepared import build, prepare
-    from zoo.train.recipe import make_optimizer
-    from zoo.train.stacked import Seat, Stack, stacked_step
+    from zoo.train.prepared import prepare
     cuda = torch.cuda.is_available()
     cfg0 = config(size, cuda)
     device = train_device(cfg0)
@@ -69,43 +66,64 @@ def stacked(size: dict, path: Path) -> list:
     lengths = pair_lengths(p.train)
     rows = []
     for K, graph, packed in [(K, *v) for K in size["K"] for v in STEPS]:
-        order = lambda seed: BatchOrder(lengths, cfg0.train.batch_tokens, seed)
-        seats = []
-        for seed in range(1, K + 1):
-            cfg = config(size, cuda, seed, graph, packed)
-            torch.manual_seed(seed)
-            model = build(cfg, p.sp, p.tgt_vocab).to(device).train()
-            opt = make_optimizer(model, 0.0, tuple(cfg.train.optimizer.betas), cfg.train.optimizer.eps)
-            seats.append(Seat(cfg, Path("."), model, opt, State(), order(seed), p.train,
-                              torch.zeros(2, dtype=torch.float64, device=device)))
-        stack = Stack(seats, copy.deepcopy(seats[0].model).train(), device, amp)
-        for _ in range(size["timed"]):  # warm-up: these batches' buckets recorded (graph), the allocator warm
-            stacked_step(stack)
-        for s in seats:  # the same batches again
-            s.batches = order(s.cfg.train.seed)
-        sync = torch.cuda.synchronize if cuda else (lambda: None)
-        sync()
-        tokens0, t0 = sum(s.st.tokens_seen for s in seats), time.perf_counter()
-        for _ in range(size["timed"]):
-            stacked_step(stack)
-        sync()
-        secs = time.perf_counter() - t0
-        tokens = sum(s.st.tokens_seen for s in seats) - tokens0
-        step = secs / size["timed"]
-        rows.append({"K": K, "graph": graph, "pack": packed, "step_ms": 1e3 * step, "summed_tokens_per_s": tokens / secs,
-                     "trials_per_min": 60 * K / (step * cfg0.train.steps), "profile_steps": cfg0.train.steps,
-                     "buckets": len(stack.graphed.buckets) if graph else None,
-                     "eager_steps": stack.graphed.eager_steps if graph else None,
-                     "peak_gib": torch.cuda.max_memory_allocated() / 2 ** 30 if cuda else None,
-                     "predicted": predictions(config(size, cuda, 1, graph, packed), K)})
-        print(f"K {K}{' graphed' if graph else ''}{' packed' if packed else ''}: {rows[-1]['step_ms']:.1f} ms a step, "
-              f"{rows[-1]['summed_tokens_per_s']:.0f} tok/s summed, {rows[-1]['trials_per_min']:.2f} trials a minute "
-              f"(training only, {cfg0.train.steps} steps)", flush=True)
+        try:
+            rows.append(one_stack(size, cfg0, p, lengths, device, amp, K, graph, packed))
+        except Exception as e:  # this configuration's failure (a graph's capture, say) is its figure; the others run
+            rows.append({"K": K, "graph": graph, "pack": packed, "error": f"{type(e).__name__}: {e}"[:500],
+                         "predicted": predictions(config(size, cuda, 1, graph, packed), K)})
+            print(f"K {K}{' graphed' if graph else ''}{' packed' if packed else ''}: FAILED {rows[-1]['error']}",
+                  flush=True)
         save(rows, path)
-        del seats, stack
+        gc.collect()  # a GraphedStack and its Stack point at each other: freed by the collector, not by `del`
         if cuda:
             torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()  # each configuration's own peak
     return rows
+
+
+def one_stack(size: dict, cfg0, p, lengths, device, amp, K: int, graph: bool, packed: bool) -> dict:
+    """One configuration's figures: K seeds stacked, eager or graphed, packed or not."""
+    import copy
+    import torch
+    from zoo.data import BatchOrder
+    from zoo.train.checkpointing import State
+    from zoo.train.prepared import build
+    from zoo.train.recipe import make_optimizer
+    from zoo.train.stacked import Seat, Stack, stacked_step
+    cuda = device.type == "cuda"
+    order = lambda seed: BatchOrder(lengths, cfg0.train.batch_tokens, seed)
+    seats = []
+    for seed in range(1, K + 1):
+        cfg = config(size, cuda, seed, graph, packed)
+        torch.manual_seed(seed)
+        model = build(cfg, p.sp, p.tgt_vocab).to(device).train()
+        opt = make_optimizer(model, 0.0, tuple(cfg.train.optimizer.betas), cfg.train.optimizer.eps)
+        seats.append(Seat(cfg, Path("."), model, opt, State(), order(seed), p.train,
+                          torch.zeros(2, dtype=torch.float64, device=device)))
+    stack = Stack(seats, copy.deepcopy(seats[0].model).train(), device, amp)
+    for _ in range(size["timed"]):  # warm-up: these batches' buckets recorded (graph), the allocator warm
+        stacked_step(stack)
+    for s in seats:  # the same batches again
+        s.batches = order(s.cfg.train.seed)
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    sync()
+    tokens0, t0 = sum(s.st.tokens_seen for s in seats), time.perf_counter()
+    for _ in range(size["timed"]):
+        stacked_step(stack)
+    sync()
+    secs = time.perf_counter() - t0
+    tokens = sum(s.st.tokens_seen for s in seats) - tokens0
+    step = secs / size["timed"]
+    row = {"K": K, "graph": graph, "pack": packed, "step_ms": 1e3 * step, "summed_tokens_per_s": tokens / secs,
+           "trials_per_min": 60 * K / (step * cfg0.train.steps), "profile_steps": cfg0.train.steps,
+           "buckets": len(stack.graphed.buckets) if graph else None,
+           "eager_steps": stack.graphed.eager_steps if graph else None,
+           "peak_gib": torch.cuda.max_memory_allocated() / 2 ** 30 if cuda else None,
+           "predicted": predictions(config(size, cuda, 1, graph, packed), K)}
+    print(f"K {K}{' graphed' if graph else ''}{' packed' if packed else ''}: {row['step_ms']:.1f} ms a step, "
+          f"{row['summed_tokens_per_s']:.0f} tok/s summed, {row['trials_per_min']:.2f} trials a minute "
+          f"(training only, {cfg0.train.steps} steps)", flush=True)
+    return row
 
 
 def shared(size: dict, work: Path, zoo: list, path: Path) -> list:

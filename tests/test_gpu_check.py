@@ -221,7 +221,9 @@ def test_side_by_side_figures_beside_their_predictions(repo, made_up):
         {"K": 16, "step_ms": 400, "summed_tokens_per_s": 157000, "trials_per_min": 1.1,
          "predicted": pred([400000, 600000, 800000])},
         {"K": 16, "graph": True, "pack": True, "buckets": 9, "eager_steps": 0, "step_ms": 60, "summed_tokens_per_s": 1050000,
-         "trials_per_min": 7.3, "predicted": pred([1000000, 1100000, 1200000])}]))
+         "trials_per_min": 7.3, "predicted": pred([1000000, 1100000, 1200000])},
+        {"K": 4, "graph": True, "pack": False, "error": "RuntimeError: capture failed | here",
+         "predicted": pred([500000] * 3)}]))
     (out / "concurrent.json").write_text(json.dumps([
         {"P": 4, "finished": 4, "wall_s": 30, "summed_tokens_per_s": 600000, "trials_per_min": 8.0, "steps": 200,
          "predicted": {"summed_tokens_per_s": [700000] * 3}}]))
@@ -232,11 +234,14 @@ def test_side_by_side_figures_beside_their_predictions(repo, made_up):
     assert "8. seeds stacked in one process, the cpu profile's base (exit 0, 30 s of 60):" in text
     assert "| 16 | off | off | 400.0 | 30 (20-40) | 157000 | 600000 (400000-800000) | 1.10 | 4 (3-5) |" in text
     assert "| 16 | on (9 buckets, 0 eager steps) | on | 60.0 | 30 (20-40) | 1050000 | 1100000 (1000000-1200000) |" in text
+    assert "| 4 | on | off | failed: RuntimeError: capture failed / here | 30 (20-40) | - | 500000 | - | 4 (3-5) |" in text
     assert "| 4 | 4 | 30 | 600000 | 700000 | 8.0 (200-step trials) |" in text
     raw = json.loads((out / "measured.json").read_text())
     assert "stacked K 16: 157000 tok/s summed (predicted 600000 (400000-800000))" in raw["outside"]
+    assert "stacked K 4 graphed failed: RuntimeError: capture failed | here" in raw["outside"]
     assert not any("stacked K 1:" in x or "K 16 graphed packed" in x or "processes:" in x for x in raw["outside"])
     assert rep.headline(r, "8-stacked").startswith("K 1: 180000 tok/s summed (predicted 180000); K 16:")
+    assert rep.headline(r, "8-stacked").endswith("; K 4 graphed: FAILED")
     assert rep.headline(r, "9-concurrent") == "4 at once: 600000 tok/s summed (predicted 700000), 8.0 trials/min"
 
 

@@ -179,10 +179,11 @@ def test_the_stack_fits_the_device(repo):
 class _Ops(TorchDispatchMode):
     def __init__(self):
         super().__init__()
-        self.n = 0
+        self.n, self.names = 0, set()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         self.n += 1
+        self.names.add(str(func))
         return func(*args, **(kwargs or {}))
 
 
@@ -209,8 +210,9 @@ def _stack(repo, data_root, K, device="cpu", sets=()):
 
 def test_a_seed_more_adds_few_ops_to_a_stacked_step(repo, data_root):
     """One op serves all K seeds: a seed more adds under a tenth of a solo step's dispatched ops (those left: its
-    Adam update, its batch, and on a CPU the attention kernels, which have no vmap rule there and loop over the
-    seeds). Stacking every parameter each step, its backward and a loss per seed added ~250 a seed (0.21 of a step)."""
+    Adam update and its batch; before attention ran as math under vmap, the CPU's kernels also looped over the
+    seeds). Stacking every parameter each step, its backward and a loss per seed added ~250 a seed (0.21 of a
+    step)."""
     ops = {}
     for K in (1, 2, 4):
         stack = _stack(repo, data_root, K)
@@ -221,6 +223,24 @@ def test_a_seed_more_adds_few_ops_to_a_stacked_step(repo, data_root):
     per_seed = (ops[4] - ops[2]) / 2
     print(f"dispatched ops a step: {ops}; a seed more: {per_seed:.0f}")
     assert 0 < per_seed < 0.1 * ops[1], ops
+
+
+def test_a_stacks_attention_is_the_math_backend_batched_by_vmap(repo, data_root):
+    """Inside the vmapped step attention runs as SDPA's math backend (matmuls and a softmax, batched like any op), on
+    every device: the fused kernels' batch rules leave out the logsumexp a vmapped training step's backward needs on
+    a GPU (zoo.train.stacked.ATTENTION). Alone, the same model takes a fused kernel (the CPU's flash attention)."""
+    stack = _stack(repo, data_root, 2, sets=["train.pack=on"])
+    stacked_step(stack)
+    with _Ops() as ops:
+        stacked_step(stack)
+    fused = sorted(n for n in ops.names if "_scaled_dot_product_" in n)
+    assert not fused and any("softmax" in n for n in ops.names), fused
+    from zoo.train.prepared import training_batch
+    seat = stack.seats[0]
+    batch = training_batch(seat.cfg, seat.pairs, seat.batches.next())
+    with _Ops() as alone:
+        seat.model(batch.src, batch.tgt_in, batch.src_seg, batch.tgt_seg).sum().backward()
+    assert any("_scaled_dot_product_flash_attention" in n for n in alone.names), sorted(alone.names)
 
 
 def test_a_stacked_seed_is_its_own_model(repo, data_root):

@@ -29,6 +29,7 @@ bucket, each seed's dropout key, normaliser and learning rate in place, one grap
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -65,10 +66,17 @@ def bucket_shape(cfg: Config, rows: int, S: int, T: int) -> tuple[int, int, int]
     return bucket(rows), top(S), top(T)
 
 
+@functools.cache
+def _side_stream(device: torch.device) -> "torch.cuda.Stream":
+    """One side stream per device for every warm-up: a new stream per bucket would cycle torch's pool of streams, each
+    with a cuBLAS workspace of its own."""
+    return torch.cuda.Stream(device)
+
+
 def record(body, device: torch.device, pool) -> "torch.cuda.CUDAGraph":
     """A bucket's first step: `body` run eagerly on a side stream (its warm-up: the step itself, Adam's state, kernel
     choice), then recorded without running."""
-    side = torch.cuda.Stream(device)
+    side = _side_stream(device)
     side.wait_stream(torch.cuda.current_stream(device))
     with torch.cuda.stream(side):
         body()

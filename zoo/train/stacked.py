@@ -14,8 +14,9 @@ positions what it draws alone, whatever the padding and the other seeds. The los
 smoothing), normalised by its own target tokens, all K in one pass.
 
 A seed whose loss goes non-finite, or that the learning guard stops, ends alone (its error is its result)
-while the others go on; the stack shrinks. CPU attention has no vmap rule in torch (it loops over the K
-seeds inside the vmapped forward; a GPU's fused kernels batch), which costs speed, not exactness.
+while the others go on; the stack shrinks. Attention inside the vmapped forward is SDPA's math backend on every
+device (ATTENTION: why), batched like the other ops; alone, a seed takes the fused kernel, which moves its sums by
+float rounding, not more (tests/test_stacked.py).
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from typing import Callable
 
 import torch
 from torch.func import functional_call, vmap
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from zoo.config import Config
 from zoo.data import Batch, BatchOrder, pair_lengths, to_device
@@ -52,6 +54,12 @@ __all__ = ["Seat", "Stack", "pad_batches", "stack_problem", "stack_size", "stack
 # trial's name, its row of the paper, the record of the --set and seeds-axis values: what those set is compared)
 FREE = ("train.seed", "train.label_smoothing", "train.schedule.", "model.dropout", "trial", "variant", "name", "seeds", "overrides.",
         "paper.", "description")
+
+# Attention inside the vmapped forward: the math backend, batched like any other op. The fused CUDA kernels' batch
+# rules do not serve a vmapped training step: SDPA asks the memory-efficient kernel for the logsumexp its backward
+# needs only when the query requires grad, which a vmapped query never does (a BatchedTensor), so the backward
+# fails (pytorch#176482; reading of torch 2.13's attention.cpp and a meta-device probe, not a GPU run)
+ATTENTION = [SDPBackend.MATH]
 
 Report = Callable[[int, Event | Exception], None]  # a seat's event; or the error that ended it alone, when it did
 
@@ -184,9 +192,9 @@ class Stack:
         normalised by its own target tokens `inv_tokens`, as its solo step's), its statistics, then each seed's
         Adam update at the learning rate its param groups hold."""
         torch._foreach_zero_(self.grads)
-        with warnings.catch_warnings():  # CPU attention's missing vmap rule: a loop over the seeds (see above)
+        with warnings.catch_warnings():  # an op without a vmap rule loops over the seeds: slower, still exact
             warnings.filterwarnings("ignore", message=".*batching rule.*")
-            with autocast(self.device, self.amp):
+            with autocast(self.device, self.amp), sdpa_kernel(ATTENTION):
                 seg = None if src_seg is None else 0
                 logits = vmap(lambda p, a, b, k, q, c, d: _forward(self.skeleton, p, a, b, k, q, c, d),
                               in_dims=(0, 0, 0, 0, None if self.p_drop is None else 0, seg, seg))(
