@@ -83,8 +83,7 @@ def measured_flops_per_s(c: Config, steps: int = 2) -> float:
     so neither layout pads: the figure is the model's speed, not the corpus's padding."""
     import torch
     from zoo.model import build_model
-    from zoo.train import keep_freed_memory, make_optimizer, step_setup, train_step
-    from zoo.train.prepared import training_batch
+    from zoo.train import keep_freed_memory, make_optimizer, step_setup, train_step, training_batch
     threads = torch.get_num_threads()
     torch.set_num_threads(max(1, int(c.resources.cpus)))  # what a trial gets
     try:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .evaluation import attention_map, dev_perplexity, dev_sentence_nll, evaluate, load_for_eval, score
     from .learning import Levels, NotLearningError, check_from, levels
     from .loop import NonFiniteLoss, rank_parts, train
-    from .prepared import Prepared, build, check_kept, prepare, target_vocab
+    from .prepared import Prepared, build, check_kept, prepare, target_vocab, training_batch
     from .recipe import LOSS_CHUNK, make_optimizer, smoothed_loss, smoothed_rows
     from .stacked import Seat, Stack, pad_batches, stack_problem, stack_size, stacked_step, train_stacked
     from .step import (WHOLE_FROM_STEPS, batch_loss, compiled, data_parallel, draws_key, read_stats, step_setup,
@@ -44,12 +44,12 @@ _PART = {  # name -> the part that lends it
     "load_for_eval": "evaluation", "score": "evaluation", "Levels": "learning", "NotLearningError": "learning",
     "check_from": "learning", "levels": "learning", "NonFiniteLoss": "loop", "rank_parts": "loop", "train": "loop",
     "Prepared": "prepared", "build": "prepared", "check_kept": "prepared", "prepare": "prepared",
-    "target_vocab": "prepared", "LOSS_CHUNK": "recipe", "make_optimizer": "recipe", "smoothed_loss": "recipe",
-    "smoothed_rows": "recipe", "Seat": "stacked", "Stack": "stacked", "pad_batches": "stacked",
-    "stack_problem": "stacked", "stack_size": "stacked", "stacked_step": "stacked", "train_stacked": "stacked",
-    "WHOLE_FROM_STEPS": "step", "batch_loss": "step", "compiled": "step", "data_parallel": "step",
-    "draws_key": "step", "read_stats": "step", "step_setup": "step", "train_step": "step", "whole_model": "step",
-    "Writer": "writer",
+    "target_vocab": "prepared", "training_batch": "prepared", "LOSS_CHUNK": "recipe", "make_optimizer": "recipe",
+    "smoothed_loss": "recipe", "smoothed_rows": "recipe", "Seat": "stacked", "Stack": "stacked",
+    "pad_batches": "stacked", "stack_problem": "stacked", "stack_size": "stacked", "stacked_step": "stacked",
+    "train_stacked": "stacked", "WHOLE_FROM_STEPS": "step", "batch_loss": "step", "compiled": "step",
+    "data_parallel": "step", "draws_key": "step", "read_stats": "step", "step_setup": "step", "train_step": "step",
+    "whole_model": "step", "Writer": "writer",
 }
 # End of the door.
 __all__ = list(_PART)

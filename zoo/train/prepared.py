@@ -11,7 +11,7 @@ from zoo.data import EncodedCorpus, bpe_model, data_dir, encoded_corpus, load_pa
 from zoo.errors import UserError
 from zoo.model import Transformer, build_model, why_not_packed
 
-__all__ = ["Prepared", "build", "check_kept", "prepare", "target_vocab"]  # what it lends outside its package (the door serves these)
+__all__ = ["Prepared", "build", "check_kept", "prepare", "target_vocab", "training_batch"]  # what it lends outside its package (the door serves these)
 
 
 @dataclass
