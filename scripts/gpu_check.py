@@ -17,7 +17,8 @@ OUT/measured.json (the raw numbers), OUT/steps.tsv, OUT/logs/ (each command's ou
   5 shared, shared-status   table3_A's four smoke trials sharing the GPU (0.25 each), only where `import ray` works
   6 no-cuda      a GPU request with CUDA hidden exits 2 saying what torch sees
   8 stacked      the cpu profile's base, K = 1, 4, 16 seeds stacked in one process (zoo.train.stacked): tokens/s summed
-  9 concurrent   the same base as 1, 2, 4 processes sharing the device: tokens/s summed, trials a minute
+  9 concurrent   the same base as 1, 2, 4 processes sharing the device: tokens/s summed, trials a minute; then
+                 4 under CUDA MPS (scripts/mps.sh), where the driver offers it
   7 report       report.md and measured.json
 
 --out DIR: where it writes (default: the checkout's results/gpu-check; a relative DIR is from the folder you run it
@@ -185,8 +186,8 @@ def other_precision(c):
     return other
 
 
-def side_by_side(c, what):
-    out = {"stacked": "stacked.json", "shared": "concurrent.json"}[what]
+def side_by_side(c, what, out=None):
+    out = out or {"stacked": "stacked.json", "shared": "concurrent.json"}[what]
     return [c.py, ROOT / "scripts" / "gpu_side_by_side.py", what, "--json", c.out / out,
             *(["--tiny"] if c.mode.cpu else [])]
 
@@ -235,6 +236,10 @@ STEPS = [
     Step("8-stacked", (120, 150), lambda c: side_by_side(c, "stacked"), made=("stacked.json",)),
     Step("9-concurrent", (75, 150), lambda c: [*side_by_side(c, "shared"), "--work", c.work, "--zoo", *c.zoo],
          made=("concurrent.json", *(f"work/shared-{p}-{i}" for p in (1, 2, 4) for i in range(p)))),
+    # the four processes again under CUDA MPS (scripts/mps.sh), where the driver offers it (a row says when not)
+    Step("9-concurrent-mps", (40, 60), lambda c: [*side_by_side(c, "shared", "concurrent-mps.json"), "--work", c.work,
+                                                  "--mps", c.work / "mps", "--zoo", *c.zoo],
+         made=("concurrent-mps.json", "work/mps", *(f"work/shared-mps-{p}-{i}" for p in (2, 4) for i in range(p)))),
 ]
 
 

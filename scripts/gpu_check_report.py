@@ -186,6 +186,14 @@ def stacked_headline(r, name):
                      f"{mid(x.get('predicted'), 'summed_tokens_per_s')})" for x in rows) or "no figures"
 
 
+def mps_headline(r, name):
+    rows = load(r.out / "concurrent-mps.json") or []
+    if rows and rows[0].get("mps") is False:
+        return f"no MPS: {rows[0].get('why', '')}"
+    return "; ".join(f"{x['P']} at once under MPS: {x['summed_tokens_per_s']:.0f} tok/s summed, "
+                     f"{x['trials_per_min']:.1f} trials/min" for x in rows) or "no figures"
+
+
 def concurrent_headline(r, name):
     rows = load(r.out / "concurrent.json") or []
     return "; ".join(f"{x['P']} at once: {x['summed_tokens_per_s']:.0f} tok/s summed (predicted "
@@ -229,6 +237,20 @@ def side_by_side_section(r, raw, outside):
             if not r.cpu and not inside(p, "summed_tokens_per_s", x["summed_tokens_per_s"]):
                 outside.append(f"{x['P']} processes: {x['summed_tokens_per_s']:.0f} tok/s summed (predicted "
                                f"{mid(p, 'summed_tokens_per_s')})")
+        L.append("")
+    mps = raw["concurrent_mps"] = load(r.out / "concurrent-mps.json")
+    if mps:  # the same processes under CUDA MPS, beside the same count without it (no prediction: a measurement)
+        without = {x["P"]: x for x in rows or []}
+        L.append(f"Under CUDA MPS ({ran(st, '9-concurrent-mps')}):")
+        for x in mps:
+            if x.get("mps") is False:
+                L.append(f"no MPS here: {x.get('why', '')}")
+                continue
+            w = without.get(x["P"])
+            beside = f" (without MPS: {w['summed_tokens_per_s']:.0f}, {x['summed_tokens_per_s'] / w['summed_tokens_per_s']:.2f}x)" \
+                if w and w.get("summed_tokens_per_s") else ""
+            L.append(f"{x['P']} processes, {x['finished']} finished in {x['wall_s']:.0f} s: "
+                     f"{x['summed_tokens_per_s']:.0f} tok/s summed{beside}, {x['trials_per_min']:.1f} trials a minute")
         L.append("")
     return L
 
@@ -297,7 +319,7 @@ HEADLINES = {"1-torch": torch_headline, "2-predict": predict_headline, "2-bench-
              "2-bench-compiled": bench_headline, "3-learn-new": learn_headline, "3-learn-old": learn_headline,
              "4-trial": trial_headline, "4-trial-other": trial_headline, "5-shared": shared_headline,
              "5-shared-status": shared_status_headline, "6-no-cuda": no_cuda_headline,
-             "8-stacked": stacked_headline, "9-concurrent": concurrent_headline}
+             "8-stacked": stacked_headline, "9-concurrent": concurrent_headline, "9-concurrent-mps": mps_headline}
 
 
 def headline(r, name):

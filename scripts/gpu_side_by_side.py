@@ -13,7 +13,11 @@ is recorded at its bucket's first batch), then the same batches again, timed, th
 (a long run meets its few dozen buckets early and replays them after): summed target tokens/s and trials a minute
 (training only, at the profile's steps).
 shared: P = 1, 2, 4 processes (--tiny: 2) each `zoo train base` for a few hundred steps at once: summed tokens/s
-(each run's own) and trials finished a minute (P over the wall from the first start to the last end).
+(each run's own) and trials finished a minute (P over the wall from the first start to the last end). With --mps DIR:
+P = 4 (--tiny: 2) under CUDA MPS (scripts/mps.sh: a daemon of its own in DIR, stopped at the end), whose processes'
+kernels run on the SMs at once instead of taking turns; where the driver offers no MPS, one row that says so.
+
+  python scripts/gpu_side_by_side.py shared --json FILE --work DIR --mps DIR --zoo ZOO... [--tiny]
 """
 import argparse
 import gc
@@ -126,27 +130,44 @@ def one_stack(size: dict, cfg0, p, lengths, device, amp, K: int, graph: bool, pa
     return row
 
 
-def shared(size: dict, work: Path, zoo: list, path: Path) -> list:
+def shared(size: dict, work: Path, zoo: list, path: Path, mps: Path | None = None) -> list:
     import torch
     cuda = torch.cuda.is_available()
-    rows = []
-    for P in size["P"]:
-        outs = [work / f"shared-{P}-{i}" for i in range(P)]
+    rows, env = [], None
+    if mps is not None:  # the same runs under MPS: its daemon's pipe folder in each process's environment
+        script = Path(__file__).resolve().parent / "mps.sh"
+        r = subprocess.run(["bash", str(script), "start", str(mps)], capture_output=True, text=True)
+        if r.returncode != 0:
+            rows.append({"mps": False, "why": (r.stderr or r.stdout).strip()[:300]})
+            print(f"no MPS: {rows[-1]['why']}", flush=True)
+            save(rows, path)
+            return rows
+        env = {**os.environ, "CUDA_MPS_PIPE_DIRECTORY": str(mps / "pipe"), "CUDA_MPS_LOG_DIRECTORY": str(mps / "log")}
+        try:
+            return _shared(size, work, zoo, path, env, (size["P"][-1],), "shared-mps", rows, cuda)
+        finally:
+            subprocess.run(["bash", str(script), "stop", str(mps)], capture_output=True)
+    return _shared(size, work, zoo, path, env, size["P"], "shared", rows, cuda)
+
+
+def _shared(size, work, zoo, path, env, counts, stem, rows, cuda) -> list:
+    for P in counts:
+        outs = [work / f"{stem}-{P}-{i}" for i in range(P)]
         argv = lambda o: [*zoo, "train", "base", "--profile", size["profile"], "--set", f"resources.gpus={int(cuda)}",
                           "--set", f"train.steps={size['steps']}", "--set", "eval.max_sentences=8",
                           "--set", "resources.cpus=1", *(["--set", "train.precision=fp32"] if cuda else []),
                           "--out", o]
         t0 = time.monotonic()
         procs = [subprocess.Popen([str(a) for a in argv(o)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                  stdin=subprocess.DEVNULL) for o in outs]
+                                  stdin=subprocess.DEVNULL, env=env) for o in outs]
         codes = [p.wait() for p in procs]
         wall = time.monotonic() - t0
         runs = [json.loads((o / "summary.json").read_text()) for o in outs if (o / "summary.json").exists()]
         tps = sum(r["tokens_seen"] / max(r["train_seconds"], 1e-9) for r in runs)
         rows.append({"P": P, "finished": len(runs), "exits": codes, "wall_s": wall, "summed_tokens_per_s": tps,
-                     "trials_per_min": 60 * len(runs) / wall, "steps": size["steps"],
+                     "trials_per_min": 60 * len(runs) / wall, "steps": size["steps"], "mps": env is not None,
                      "predicted": predictions(config(size, cuda), 1, P)})
-        print(f"P {P}: {len(runs)} of {P} finished in {wall:.0f} s, {tps:.0f} tok/s summed, "
+        print(f"P {P}{' under MPS' if env else ''}: {len(runs)} of {P} finished in {wall:.0f} s, {tps:.0f} tok/s summed, "
               f"{rows[-1]['trials_per_min']:.1f} trials a minute ({size['steps']}-step trials)", flush=True)
         save(rows, path)
     return rows
@@ -158,6 +179,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", required=True, type=Path)
     ap.add_argument("--tiny", action="store_true")
     ap.add_argument("--work", type=Path, help="shared: where its runs go")
+    ap.add_argument("--mps", type=Path, help="shared: run under CUDA MPS, its daemon's folder (scripts/mps.sh)")
     ap.add_argument("--zoo", nargs="+", default=["zoo"], help="shared: the zoo command")
     args = ap.parse_args(argv)
     if not args.json.name or args.json.is_dir():  # before minutes of measuring: it writes this file, nothing else
@@ -168,7 +190,7 @@ def main(argv=None) -> int:
     if args.what == "stacked":
         stacked(size, args.json)
     else:
-        shared(size, args.work, args.zoo, args.json)
+        shared(size, args.work, args.zoo, args.json, args.mps)
     return 0
 
 

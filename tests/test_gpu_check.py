@@ -11,7 +11,7 @@ import time
 import pytest
 
 STEPS = ["1-torch", "2-predict", "2-bench-eager", "2-bench-compiled", "3-learn-new", "3-learn-old", "4-trial",
-         "4-trial-other", "5-shared", "6-no-cuda", "8-stacked", "9-concurrent", "7-report"]
+         "4-trial-other", "5-shared", "6-no-cuda", "8-stacked", "9-concurrent", "9-concurrent-mps", "7-report"]
 
 
 @pytest.mark.slow
@@ -71,6 +71,9 @@ def test_gpu_check_rehearses_every_step_on_the_cpu(repo, data_root, tmp_path):
         assert all(len(x["predicted"]["summed_tokens_per_s"]) == 3 for x in raw["stacked"])
     if steps["9-concurrent"]["exit"] == "0":
         assert raw["concurrent"][0]["P"] == 2 and raw["concurrent"][0]["finished"] == 2
+    if steps["9-concurrent-mps"]["exit"] == "0":  # this CPU has no MPS: the step says so, and made nothing of MPS's
+        assert raw["concurrent_mps"] == [{"mps": False, "why": "mps.sh: no nvidia-cuda-mps-control on PATH: no MPS here"}]
+        assert not (out / "work" / "mps").exists()
     assert (out / "work" / ".gitignore").exists()
     assert (out / "logs" / "notes.log").read_text() == (out / "notes.md").read_text() == "mine\n"
 
@@ -227,7 +230,11 @@ def test_side_by_side_figures_beside_their_predictions(repo, made_up):
     (out / "concurrent.json").write_text(json.dumps([
         {"P": 4, "finished": 4, "wall_s": 30, "summed_tokens_per_s": 600000, "trials_per_min": 8.0, "steps": 200,
          "predicted": {"summed_tokens_per_s": [700000] * 3}}]))
-    (out / "steps.tsv").write_text((out / "steps.tsv").read_text() + "8-stacked\t0\t30\t60\n9-concurrent\t0\t50\t75\n")
+    (out / "concurrent-mps.json").write_text(json.dumps([
+        {"P": 4, "finished": 4, "wall_s": 28, "summed_tokens_per_s": 800000, "trials_per_min": 8.6, "steps": 200,
+         "mps": True}]))
+    (out / "steps.tsv").write_text((out / "steps.tsv").read_text() + "8-stacked\t0\t30\t60\n9-concurrent\t0\t50\t75\n"
+                                   "9-concurrent-mps\t0\t30\t40\n")
     r = rep.Results(out, cpu=False, ref=ref)
     rep.write(r)
     text = (out / "report.md").read_text()
@@ -236,6 +243,13 @@ def test_side_by_side_figures_beside_their_predictions(repo, made_up):
     assert "| 16 | on (9 buckets, 0 eager steps) | on | 60.0 | 30 (20-40) | 1050000 | 1100000 (1000000-1200000) |" in text
     assert "| 4 | on | off | failed: RuntimeError: capture failed / here | 30 (20-40) | - | 500000 | - | 4 (3-5) |" in text
     assert "| 4 | 4 | 30 | 600000 | 700000 | 8.0 (200-step trials) |" in text
+    assert "Under CUDA MPS (exit 0, 30 s of 40):\n4 processes, 4 finished in 28 s: 800000 tok/s summed (without MPS: " \
+           "600000, 1.33x), 8.6 trials a minute" in text
+    assert rep.headline(r, "9-concurrent-mps") == "4 at once under MPS: 800000 tok/s summed, 8.6 trials/min"
+    (out / "concurrent-mps.json").write_text(json.dumps([{"mps": False, "why": "mps.sh: no nvidia-cuda-mps-control"}]))
+    rep.write(r)
+    assert "no MPS here: mps.sh: no nvidia-cuda-mps-control" in (out / "report.md").read_text()
+    assert rep.headline(r, "9-concurrent-mps") == "no MPS: mps.sh: no nvidia-cuda-mps-control"
     raw = json.loads((out / "measured.json").read_text())
     assert "stacked K 16: 157000 tok/s summed (predicted 600000 (400000-800000))" in raw["outside"]
     assert "stacked K 4 graphed failed: RuntimeError: capture failed | here" in raw["outside"]

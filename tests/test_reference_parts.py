@@ -51,8 +51,9 @@ def test_a_part_stops_at_its_deadline_and_the_next_one_finishes_on_a_fresh_machi
     # the next device is a fresh machine: the committed store, no trial folders, no checkpoints
     import shutil
     shutil.rmtree(tmp_path / "store")
-    done = _part(tmp_path, "part", "5", "2")
+    done = _part(tmp_path, "part", "5", "2", MPS="on")  # no MPS on this CPU: said, and the part runs without it
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "commands.sh: no MPS (scripts/mps.sh said why above): this part runs without it" in done.stderr
     assert "the 2 specs' 4 trials run side by side in one experiment" in done.stdout, done.stdout[-3000:]
     rows = _rows(tmp_path / "kept" / "zoo.db.xz")
     assert all(r[0] == "finished" and r[1] == STEPS for r in rows.values()), rows

@@ -325,3 +325,36 @@ def test_ray_head_ends_its_own_head_and_not_a_port_that_shares_its_digits(sb):
 def test_ray_head_that_did_not_start_ends_nothing(refusals):
     said = refusals[("PORT=45678", True)]
     assert said.count("canary=alive") == 2 and "sourced=2" in said and "did not start" in said, said
+
+
+# -- mps.sh --------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("args", [[], ["start"], ["start", ""], ["begin", "d"], ["start", "d", "more"]],
+                         ids=["none", "no-dir", "empty-dir", "unknown-verb", "extra-word"])
+def test_mps_refuses_a_mistake_in_one_line(sb, args):
+    before = tree(sb)
+    refused(*run(sb, "mps.sh", *args))
+    assert tree(sb) == before
+
+
+@pytest.mark.parametrize("verb", ["start", "env", "stop"])
+def test_mps_keeps_a_folder_it_did_not_make(sb, verb):
+    """A user's folder, a file, or a link to a folder: refused for every verb, nothing made, nothing removed."""
+    (sb / "caller" / "mine").mkdir()
+    (sb / "caller" / "mine" / "notes.txt").write_text("a user's\n")
+    (sb / "caller" / "file").write_text("a user's\n")
+    (sb / "caller" / "link").symlink_to(sb / "home")
+    before = tree(sb)
+    for d in ("mine", "file", "link", str(sb / "home")):
+        rc, said = run(sb, "mps.sh", verb, d)
+        refused(rc, said)
+        assert "not a folder this script made" in said, said
+        assert tree(sb) == before
+
+
+def test_mps_without_the_driver_says_so_and_makes_nothing(sb):
+    """No nvidia-cuda-mps-control (this machine, a driver without MPS): exit 3, one line, so a caller goes on without
+    MPS; nothing made."""
+    before = tree(sb)
+    rc, said = run(sb, "mps.sh", "start", "new")
+    assert rc == 3 and said == "mps.sh: no nvidia-cuda-mps-control on PATH: no MPS here", (rc, said)
+    assert tree(sb) == before

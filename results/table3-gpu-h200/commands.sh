@@ -9,7 +9,9 @@
 # compacted, to this folder's zoo.db.xz (and to $BACK too when set: a device session's $OUT). Trials still running at
 # the deadline are stopped (SIGTERM) and start again in the next part: their checkpoints stay on the device that is
 # given back. GRAPH=off runs the stacks eagerly (train.cuda_graph changes no result; use it if the GPU check's
-# graphed stacks failed). PROFILE, SEEDS and ZOO_ARGS exist for the CPU rehearsal (tests/test_reference_parts.py).
+# graphed stacks failed). MPS=on runs the part under CUDA MPS (scripts/mps.sh, its daemon in $STORE/mps; where the
+# driver has none the part runs without, and says so): set it if the check's 9-concurrent-mps measured a gain.
+# PROFILE, SEEDS and ZOO_ARGS exist for the CPU rehearsal (tests/test_reference_parts.py).
 # Its work folder is runs-table3-gpu-h200/ in the checkout (ignored); it deletes nothing.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2  # the checkout's root (a device's copy of the tree has no .git)
@@ -59,6 +61,14 @@ open(p, "wb").write(d); os.replace(p, sys.argv[2])' "$KEEP" "$STORE/zoo.db" || r
   say "rows to run now: ${pick[*]} (of the rows left: $left); at most $minutes min"
   local variants=(); for r in "${pick[@]}"; do variants+=(--variant "$r"); done
   local seeds=(); [ -n "${SEEDS:-}" ] && seeds=(--seeds "$SEEDS")
+  if [ "${MPS:-off}" = on ]; then
+    if bash scripts/mps.sh start "$STORE/mps" >&2; then
+      eval "$(bash scripts/mps.sh env "$STORE/mps")"
+      trap 'bash scripts/mps.sh stop "$STORE/mps" >&2' EXIT
+    else
+      say "no MPS (scripts/mps.sh said why above): this part runs without it"
+    fi
+  fi
   local t0=$SECONDS
   # SIGTERM at the deadline: zoo run stops its trials and exits 143 (what finished stays finished); KILL 60 s on
   # shellcheck disable=SC2086
