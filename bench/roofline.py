@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
@@ -271,7 +272,6 @@ class _Functions(TorchFunctionMode):
         mask, causal = kwargs.get("attn_mask"), kwargs.get("is_causal", False)
         self.attention.append((q.shape, k.shape, v.shape, None if mask is None else mask.shape, causal, q.dtype))
         if self.math:  # the math backend's own ops, each a kernel (traced by _Count)
-            from torch.nn.attention import SDPBackend, sdpa_kernel
             with sdpa_kernel([SDPBackend.MATH]):
                 return func(q, k, v, *args[3:], **kwargs)
         bias = None

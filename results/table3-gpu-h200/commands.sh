@@ -29,20 +29,15 @@ say() { echo "commands.sh: $*" >&2; }
 count() { case "$1" in ''|*[!0-9]*) return 1 ;; esac; [ "$1" -gt 0 ]; }
 minutes() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?$ ]] && [[ ! $1 =~ ^0+(\.0*)?$ ]]; }  # 8, or 0.5 (a rehearsal's)
 
-# the rows not finished yet (all their seeds finished under this profile), in ROW_ORDER
+# the rows not finished yet (all their seeds finished under this profile), in ROW_ORDER: `zoo status --json` reads the
+# store (none yet: every row)
 left_rows() {
-  "$PY" - "$STORE/zoo.db" "$PROFILE" "${SEEDS:-10}" "$ROW_ORDER" <<'PYEOF'
-import sqlite3, sys
-from pathlib import Path
-db, profile, seeds, order = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split()
-done = {}
-if Path(db).is_file():
-    c = sqlite3.connect(Path(db).resolve().as_uri() + "?mode=ro", uri=True)
-    for variant, n in c.execute("SELECT variant, count(*) FROM trials WHERE profile = ? AND status = 'finished' "
-                                "GROUP BY variant", (profile,)):
-        done[variant] = n
-print(" ".join(r for r in order if done.get(r, 0) < seeds))
-PYEOF
+  if [ ! -f "$STORE/zoo.db" ]; then echo "$ROW_ORDER"; return 0; fi
+  "$ZOO" status --runs "$STORE/zoo.db" --json | "$PY" -c 'import collections, json, sys
+profile, seeds, order = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+done = collections.Counter(t["variant"] for t in json.load(sys.stdin)
+                           if t["profile"] == profile and t["status"] == "finished")
+print(" ".join(r for r in order if done[r] < seeds))' "$PROFILE" "${SEEDS:-10}" "$ROW_ORDER"
 }
 
 part() {
