@@ -64,7 +64,7 @@ def test_a_part_stops_at_its_deadline_and_the_next_one_finishes_on_a_fresh_machi
     assert "rows still to run: A2 A3 A4 B1" in done.stderr
     assert canary.read_text() == "mine" and sorted(p.name for p in (tmp_path / "kept").iterdir()) == \
         ["canary.txt", "zoo.db.xz"]
-    again = _part(tmp_path, "part", "5", "2")  # the rows it ran are finished: it takes the next two
+    again = _part(tmp_path, "part", "0.05", "2")  # the rows it ran are finished: it takes the next two (cut at 3 s)
     assert "rows to run now: A2 A3" in again.stderr
 
 
